@@ -1,0 +1,1 @@
+# Build fragment for bench/bench: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for cpumgr/cpumgr: add sources, programs and tests with +=.

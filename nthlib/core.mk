@@ -1,0 +1,1 @@
+# Build fragment for nthlib/core: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for nthlib/cpumgr_client: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for nthlib/sync: add sources, programs and tests with +=.

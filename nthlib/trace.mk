@@ -1,0 +1,1 @@
+# Build fragment for nthlib/trace: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for pthread-shim/shim: add sources, programs and tests with +=.

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, build (reusing a build), run
+# `make check`, and print one closing line "N passed, N failed".
+#   ./run-tests.sh            the default build in build/
+#   ./run-tests.sh --asan     AddressSanitizer+UBSan build in build-asan/
+#   ./run-tests.sh --tsan     ThreadSanitizer build in build-tsan/
+set -uo pipefail
+top=$(cd "$(dirname "$0")" && pwd)
+cd "$top"
+bdir=build; opts=(--enable-werror)
+case "${1:-}" in
+  --asan) bdir=build-asan; opts+=(--enable-sanitizers=address) ;;
+  --tsan) bdir=build-tsan; opts+=(--enable-sanitizers=thread) ;;
+  "") ;;
+  *) echo "run-tests.sh: unknown option '$1' (accepted: --asan, --tsan)" >&2; exit 2 ;;
+esac
+scripts/install-deps.sh || exit 1
+scripts/build.sh "$bdir" "${opts[@]}" || { echo "0 passed, 1 failed"; exit 1; }
+cd "$bdir"
+make -j"$(nproc)" check; rc=$?
+pass=0; fail=0; skip=0
+while IFS= read -r trs; do
+  r=$(sed -n 's/^:test-result: //p' "$trs" | head -n1)
+  case "$r" in PASS|XFAIL) pass=$((pass+1));; SKIP) skip=$((skip+1));; *) fail=$((fail+1)); echo "FAILED: ${trs%.trs}";; esac
+done < <(find . -name '*.trs')
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$rc" -eq 0 ] && [ "$fail" -eq 0 ]

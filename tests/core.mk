@@ -1,0 +1,1 @@
+# Build fragment for tests/core: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for tests/cpumgr: add sources, programs and tests with +=.

@@ -1,0 +1,1 @@
+# Build fragment for tests/shim: add sources, programs and tests with +=.

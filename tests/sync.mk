@@ -1,0 +1,1 @@
+# Build fragment for tests/sync: add sources, programs and tests with +=.

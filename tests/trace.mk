@@ -1,0 +1,1 @@
+# Build fragment for tests/trace: add sources, programs and tests with +=.

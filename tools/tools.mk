@@ -1,0 +1,1 @@
+# Build fragment for tools/tools: add sources, programs and tests with +=.
