@@ -10,3 +10,15 @@ tests_cpumgr_test_policy_LDADD = $(CPUMGR_TEST_LIBS)
 tests_cpumgr_test_placement_SOURCES = tests/cpumgr/test_placement.c
 tests_cpumgr_test_placement_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_placement_LDADD = $(CPUMGR_TEST_LIBS)
+
+# client_app links libnth statically: it calls the client's internal
+# (hidden) entry points the way the runtime will.
+check_PROGRAMS += tests/cpumgr/client_app tests/cpumgr/test_integration
+TESTS += tests/cpumgr/test_integration
+tests_cpumgr_client_app_SOURCES = tests/cpumgr/client_app.c
+tests_cpumgr_client_app_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_client_app_LDFLAGS = -static
+tests_cpumgr_client_app_LDADD = libnth.la $(HWLOC_LIBS) -lrt
+tests_cpumgr_test_integration_SOURCES = tests/cpumgr/test_integration.c
+tests_cpumgr_test_integration_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_integration_LDADD = $(CPUMGR_TEST_LIBS) -lrt
