@@ -390,7 +390,9 @@ int nth_cpumgr_client_init(const char *name)
     apply_standalone();
     if (!C.off)
         try_attach();
-    atexit(at_exit);
+    static int registered;
+    if (!registered)
+        registered = atexit(at_exit) == 0; /* detach on exit(): slot freed at once */
     __atomic_store_n(&C.inited, 1, __ATOMIC_RELEASE);
     unlock();
     return rc;

@@ -22,3 +22,10 @@ tests_cpumgr_client_app_LDADD = libnth.la $(HWLOC_LIBS) -lrt
 tests_cpumgr_test_integration_SOURCES = tests/cpumgr/test_integration.c
 tests_cpumgr_test_integration_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_integration_LDADD = $(CPUMGR_TEST_LIBS) -lrt
+
+check_PROGRAMS += tests/cpumgr/test_client
+TESTS += tests/cpumgr/test_client
+tests_cpumgr_test_client_SOURCES = tests/cpumgr/test_client.c
+tests_cpumgr_test_client_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_client_LDFLAGS = -static
+tests_cpumgr_test_client_LDADD = libnth.la $(CMOCKA_LIBS) $(HWLOC_LIBS) -lrt
