@@ -190,10 +190,8 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms)
     }
     if (nth_cpumgr_proc_start_time(pid) != start) {
         /* Dead (or the pid was reused by another process): reclaim. */
-        if (!p->known) {
-            p->pid = pid;
-            slot_name(s, p->name);
-        }
+        if (!p->known)
+            fprintf(stderr, "cpumgr: slot %d: owner pid %d is gone, slot reclaimed\n", i, (int)pid);
         forget(d, i, "dead");
         publish(s, p->assigned, p->shared);
         uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;

@@ -215,16 +215,22 @@ static int claim(void)
     return EAGAIN;
 }
 
-static void unmap(void)
+/* Drop the mapping. A VP may be inside nth_cpumgr_poll() with the old
+ * watch pointer in hand, so while the runtime runs (final == 0) the mapping
+ * is retired, not unmapped: one segment's worth per daemon that went away
+ * for good, a bounded cost against a crash. */
+static void unmap_segment(int final)
 {
-    if (C.shm)
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    if (C.shm && final)
         munmap(C.shm, sizeof *C.shm);
     C.shm = NULL;
     C.slot = -1;
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    nth_cpumgr_watch = &standalone_word;
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
 }
+
+static void unmap(void) { unmap_segment(0); }
 
 /* Map the segment named C.name if it is not the one we hold. Lock held. */
 static void map_segment(void)
@@ -282,7 +288,7 @@ static int try_attach(void)
     } else if (claim() != 0) {
         return 0; /* every slot taken: stay alone, retry later */
     }
-    nth_cpumgr_watch = &C.shm->slots[C.slot].aseq;
+    __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
     __atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
     changed = read_assignment();
     return changed;
@@ -292,7 +298,7 @@ static int try_attach(void)
 static int go_alone(int stopped)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    nth_cpumgr_watch = &standalone_word;
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (stopped)
         unmap();
@@ -307,7 +313,9 @@ int nth_cpumgr_refresh(void)
     if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.shm)
         changed = read_assignment();
     else
-        __atomic_store_n(&nth_cpumgr_watch_seen, *nth_cpumgr_watch, __ATOMIC_RELAXED);
+        __atomic_store_n(&nth_cpumgr_watch_seen,
+                         __atomic_load_n(__atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE),
+                                         __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     unlock();
     return changed;
 }
@@ -409,7 +417,7 @@ void nth_cpumgr_client_fini(void)
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
         wake_daemon();
     }
-    unmap();
+    unmap_segment(1);
     C.cb = NULL;
     hwloc_bitmap_free(C.affinity);
     hwloc_bitmap_free(C.assigned);

@@ -31,14 +31,16 @@ void nth_cpumgr_client_fini(void);
 void nth_cpumgr_set_assign_callback(nth_cpumgr_assign_fn fn, void *arg);
 
 /* Scheduling-point check: one relaxed atomic load of the word the daemon
- * bumps when this application's assignment changes. Returns nonzero when a
+ * bumps when this application's assignment changes (plus the pointer to it
+ * and our last value, both in this process's cache). Returns nonzero when a
  * change was applied (the callback ran). Thread-safe, lock-free fast path. */
 extern const uint32_t *nth_cpumgr_watch;
 extern uint32_t nth_cpumgr_watch_seen;
 int nth_cpumgr_refresh(void);
 static inline int nth_cpumgr_poll(void)
 {
-    if (__builtin_expect(__atomic_load_n(nth_cpumgr_watch, __ATOMIC_RELAXED) ==
+    if (__builtin_expect(__atomic_load_n(__atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE),
+                                         __ATOMIC_RELAXED) ==
                          __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED), 1))
         return 0;
     return nth_cpumgr_refresh();

@@ -368,15 +368,25 @@ static void test_garbage(void **state)
     assert_non_null(s);
     /* Two slots of ours (we are alive, so not reclaimed): one ACTIVE with
      * nonsense values, one with a nonsense state; plus junk everywhere. */
-    int k = 0, idx[2];
-    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS && k < 2; i++) {
+    int k = 0, idx[3];
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS && k < 3; i++) {
         uint32_t exp = NTH_CPUMGR_SLOT_FREE;
         if (__atomic_compare_exchange_n(&s->slots[i].state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             idx[k++] = (int)i;
     }
-    assert_int_equal(k, 2);
-    struct nth_cpumgr_slot *g = &s->slots[idx[0]], *h = &s->slots[idx[1]];
+    assert_int_equal(k, 3);
+    struct nth_cpumgr_slot *g = &s->slots[idx[0]], *h = &s->slots[idx[1]],
+                           *z = &s->slots[idx[2]];
+    /* A live pid with the wrong start time is a dead process whose pid was
+     * reused: the slot must be reclaimed, whatever it asks for. */
+    z->pid = getpid();
+    z->start_time = nth_cpumgr_proc_start_time(getpid()) + 1;
+    memset(z->affinity, 0xff, sizeof z->affinity);
+    z->request = 1;
+    z->priority = 1;
+    snprintf(z->name, sizeof z->name, "reused-pid");
+    __atomic_store_n(&z->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
     memset(g->name, 0xff, sizeof g->name); /* no NUL, non-ASCII */
     g->pid = getpid();
     g->start_time = nth_cpumgr_proc_start_time(getpid());
@@ -395,6 +405,8 @@ static void test_garbage(void **state)
     assert_int_equal(a.n, ncpus);
     assert_int_equal(count_in(logf, "ignoring this slot"), 2);
     assert_int_equal(count_in(logf, "bad state"), 1);
+    assert_int_equal(__atomic_load_n(&z->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_FREE);
+    assert_int_equal(count_in(logf, "is gone, slot reclaimed"), 1);
     /* Sane priority, garbage request: still ignored, not re-logged
      * (one line per occupant, so a hostile client cannot flood the log). */
     g->priority = 1;
@@ -413,6 +425,33 @@ static void test_garbage(void **state)
     char cmd[PATH_MAX * 3 + 256];
     snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
     assert_int_equal(system(cmd), 0);
+    cm_seg_unmap(s);
+}
+
+/* --share: an unsatisfied application may use a CPU of a satisfied one of
+ * no higher priority; never the other way round. */
+static void test_share(void **state)
+{
+    (void)state;
+    start_daemon("--share");
+    if (ncpus != 2) skip(); /* the arithmetic below is for 2 CPUs */
+    struct proc a, b;
+    start_client(&a, "1", "1");
+    wait_state(&a, 1, 1);
+    start_client(&b, "2", "1");
+    wait_state(&b, 1, 2); /* one own CPU, plus A's shared */
+    wait_state(&a, 1, 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    int shared = 0;
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (s->slots[i].pid == b.pid)
+            shared = __builtin_popcountll(s->slots[i].shared[0]);
+    assert_int_equal(shared, 1);
+    /* A now has the higher priority: its CPU is no longer shared with B. */
+    send(&a, "prio 5\n");
+    wait_state(&b, 1, 1);
+    wait_state(&a, 1, 1);
     cm_seg_unmap(s);
 }
 
@@ -498,6 +537,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_refused, setup, teardown),
     };
