@@ -148,7 +148,7 @@ static void nonsense(struct daemon *d, int i, const char *what, long v)
 
 /* Read and check slot i. Values are copied once (atomically, word by word)
  * and only the copies are used. */
-static void scan_slot(struct daemon *d, int i, uint64_t tms)
+static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
 {
     struct nth_cpumgr_slot *s = &d->shm->slots[i];
     struct slotpriv *p = &d->p[i];
@@ -188,7 +188,10 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms)
         nonsense(d, i, "bad pid", (long)pid);
         return;
     }
-    if (nth_cpumgr_proc_start_time(pid) != start) {
+    /* A new occupant is always checked; known ones once per period, so a
+     * futex wake (a request change) is answered without reading /proc. */
+    int check = liveness || !p->known || p->pid != pid || p->start != start;
+    if (check && nth_cpumgr_proc_start_time(pid) != start) {
         /* Dead (or the pid was reused by another process): reclaim. */
         if (!p->known)
             fprintf(stderr, "cpumgr: slot %d: owner pid %d is gone, slot reclaimed\n", i, (int)pid);
@@ -459,7 +462,7 @@ int cm_daemon_run(const struct cm_opts *o)
         close(o->ready_fd);
     }
     d.dirty = 1;
-    uint64_t last_ns = now_ns(), last_rot = now_ms();
+    uint64_t last_ns = now_ns(), last_rot = now_ms(), last_live = 0;
     uint32_t seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
     while (!stop_flag) {
         struct timespec to = { (time_t)(o->period_ms / 1000), (long)(o->period_ms % 1000) * 1000000L };
@@ -477,8 +480,11 @@ int cm_daemon_run(const struct cm_opts *o)
             }
         }
         __atomic_store_n(&d.shm->heartbeat_ms, tms, __ATOMIC_RELEASE);
+        int liveness = tms - last_live >= o->period_ms;
+        if (liveness)
+            last_live = tms;
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
-            scan_slot(&d, i, tms);
+            scan_slot(&d, i, tms, liveness);
         if (tms - last_rot >= o->quantum_ms) {
             last_rot = tms;
             if (someone_hungry(&d)) {

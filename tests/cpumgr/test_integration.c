@@ -461,6 +461,11 @@ static void test_status_stop(void **state)
 {
     (void)state;
     start_daemon(NULL);
+    struct stat st;
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm%s", seg);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600); /* only this user attaches */
     struct proc a;
     start_client(&a, "1", "3");
     wait_state(&a, 1, 1);
@@ -481,9 +486,6 @@ static void test_status_stop(void **state)
     snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr stop --name %s >/dev/null", bindir, seg);
     assert_int_equal(system(cmd), 0);
     reap(daemon_pid);
-    struct stat st;
-    char path[128];
-    snprintf(path, sizeof path, "/dev/shm%s", seg);
     assert_int_not_equal(stat(path, &st), 0);
     wait_state(&a, 0, 1);
     assert_int_equal(count_in(acctf, ",stop"), 1);
@@ -492,6 +494,51 @@ static void test_status_stop(void **state)
     /* A new daemon on the same name: the client finds it by itself. */
     start_daemon(NULL);
     wait_state(&a, 1, 1);
+}
+
+/* A client of another user cannot attach to a mode 0600 segment: it runs
+ * alone. Needs root to become another user (root itself bypasses modes). */
+static void test_other_user(void **state)
+{
+    (void)state;
+    if (getuid() != 0) skip();
+    start_daemon(NULL);
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tests/cpumgr/client_app", bindir);
+    if (access(path, X_OK) != 0) skip();
+    int pout[2];
+    assert_int_equal(pipe2(pout, O_CLOEXEC), 0);
+    int pin[2];
+    assert_int_equal(pipe2(pin, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+        char *argv[] = {path, seg, "1", "1", NULL};
+        execv(path, argv);
+        _exit(127);
+    }
+    kids[nkids++] = pid;
+    close(pin[0]);
+    close(pout[1]);
+    struct proc a;
+    memset(&a, 0, sizeof a);
+    a.attached = a.n = -1;
+    a.pid = pid;
+    a.in = pin[1];
+    a.out = pout[0];
+    fcntl(a.out, F_SETFL, O_NONBLOCK);
+    wait_state(&a, 0, 1);
+    sleep_ms(250); /* several retries: still alone */
+    drain(&a);
+    assert_int_equal(a.attached, 0);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    assert_int_equal(slot_count(s, pid, NULL), -1);
+    cm_seg_unmap(s);
 }
 
 /* A segment of another layout version is refused by both sides. */
@@ -539,6 +586,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
