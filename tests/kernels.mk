@@ -1,0 +1,9 @@
+# Tests of the LU and SOR kernel programs, the team layer and the workload
+# driver (bench/kernels, bench/workload).
+check_PROGRAMS += tests/test_team
+tests_test_team_SOURCES = tests/test_team.c bench/kernels/team_glibc.c bench/kernels/team_cpus.c bench/kernels/team.h
+tests_test_team_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels
+tests_test_team_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_test_team_LDADD = $(CMOCKA_LIBS) $(HWLOC_LIBS) -lpthread
+dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/workload_tiny.sh
+TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/workload_tiny.sh
