@@ -5,6 +5,9 @@
 set -u
 b=${top_builddir:-.}/bench
 fail=0
+# Correctness only: libgomp's spinning on an oversubscribed, shared machine
+# would only make the test slow.
+OMP_WAIT_POLICY=passive; export OMP_WAIT_POLICY
 builds="seq glibc"
 [ -x "$b/lu-openmp" ] && builds="$builds openmp"
 
@@ -18,14 +21,15 @@ check() { # description, then the command; the command must validate
     echo "ok: $desc"
 }
 
-for size in 3 8 61 64; do
+for size in 5 61; do
     ref=$("$b/sor-seq" --size $size --json | jq -r '.check.gtotal')
     case "$ref" in ''|null) echo "FAIL: no sequential Gtotal for size $size"; fail=1; continue ;; esac
     for impl in $builds; do
-        [ "$impl" = seq ] && teams=1 || teams="1 2 3 5"
+        [ "$impl" = seq ] && teams=1 || teams=3
+        [ "$impl" != seq ] && [ $size = 61 ] && teams="1 2 3"
         for t in $teams; do
             check "lu-$impl size $size threads $t" "$b/lu-$impl" --size $size --threads $t --runs 2
-            check "sor-$impl size $size threads $t (own reference)" "$b/sor-$impl" --size $size --threads $t
+            [ $size = 61 ] && check "sor-$impl size $size threads $t (own reference)" "$b/sor-$impl" --size $size --threads $t
             check "sor-$impl size $size threads $t == sor-seq $ref" "$b/sor-$impl" --size $size --threads $t --ref "$ref"
         done
     done
