@@ -37,4 +37,4 @@ endif
 #   bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
 #   bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)   (and the same for sor)
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/RESULTS.md
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
