@@ -5,5 +5,5 @@ tests_test_team_SOURCES = tests/test_team.c bench/kernels/team_glibc.c bench/ker
 tests_test_team_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels
 tests_test_team_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_test_team_LDADD = $(CMOCKA_LIBS) $(HWLOC_LIBS) -lpthread
-dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/workload_tiny.sh
-TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/workload_tiny.sh
+dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh
+TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh
