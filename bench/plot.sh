@@ -19,6 +19,7 @@ for term in png svg; do
     fi
     if [ -s speedup.dat ] && grep -q '^[0-9]' speedup.dat; then
         nblocks=$(grep -c '^"' speedup.dat)
+        cpus=$(sed -n 's/^# cpus \([0-9]*\)$/\1/p' speedup.dat); cpus=${cpus:-1}
         gnuplot <<GP
 $setterm
 set output 'speedup.$term'
@@ -29,7 +30,8 @@ set key top left
 set grid
 set xtics 1
 set yrange [0:*]
-plot for [i=0:$nblocks-1] 'speedup.dat' index i using 1:2 with linespoints lw 2 title columnheader(1)
+plot for [i=0:$nblocks-1] 'speedup.dat' index i using 1:2 with linespoints lw 2 title columnheader(1), \\
+     (x < $cpus ? x : $cpus) with lines dt 2 lc rgb 'gray40' title 'ideal ($cpus CPUs)'
 GP
     fi
     if [ -s mixes.dat ]; then
