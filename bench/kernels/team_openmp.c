@@ -14,7 +14,7 @@ const char *team_impl(void) { return "openmp"; }
 
 int team_start(int threads, int malleable)
 {
-    if (threads < 0 || threads > 4096 || malleable)
+    if (team_threads || threads < 0 || threads > 4096 || malleable)
         return EINVAL;
     team_threads = threads ? threads : team_cpus_available();
     /* A fixed team, as the issue asks of this build: no dynamic adjustment. */
@@ -26,7 +26,9 @@ int team_size(void) { return team_threads; }
 
 int team_run(int n, team_fn fn, void *arg)
 {
-    if (team_threads == 0 || n < 0 || n > 4096)
+    /* Never more than team_start() was given: the same contract as the
+     * pthreads pool, so that the kernels cannot tell the builds apart. */
+    if (team_threads == 0 || n < 0 || n > team_threads)
         return EINVAL;
     if (n == 0)
         n = team_threads;
