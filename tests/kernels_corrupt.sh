@@ -6,6 +6,7 @@ b=${top_builddir:-.}/bench
 fail=0
 progs="lu-seq sor-seq lu-glibc sor-glibc"
 [ -x "$b/lu-openmp" ] && progs="$progs lu-openmp sor-openmp"
+[ -x "$b/lu-nth" ] && progs="$progs lu-nth sor-nth"
 for p in $progs; do
     out=$("$b/$p" --size 40 --threads 1 --json --corrupt 2>/dev/null); rc=$?
     if [ $rc -ne 1 ]; then echo "FAIL: $p --corrupt exited $rc, expected 1"; fail=1; continue; fi

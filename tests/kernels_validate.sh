@@ -10,6 +10,7 @@ fail=0
 OMP_WAIT_POLICY=passive; export OMP_WAIT_POLICY
 builds="seq glibc"
 [ -x "$b/lu-openmp" ] && builds="$builds openmp"
+[ -x "$b/lu-nth" ] && builds="$builds nth"
 
 check() { # description, then the command; the command must validate
     desc=$1; shift
@@ -34,6 +35,12 @@ for size in 5 61; do
         done
     done
 done
+# The libnth build also runs malleable: team size from the CPUs assigned.
+if [ -x "$b/lu-nth" ]; then
+    ref=$("$b/sor-seq" --size 61 --json | jq -r '.check.gtotal')
+    check "lu-nth size 61 malleable" "$b/lu-nth" --size 61 --threads 2 --malleable
+    check "sor-nth size 61 malleable == sor-seq" "$b/sor-nth" --size 61 --threads 2 --malleable --ref "$ref"
+fi
 # The JSON line carries what the workload driver reads.
 line=$("$b/lu-glibc" --size 50 --threads 2 --json)
 printf '%s\n' "$line" | jq -e '.bench == "lu" and .impl == "glibc" and .unit == "s" and .value > 0
