@@ -31,7 +31,8 @@ static char *wr_bin_path, *wr_out_path;
 static unsigned wr_flush_ms = 100;
 static uint64_t wr_limit = 4ull << 30;   /* bytes of records in the .bin */
 static uint64_t wr_bytes;                /* written so far (drainer only) */
-static uint64_t wr_dropped;              /* records discarded past the limit */
+static uint64_t wr_dropped;              /* events discarded past the limit */
+static uint64_t wr_reported;             /* of which already in a LOST record */
 static int wr_limit_hit;
 static uint32_t wr_wake;                 /* futex word */
 static int wr_stop, wr_done, wr_started, wr_finishing;
@@ -79,8 +80,11 @@ static void write_mark(uint16_t type, uint64_t count)
 {
     struct nth_trace_rec r = { .ts = nth_trace_now(), .type = type,
                                .vp = NTH_TRACE_NO_VP, .value = count };
-    if (write_all(&r, sizeof r) == 0)
+    if (write_all(&r, sizeof r) == 0) {
         wr_bytes += sizeof r;
+        if (type == NTH_REC_LOST)
+            wr_reported += count;
+    }
 }
 
 /* Append [tail, head) of every buffer; past the size limit, count instead. */
@@ -91,20 +95,28 @@ static void drain_all(void)
         uint64_t n = head - tail;
         if (!n)
             continue;
-        if (wr_limit_hit || wr_bytes + n * sizeof(struct nth_trace_rec) > wr_limit) {
-            wr_dropped += n;
+        /* Up to the size limit the records go to the file; past it they
+         * are counted (a dropped LOST record stands for what it counted). */
+        uint64_t room = wr_limit_hit || wr_bytes >= wr_limit ? 0 : (wr_limit - wr_bytes) / sizeof(struct nth_trace_rec);
+        uint64_t keep = n < room ? n : room;
+        if (keep) {
+            uint64_t first = tail & (b->cap - 1);
+            uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
+            if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
+                (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
+                wr_dropped += keep;    /* disk full or closed: count, never block */
+            else
+                wr_bytes += keep * sizeof(struct nth_trace_rec);
+        }
+        if (keep < n) {
+            for (uint64_t i = tail + keep; i != head; i++) {
+                const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
+                wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+            }
             if (!wr_limit_hit) {
                 wr_limit_hit = 1;   /* the first loss is marked where it happened */
                 write_mark(NTH_REC_LOST, wr_dropped);
             }
-        } else {
-            uint64_t first = tail & (b->cap - 1);
-            uint64_t n1 = n < b->cap - first ? n : b->cap - first;
-            if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
-                (n > n1 && write_all(&b->ring[0], (n - n1) * sizeof(struct nth_trace_rec))))
-                wr_dropped += n;    /* disk full or closed: count, never block */
-            else
-                wr_bytes += n * sizeof(struct nth_trace_rec);
         }
         __atomic_store_n(&b->tail, head, __ATOMIC_RELEASE);
     }
@@ -231,7 +243,7 @@ int nth_trace_finish(void)
     if (!drain_lock(2000))
         return EBUSY;
     drain_all();
-    uint64_t lost = wr_dropped + __atomic_load_n(&nth_trace_alloc_lost, __ATOMIC_RELAXED);
+    uint64_t lost = wr_dropped - wr_reported + __atomic_load_n(&nth_trace_alloc_lost, __ATOMIC_RELAXED);
     for (struct nth_trace_buf *b = nth_trace_bufs; b; b = b->next)
         lost += b->lost;
     if (lost)

@@ -3,7 +3,7 @@
  * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
- *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit lost
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit lost lost-env
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -124,14 +124,21 @@ static void *vp1(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|lost OUT\n");
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|lost|lost-env OUT\n");
         return 2;
     }
     mode = argv[1];
-    if (!strcmp(mode, "lost")) {
-        /* The smallest buffer and a writer that wakes rarely: records must
-         * either reach the file or be counted as lost, never block. */
-        int rc = nth_trace_start(argv[2], 4096, 60000);
+    if (!strcmp(mode, "lost") || !strcmp(mode, "lost-env")) {
+        /* lost: the smallest buffer and a writer that wakes rarely: records
+         * must either reach the file or be counted as lost, never block.
+         * lost-env: settings from the environment (NTH_TRACE_LIMIT). */
+        int rc;
+        if (!strcmp(mode, "lost")) {
+            rc = nth_trace_start(argv[2], 4096, 60000);
+        } else {
+            setenv("NTH_TRACE", argv[2], 1);
+            rc = nth_trace_start_from_env();
+        }
         if (rc) return 1;
         nth_trace_vp_start(0);
         nth_trace_thread_create(1, 0, "main");
