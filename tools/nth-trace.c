@@ -34,15 +34,10 @@ static int valid_out(const char *o)
            (n > 4 && !strcmp(o + n - 4, ".prv"));
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv, const char **in)
 {
-    if (argc < 3)
-        return usage();
     const char *cmd = argv[1], *out = NULL;
-    const char **in = calloc((size_t)argc, sizeof *in);
     int nin = 0;
-    if (!in)
-        return 3;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-o")) {
             if (++i == argc) return usage();
@@ -62,19 +57,17 @@ int main(int argc, char **argv)
         rc = nth_tr_write_stats(&f, stdout);
         unsigned w = f.warnings;
         nth_tr_free(&f);
-        free(in);
         return rc ? 3 : w ? 1 : 0;
     }
-    char *def = NULL;
+    char def[4096];
     if (!strcmp(cmd, "convert")) {
         if (nin != 1) return usage();
         if (!out) {
             size_t n = strlen(in[0]);
-            def = malloc(n + 9);
-            if (!def) return 3;
-            strcpy(def, in[0]);
-            if (n > 4 && !strcmp(def + n - 4, ".bin")) def[n - 4] = 0;
-            strcat(def, ".json.gz");
+            if (n > 4 && !strcmp(in[0] + n - 4, ".bin")) n -= 4;
+            if (n + 9 > sizeof def) return usage();
+            memcpy(def, in[0], n);
+            strcpy(def + n, ".json.gz");
             out = def;
         }
     } else if (!strcmp(cmd, "merge")) {
@@ -92,7 +85,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
     else
         fprintf(stderr, "nth-trace: wrote %s\n", out);
-    free(def);
-    free(in);
     return rc ? 3 : warnings ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage();
+    const char **in = calloc((size_t)argc, sizeof *in);
+    if (!in)
+        return 3;
+    int rc = run(argc, argv, in);
+    free(in);
+    return rc;
 }
