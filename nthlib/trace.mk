@@ -14,3 +14,10 @@ libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trac
 libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 libnth_trace_rec_la_LIBADD = libnth_trace_fmt.la
 libnth_la_LIBADD += libnth_trace_rec.la
+
+# libnth-probes.so: -finstrument-functions probes on top of libnth.
+lib_LTLIBRARIES += libnth-probes.la
+libnth_probes_la_SOURCES = nthlib/trace_probes.c
+libnth_probes_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS)
+libnth_probes_la_LIBADD = libnth.la $(LIBDW_LIBS) -ldl
+libnth_probes_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0

@@ -17,6 +17,7 @@
 
 #define NTH_TR_STACK 16          /* state levels shown per nano-thread */
 #define NTH_TR_REGIONS 16        /* nested parallel regions shown */
+#define NTH_TR_FUNCS 64          /* nested function probes shown */
 
 struct nth_tr_name {
     uint16_t kind;
@@ -40,6 +41,8 @@ struct nth_tr_thread {
     struct nth_tr_level stack[NTH_TR_STACK];
     int rdepth, rextra;
     uint64_t region[NTH_TR_REGIONS], rsince[NTH_TR_REGIONS];
+    int fdepth, fextra;
+    uint64_t func[NTH_TR_FUNCS], fsince[NTH_TR_FUNCS];
 };
 
 /* One loaded file (one process). */
@@ -84,6 +87,8 @@ struct nth_tr_sink {
     void (*event)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, int vp, uint32_t type, uint64_t value);
     void (*counter)(void *, struct nth_tr_file *, uint64_t ts, uint32_t kind, int vp, uint64_t value);
     void (*lost)(void *, struct nth_tr_file *, uint64_t ts, uint64_t count);
+    void (*func_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, uint64_t fn);
+    void (*func_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, struct nth_tr_thread *, uint64_t fn);
 };
 
 /* Replay f's records through sink; every slice still open at the end is

@@ -66,7 +66,9 @@ enum nth_trace_rec_type {
     NTH_REC_LOST = 14,         /* value = records dropped (full buffer or size limit) */
     NTH_REC_END = 15,          /* written last by a clean finish; its absence
                                   means the process was killed or crashed */
-    NTH_REC_TYPE_MAX = 15
+    NTH_REC_FUNC_ENTER = 16,   /* id, value = function address (libnth-probes) */
+    NTH_REC_FUNC_EXIT = 17,    /* id, value = function address */
+    NTH_REC_TYPE_MAX = 17
 };
 
 enum nth_trace_counter {
@@ -80,6 +82,7 @@ enum nth_trace_name_kind {
     NTH_NAME_EVENT = 3,        /* id = event type */
     NTH_NAME_VALUE = 4,        /* id = event type, value = event value */
     NTH_NAME_OBJECT = 5,       /* id = object address */
+    NTH_NAME_FUNCTION = 6,     /* id = function address; "name (file:line)" */
 };
 
 #endif

@@ -4,8 +4,10 @@
  * instant events, C counter events, M metadata).
  *
  * Tracks, per process (pid = the traced process): tid 1+v is VP v, showing
- * which nano-thread runs; tid 8192+2i is nano-thread i (index of first
- * appearance) with its states; tid 8193+2i its parallel regions, nested.
+ * which nano-thread runs; tid 8192+4i is nano-thread i (index of first
+ * appearance) with its states; tid 8193+4i its parallel regions, nested;
+ * tid 8194+4i its function probes, nested (a track of their own, so that a
+ * state change inside a function never breaks the nesting).
  * Everything is written in timestamp order as the replay produces it, so
  * timestamps never go backwards on a track; ts is microseconds since the
  * earliest trace start with three decimals, i.e. exact nanoseconds.
@@ -24,8 +26,9 @@ struct jctx {
 };
 
 #define VP_TID(v) (1 + (long)(v))
-#define THREAD_TID(t) (8192 + 2 * (long)(t)->index)
-#define REGION_TID(t) (8193 + 2 * (long)(t)->index)
+#define THREAD_TID(t) (8192 + 4 * (long)(t)->index)
+#define REGION_TID(t) (8193 + 4 * (long)(t)->index)
+#define FUNC_TID(t) (8194 + 4 * (long)(t)->index)
 
 static void sep(struct jctx *j)
 {
@@ -158,6 +161,26 @@ static void j_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind
         nth_out_printf(&j->o, ",\"name\":\"counter %u\",\"args\":{\"value\":%" PRIu64 "}}", kind, value);
 }
 
+static void j_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t fn)
+{
+    struct jctx *j = c;
+    const char *n = nth_tr_name(f, NTH_NAME_FUNCTION, fn, 0);
+    char b[24];
+    if (!n) { snprintf(b, sizeof b, "0x%" PRIx64, fn); n = b; }
+    ev(j, "B", ts, FUNC_TID(t));
+    nth_out_printf(&j->o, ",\"cat\":\"function\",\"name\":");
+    nth_out_json_str(&j->o, n);
+    nth_out_printf(&j->o, ",\"args\":{\"address\":\"0x%" PRIx64 "\"}}", fn);
+}
+
+static void j_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)f; (void)since; (void)fn;
+    struct jctx *j = c;
+    ev(j, "E", ts, FUNC_TID(t));
+    nth_out_printf(&j->o, "}");
+}
+
 static void j_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
 {
     (void)f;
@@ -199,7 +222,7 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
                    ",\"warnings\":%u},\"traceEvents\":[", lost, warnings);
     static const struct nth_tr_sink sink = {
         NULL, j_state_begin, j_state_end, j_run_begin, j_run_end, j_region_begin, j_region_end,
-        j_event, j_counter, j_lost,
+        j_event, j_counter, j_lost, j_func_begin, j_func_end,
     };
     struct nth_tr_sink s = sink;
     s.ctx = &j;
@@ -220,9 +243,11 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
             struct nth_tr_thread *th = &f->threads[t];
             char nb[300];
             thread_name(f, th, nb, sizeof nb);
-            meta(&j, THREAD_TID(th), "thread_name", nb, 10000 + 2 * (long)th->index);
+            meta(&j, THREAD_TID(th), "thread_name", nb, 10000 + 4 * (long)th->index);
             snprintf(b, sizeof b, "%s regions", nb);
-            meta(&j, REGION_TID(th), "thread_name", b, 10001 + 2 * (long)th->index);
+            meta(&j, REGION_TID(th), "thread_name", b, 10001 + 4 * (long)th->index);
+            snprintf(b, sizeof b, "%s functions", nb);
+            meta(&j, FUNC_TID(th), "thread_name", b, 10002 + 4 * (long)th->index);
         }
         nth_tr_replay(f, &s);
     }

@@ -26,6 +26,7 @@
 #define EV_RUNNING 60000001u   /* value: trace id of the nano-thread now running */
 #define EV_REGION  60000002u   /* value: region number, 0 = outside */
 #define EV_OBJECT  60000003u   /* value: address of the synchronisation object, 0 = none */
+#define EV_FUNC    60000020u   /* value: address of the function entered, 0 = none */
 #define EV_CPUS    60000011u
 #define EV_LOST    60000099u
 #define EV_RQ_BASE 60000100u   /* + VP: ready-queue length of that VP */
@@ -136,6 +137,18 @@ static void p_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
     add(c, 2, 0, NULL, ts, ts, EV_LOST, count);
 }
 
+static void p_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)f;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_FUNC, fn);
+}
+
+static void p_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)f; (void)since; (void)fn;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_FUNC, t->fdepth > 0 ? t->func[t->fdepth - 1] : 0);
+}
+
 static int pe_cmp(const void *a, const void *b)
 {
     const struct pe *x = a, *y = b;
@@ -157,6 +170,7 @@ static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, ch
     case EV_OBJECT: return "Synchronisation object (address)";
     case EV_CPUS: return "CPUs assigned";
     case EV_LOST: return "Lost events";
+    case EV_FUNC: return "Function (address)";
     default: break;
     }
     if (type >= EV_RQ_BASE && type < EV_RQ_BASE + NTH_TRACE_MAX_VPS) {
@@ -194,7 +208,7 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     }
     static const struct nth_tr_sink sink = {
         NULL, p_state_begin, p_state_end, p_run_begin, p_run_end, p_region_begin, p_region_end,
-        p_event, p_counter, p_lost,
+        p_event, p_counter, p_lost, p_func_begin, p_func_end,
     };
     struct nth_tr_sink s = sink;
     s.ctx = &p;
@@ -264,9 +278,10 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
                 for (size_t q = 0; q < files[i].nnames; q++) {
                     struct nth_tr_name *nm = &files[i].names[q];
                     if ((nm->kind == NTH_NAME_VALUE && nm->key == p.types[k]) ||
-                        (nm->kind == NTH_NAME_OBJECT && p.types[k] == EV_OBJECT)) {
+                        (nm->kind == NTH_NAME_OBJECT && p.types[k] == EV_OBJECT) ||
+                        (nm->kind == NTH_NAME_FUNCTION && p.types[k] == EV_FUNC)) {
                         if (!header++) nth_out_printf(&o, "VALUES\n0    End\n");
-                        nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_OBJECT ? nm->key : nm->key2, nm->name);
+                        nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_VALUE ? nm->key2 : nm->key, nm->name);
                     }
                 }
         }

@@ -100,6 +100,22 @@ static void rec2(uint16_t type, uint32_t arg, uint64_t id, uint64_t value,
     publish(b, h, n);
 }
 
+/* One record stamped at_ns (0 = now). */
+static void rec_at(uint16_t type, uint64_t id, uint64_t value, uint64_t at_ns)
+{
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = at_ns ? at_ns : nth_trace_now();
+    uint64_t h = reserve(b, 1, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, type, tl_vp, 0, id, value };
+    publish(b, h, 1);
+}
+
 void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_t value)
 {
     rec2(type, arg, id, value, 0, 0, 0, 0);
@@ -211,6 +227,32 @@ int nth_trace_state_pop_event(uint32_t type, uint64_t value)
     OFF_RETURN(BAD_TYPE(type));
     rec2(NTH_REC_STATE_POP, 0, tl_running, 0, NTH_REC_EVENT, type, value, 1);
     return 0;
+}
+
+int nth_trace_function_enter(const void *fn, uint64_t at_ns)
+{
+    OFF_RETURN(!fn);
+    rec_at(NTH_REC_FUNC_ENTER, tl_running, (uintptr_t)fn, at_ns);
+    return 0;
+}
+
+int nth_trace_function_exit(const void *fn, uint64_t at_ns)
+{
+    OFF_RETURN(!fn);
+    rec_at(NTH_REC_FUNC_EXIT, tl_running, (uintptr_t)fn, at_ns);
+    return 0;
+}
+
+int nth_trace_register_function(const void *fn, const char *name)
+{
+    OFF_RETURN(!fn || !name);
+    nth_trace__name(NTH_NAME_FUNCTION, (uintptr_t)fn, 0, name);
+    return 0;
+}
+
+uint64_t nth_trace_clock_ns(void)
+{
+    return nth_trace_now();
 }
 
 int nth_trace_register_state(unsigned state, const char *name)

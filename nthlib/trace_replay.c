@@ -100,6 +100,15 @@ static void regions_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t
     t->rextra = 0;
 }
 
+static void funcs_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    while (t->fdepth > 0) {
+        t->fdepth--;
+        CALL(r->s, func_end, r->f, ts, t->fsince[t->fdepth], t, t->func[t->fdepth]);
+    }
+    t->fextra = 0;
+}
+
 static void step(struct replay *r, const struct nth_trace_rec *x)
 {
     struct nth_tr_file *f = r->f;
@@ -122,6 +131,7 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
             t->depth = 0;
             t->extra = 0;
             regions_close(r, x->ts, t);
+            funcs_close(r, x->ts, t);
         }
         break;
     case NTH_REC_SWITCH: {
@@ -173,6 +183,21 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
             CALL(r->s, region_end, f, x->ts, t->rsince[t->rdepth], t, t->region[t->rdepth]);
         }
         break;
+    case NTH_REC_FUNC_ENTER:
+        if (!t) break;
+        if (t->fdepth == NTH_TR_FUNCS) { t->fextra++; break; }
+        t->func[t->fdepth] = x->value;
+        t->fsince[t->fdepth++] = x->ts;
+        CALL(r->s, func_begin, f, x->ts, t, x->value);
+        break;
+    case NTH_REC_FUNC_EXIT:
+        if (!t) break;
+        if (t->fextra) { t->fextra--; break; }
+        if (t->fdepth > 0) {   /* an exit without its entry (cut file) is ignored */
+            t->fdepth--;
+            CALL(r->s, func_end, f, x->ts, t->fsince[t->fdepth], t, t->func[t->fdepth]);
+        }
+        break;
     case NTH_REC_COUNTER:
         if (x->arg == NTH_CTR_RQ_LEN)
             CALL(r->s, counter, f, x->ts, x->arg, (int)x->id, x->value);
@@ -197,7 +222,7 @@ void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
         goto out;
     for (size_t i = 0; i < f->nthreads; i++) {
         struct nth_tr_thread *t = &f->threads[i];
-        t->depth = t->extra = t->rdepth = t->rextra = 0;
+        t->depth = t->extra = t->rdepth = t->rextra = t->fdepth = t->fextra = 0;
         t->vp = -1;
     }
     for (size_t i = 0; i < f->nrecs; i++)
@@ -208,6 +233,7 @@ void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
         top_end(&r, f->last_ts, t);
         t->depth = 0;
         regions_close(&r, f->last_ts, t);
+        funcs_close(&r, f->last_ts, t);
     }
     for (unsigned v = 0; v < f->nvps; v++)
         vp_end(&r, f->last_ts, v);

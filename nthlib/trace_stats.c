@@ -74,7 +74,7 @@ int nth_tr_write_stats(struct nth_tr_file *f, FILE *out)
         free(s.t); free(s.vp_busy); free(s.vp_idle);
         return ENOMEM;
     }
-    struct nth_tr_sink sink = { &s, NULL, s_state_end, NULL, s_run_end, NULL, NULL, NULL, NULL, NULL };
+    struct nth_tr_sink sink = { .ctx = &s, .state_end = s_state_end, .run_end = s_run_end };
     nth_tr_replay(f, &sink);
     char b[48];
     fprintf(out, "trace of pid %u: %.3f ms, %zu records, %zu nano-threads, %u VPs, %" PRIu64 " lost events, %u warnings\n\n",

@@ -283,6 +283,20 @@ static int parse_bytes(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
     return 0;
 }
 
+int nth_trace_start_standalone(void)
+{
+    if (wr_started)
+        return EBUSY;
+    int rc = nth_trace_start_from_env();
+    if (rc || !wr_started)
+        return rc;
+    nth_trace__vp(NTH_REC_VP_START, 0);
+    nth_trace__name(NTH_NAME_THREAD, 1, 0, "main");
+    nth_trace__rec(NTH_REC_THREAD_CREATE, 0, 1, 0);
+    nth_trace__switch(0, 1);
+    return 0;
+}
+
 int nth_trace_start_from_env(void)
 {
     const char *path = getenv("NTH_TRACE");

@@ -77,6 +77,29 @@ NTH_API int nth_trace_register_state(unsigned state, const char *name);
 NTH_API int nth_trace_register_event(uint32_t type, const char *name);
 NTH_API int nth_trace_register_event_value(uint32_t type, uint64_t value, const char *name);
 
+/* Function-level probes (libnth-probes.so, or hand instrumentation): the
+ * function at address fn was entered / left at at_ns (CLOCK_MONOTONIC ns, as
+ * nth_trace_clock_ns(); 0 = now) on the calling nano-thread. A time in the
+ * past lets a caller that filters short calls record an entry late; the
+ * converters order records by time. Shown as nested slices on the
+ * nano-thread's "functions" track. Returns 0; EINVAL for a NULL fn. */
+NTH_API int nth_trace_function_enter(const void *fn, uint64_t at_ns);
+NTH_API int nth_trace_function_exit(const void *fn, uint64_t at_ns);
+
+/* Name the function at address fn (e.g. "solve_ (lu.f90:42)"), once.
+ * Returns 0; EINVAL for a NULL fn or name. */
+NTH_API int nth_trace_register_function(const void *fn, const char *name);
+
+/* CLOCK_MONOTONIC in ns, the clock of every record. Never fails. */
+NTH_API uint64_t nth_trace_clock_ns(void);
+
+/* Start tracing from NTH_TRACE* without the runtime, for programs that are
+ * traced only through libnth-probes: the calling kernel thread is shown as
+ * nano-thread 1 ("main") running on VP 0. Returns 0 (also when NTH_TRACE is
+ * unset); EBUSY if tracing already runs; EINVAL for a bad variable (one line
+ * on stderr); the errors of opening the binary file. Call once, early. */
+NTH_API int nth_trace_start_standalone(void);
+
 #ifdef __cplusplus
 }
 #endif
