@@ -176,7 +176,7 @@ int nth_trace_enabled(void)
     return __atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED);
 }
 
-#define OFF_RETURN(check) do { if (check) return EINVAL; if (!__builtin_expect(nth_trace_on, 0)) return 0; } while (0)
+#define OFF_RETURN(check) do { if (check) return EINVAL; if (!__builtin_expect(__atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED), 0)) return 0; } while (0)
 #define BAD_STATE(s) ((s) > NTH_TRACE_STATE_MAX)
 #define BAD_TYPE(t) ((t) == 0 || (t) >= NTH_TRACE_EVENT_RESERVED)
 

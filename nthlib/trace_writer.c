@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "trace_rt.h"
 
 static int wr_fd = -1;
+static pid_t wr_pid;                     /* a forked child must not write our file */
 static char *wr_bin_path, *wr_out_path;
 static unsigned wr_flush_ms = 100;
 static uint64_t wr_limit = 4ull << 30;   /* bytes of records in the .bin */
@@ -224,6 +226,7 @@ int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms)
         return rc;
     }
     wr_started = 1;
+    wr_pid = getpid();
     nth_trace_install_exit_paths();
     __atomic_store_n(&nth_trace_on, 1, __ATOMIC_RELEASE);
     return 0;
@@ -234,6 +237,8 @@ int nth_trace_finish(void)
     if (!wr_started || __atomic_exchange_n(&wr_finishing, 1, __ATOMIC_ACQ_REL))
         return 0;
     __atomic_store_n(&nth_trace_on, 0, __ATOMIC_RELEASE);
+    if (getpid() != wr_pid)   /* fork()ed child: no writer thread, the parent's file */
+        return 0;
     __atomic_store_n(&wr_stop, 1, __ATOMIC_RELEASE);
     nth_trace_kick_writer();
     for (int i = 0; i < 2000 && !__atomic_load_n(&wr_done, __ATOMIC_ACQUIRE); i++) {
@@ -257,9 +262,14 @@ int nth_trace_finish(void)
     const char *in[1] = { wr_bin_path };
     unsigned warnings = 0;
     int rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
+    struct stat st;
     if (rc)
         fprintf(stderr, "nthlib: trace: cannot write %s: %s (records kept in %s)\n",
                 wr_out_path, strerror(rc), wr_bin_path);
+    else if (stat(wr_out_path, &st) == 0)
+        fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
+                wr_out_path, (long long)st.st_size, (unsigned long long)wr_bytes, (unsigned long long)lost,
+                warnings ? ", with warnings" : "");
     return rc;
 }
 
