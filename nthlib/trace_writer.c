@@ -9,6 +9,9 @@
  * serialised by a spin flag (never pthread_mutex_*), taken by the writer
  * and, at the end, by nth_trace_finish().
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"   /* NTH_ASAN, NTH_TSAN */
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -141,15 +144,20 @@ static void *writer_main(void *arg)
 }
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*pthread_detach_fn)(pthread_t);
 
 static int start_writer(void)
 {
     pthread_create_fn create = pthread_create;
+    pthread_detach_fn detach = pthread_detach;
 #if !defined(NTH_ASAN) && !defined(NTH_TSAN)
-    /* The sanitizers must see the thread, so they keep their interceptor. */
+    /* The sanitizers must see the thread, so they keep their interceptors. */
     pthread_create_fn next = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (next)
+    pthread_detach_fn next_detach = (pthread_detach_fn)dlsym(RTLD_NEXT, "pthread_detach");
+    if (next && next_detach) {
         create = next;
+        detach = next_detach;
+    }
 #endif
     sigset_t all, old;
     sigfillset(&all);
@@ -157,6 +165,8 @@ static int start_writer(void)
     pthread_t tid;
     int rc = create(&tid, NULL, writer_main, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
+    if (!rc)
+        detach(tid);   /* nth_trace_finish waits for wr_done, never joins */
     return rc;
 }
 
