@@ -49,11 +49,13 @@ extern NTH_HIDDEN int nth_trace_on;
 
 /* Start tracing to `path` (format by suffix: .json, .json.gz, .prv, .bin;
  * the records go to "<path>.<pid>.bin" in any case). buffer_bytes is the
- * per-VP buffer (0 = NTH_TRACE_BUFFER or 1 MiB), flush_ms the longest time a
- * record stays in memory (0 = NTH_TRACE_FLUSH_MS or 100). Returns 0; EBUSY if
- * already started; EINVAL for a path without a known suffix (one line on
- * stderr); errno of open(2) or pthread_create if the file or the writer
- * thread cannot be had. Not thread-safe: call once, from nth_init. */
+ * per-VP buffer (0 = NTH_TRACE_BUFFER, else 1 MiB), flush_ms the longest time
+ * a record stays in memory (0 = NTH_TRACE_FLUSH_MS, else 100 ms); the size
+ * limit comes from NTH_TRACE_LIMIT (default 4 GiB). Bad NTH_TRACE_FLUSH_MS /
+ * NTH_TRACE_LIMIT values print one line and keep their default. Returns 0;
+ * EBUSY if already started; EINVAL for a path without a known suffix (one
+ * line on stderr); errno of open(2) or pthread_create if the file or the
+ * writer thread cannot be had. Not thread-safe: call once, from nth_init. */
 NTH_HIDDEN int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms);
 
 /* Read NTH_TRACE, NTH_TRACE_BUFFER, NTH_TRACE_FLUSH_MS, NTH_TRACE_LIMIT and

@@ -178,7 +178,7 @@ static int has_suffix(const char *s, const char *suf)
     return n > m && strcmp(s + n - m, suf) == 0;
 }
 
-int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms)
+static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
 {
     if (wr_started)
         return EBUSY;
@@ -317,22 +317,26 @@ int nth_trace_start_standalone(void)
     return 0;
 }
 
-int nth_trace_start_from_env(void)
+/* The settings in the environment. A bad value keeps the default and is
+ * reported (one line naming the variable and what it accepts) when asked:
+ * nth_config_from_env() already reports NTH_TRACE_BUFFER for the runtime. */
+static int env_settings(int report_buffer, uint64_t *bytes, uint64_t *ms)
 {
-    const char *path = getenv("NTH_TRACE");
     const char *buf = getenv("NTH_TRACE_BUFFER");
     const char *flush = getenv("NTH_TRACE_FLUSH_MS");
     const char *limit = getenv("NTH_TRACE_LIMIT");
-    uint64_t bytes = 0, ms = 0, lim = 0;
+    uint64_t lim = 0;
     int rc = 0;
-    if (buf && parse_bytes(buf, 4096, 1ull << 30, &bytes)) {
-        fprintf(stderr, "NTH_TRACE_BUFFER: bad value '%s' (accepted: bytes per VP, 4096..1G, suffix K, M or G)\n", buf);
-        bytes = 0;
+    *bytes = *ms = 0;
+    if (buf && parse_bytes(buf, 4096, 1ull << 30, bytes)) {
+        if (report_buffer)
+            fprintf(stderr, "NTH_TRACE_BUFFER: bad value '%s' (accepted: bytes per VP, 4096..1G, suffix K, M or G)\n", buf);
+        *bytes = 0;
         rc = EINVAL;
     }
-    if (flush && parse_bytes(flush, 1, 60000, &ms)) {
+    if (flush && parse_bytes(flush, 1, 60000, ms)) {
         fprintf(stderr, "NTH_TRACE_FLUSH_MS: bad value '%s' (accepted: milliseconds, 1..60000)\n", flush);
-        ms = 0;
+        *ms = 0;
         rc = EINVAL;
     }
     if (limit) {
@@ -343,8 +347,25 @@ int nth_trace_start_from_env(void)
             wr_limit = lim;
         }
     }
+    return rc;
+}
+
+int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms)
+{
+    uint64_t bytes, ms;
+    if (wr_started)
+        return EBUSY;
+    env_settings(0, &bytes, &ms);
+    return start(path, buffer_bytes ? buffer_bytes : bytes, flush_ms ? flush_ms : (unsigned)ms);
+}
+
+int nth_trace_start_from_env(void)
+{
+    uint64_t bytes, ms;
+    const char *path = getenv("NTH_TRACE");
+    int rc = env_settings(1, &bytes, &ms);
     if (!path || !*path)
         return rc;
-    int rc2 = nth_trace_start(path, bytes, (unsigned)ms);
+    int rc2 = start(path, bytes, (unsigned)ms);
     return rc2 ? rc2 : rc;
 }
