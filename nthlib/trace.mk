@@ -21,3 +21,9 @@ libnth_probes_la_SOURCES = nthlib/trace_probes.c
 libnth_probes_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS)
 libnth_probes_la_LIBADD = libnth.la $(LIBDW_LIBS) -ldl
 libnth_probes_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+
+# libnth-malloc.so (preloaded, NTH_TRACE_MALLOC=1): malloc counter tracks.
+lib_LTLIBRARIES += libnth-malloc.la
+libnth_malloc_la_SOURCES = nthlib/trace_malloc.c
+libnth_malloc_la_LIBADD = libnth.la
+libnth_malloc_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0

@@ -74,6 +74,8 @@ enum nth_trace_rec_type {
 enum nth_trace_counter {
     NTH_CTR_RQ_LEN = 1,        /* ready-queue length of rec.vp */
     NTH_CTR_CPUS = 2,          /* CPUs assigned to the process by cpumgr */
+    NTH_CTR_MEM_BYTES = 3,     /* bytes in use by malloc (NTH_TRACE_MALLOC) */
+    NTH_CTR_MEM_CALLS = 4,     /* malloc/calloc/realloc calls so far */
 };
 
 enum nth_trace_name_kind {

@@ -157,6 +157,10 @@ static void j_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind
         nth_out_printf(&j->o, ",\"name\":\"ready queue VP %d\",\"args\":{\"length\":%" PRIu64 "}}", vp, value);
     else if (kind == NTH_CTR_CPUS)
         nth_out_printf(&j->o, ",\"name\":\"CPUs assigned\",\"args\":{\"cpus\":%" PRIu64 "}}", value);
+    else if (kind == NTH_CTR_MEM_BYTES)
+        nth_out_printf(&j->o, ",\"name\":\"malloc bytes in use\",\"args\":{\"bytes\":%" PRIu64 "}}", value);
+    else if (kind == NTH_CTR_MEM_CALLS)
+        nth_out_printf(&j->o, ",\"name\":\"malloc calls\",\"args\":{\"calls\":%" PRIu64 "}}", value);
     else
         nth_out_printf(&j->o, ",\"name\":\"counter %u\",\"args\":{\"value\":%" PRIu64 "}}", kind, value);
 }

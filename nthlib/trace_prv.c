@@ -28,6 +28,8 @@
 #define EV_OBJECT  60000003u   /* value: address of the synchronisation object, 0 = none */
 #define EV_FUNC    60000020u   /* value: address of the function entered, 0 = none */
 #define EV_CPUS    60000011u
+#define EV_MEM     60000012u   /* malloc bytes in use */
+#define EV_MEMCALL 60000013u   /* malloc calls so far */
 #define EV_LOST    60000099u
 #define EV_RQ_BASE 60000100u   /* + VP: ready-queue length of that VP */
 
@@ -129,6 +131,10 @@ static void p_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind
         add(c, 2, (uint32_t)vp + 1, NULL, ts, ts, EV_RQ_BASE + (uint32_t)vp, value);
     else if (kind == NTH_CTR_CPUS)
         add(c, 2, 0, NULL, ts, ts, EV_CPUS, value);
+    else if (kind == NTH_CTR_MEM_BYTES)
+        add(c, 2, 0, NULL, ts, ts, EV_MEM, value);
+    else if (kind == NTH_CTR_MEM_CALLS)
+        add(c, 2, 0, NULL, ts, ts, EV_MEMCALL, value);
 }
 
 static void p_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
@@ -169,6 +175,8 @@ static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, ch
     case EV_REGION: return "Parallel region";
     case EV_OBJECT: return "Synchronisation object (address)";
     case EV_CPUS: return "CPUs assigned";
+    case EV_MEM: return "malloc bytes in use";
+    case EV_MEMCALL: return "malloc calls";
     case EV_LOST: return "Lost events";
     case EV_FUNC: return "Function (address)";
     default: break;

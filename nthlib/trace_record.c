@@ -250,6 +250,14 @@ int nth_trace_register_function(const void *fn, const char *name)
     return 0;
 }
 
+int nth_trace_memory(uint64_t bytes_in_use, uint64_t alloc_calls)
+{
+    OFF_RETURN(0);
+    rec2(NTH_REC_COUNTER, NTH_CTR_MEM_BYTES, UINT64_MAX, bytes_in_use,
+         NTH_REC_COUNTER, NTH_CTR_MEM_CALLS, alloc_calls, 1);
+    return 0;
+}
+
 uint64_t nth_trace_clock_ns(void)
 {
     return nth_trace_now();

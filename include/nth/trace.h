@@ -90,6 +90,10 @@ NTH_API int nth_trace_function_exit(const void *fn, uint64_t at_ns);
  * Returns 0; EINVAL for a NULL fn or name. */
 NTH_API int nth_trace_register_function(const void *fn, const char *name);
 
+/* For libnth-malloc (NTH_TRACE_MALLOC=1): the process's malloc bytes in
+ * use and allocation calls so far, shown as two counter tracks. Returns 0. */
+NTH_API int nth_trace_memory(uint64_t bytes_in_use, uint64_t alloc_calls);
+
 /* CLOCK_MONOTONIC in ns, the clock of every record. Never fails. */
 NTH_API uint64_t nth_trace_clock_ns(void);
 
