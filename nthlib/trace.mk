@@ -1,1 +1,29 @@
-# Build fragment for nthlib/trace: add sources, programs and tests with +=.
+# Build fragment for nthlib/trace: recording (libnth_trace_rec) and the
+# readers/writers shared with the nth-trace tool (libnth_trace_fmt). Both are
+# convenience libraries linked into libnth; tests and tools link them directly
+# because libnth exports only its public API.
+nthinclude_HEADERS += include/nth/trace.h
+noinst_LTLIBRARIES += libnth_trace_fmt.la libnth_trace_rec.la
+libnth_trace_fmt_la_SOURCES = nthlib/trace_format.h nthlib/trace_convert.h nthlib/trace_convert.c \
+	nthlib/trace_read.c nthlib/trace_replay.c nthlib/trace_out.h nthlib/trace_out.c \
+	nthlib/trace_json.c nthlib/trace_prv.c nthlib/trace_stats.c
+libnth_trace_fmt_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -fvisibility=hidden
+libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
+libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \
+	nthlib/trace_writer.c nthlib/trace_exit.c
+libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+libnth_trace_rec_la_LIBADD = libnth_trace_fmt.la
+libnth_la_LIBADD += libnth_trace_rec.la
+
+# libnth-probes.so: -finstrument-functions probes on top of libnth.
+lib_LTLIBRARIES += libnth-probes.la
+libnth_probes_la_SOURCES = nthlib/trace_probes.c
+libnth_probes_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS)
+libnth_probes_la_LIBADD = libnth.la $(LIBDW_LIBS) -ldl
+libnth_probes_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+
+# libnth-malloc.so (preloaded, NTH_TRACE_MALLOC=1): malloc counter tracks.
+lib_LTLIBRARIES += libnth-malloc.la
+libnth_malloc_la_SOURCES = nthlib/trace_malloc.c
+libnth_malloc_la_LIBADD = libnth.la
+libnth_malloc_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0

@@ -1,1 +1,17 @@
-# Build fragment for tests/trace: add sources, programs and tests with +=.
+# Build fragment for tests/trace: a program that drives the tracing hooks as
+# the runtime will (trace_sim), the cmocka unit test, and shell tests that
+# check the outputs' structure with jq.
+check_PROGRAMS += tests/trace/trace_sim tests/trace/test_trace_api tests/trace/malloc_demo
+tests_trace_malloc_demo_SOURCES = tests/trace/malloc_demo.c
+tests_trace_trace_sim_SOURCES = tests/trace/trace_sim.c
+tests_trace_trace_sim_CFLAGS = $(AM_CFLAGS) -pthread
+tests_trace_trace_sim_LDADD = libnth_trace_rec.la $(ZLIB_LIBS) -ldl
+tests_trace_test_trace_api_SOURCES = tests/trace/test_trace_api.c
+tests_trace_test_trace_api_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_trace_test_trace_api_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
+TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trace/paraver.sh \
+	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
+	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh
+TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
+dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
+EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90

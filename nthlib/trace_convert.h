@@ -1,0 +1,110 @@
+/*
+ * trace_convert.h -- reading binary trace files and writing them as Chrome
+ * JSON (Perfetto), gzipped JSON or Paraver; statistics. Used by libnth at
+ * exit and by the `nth-trace` tool. Internal.
+ *
+ * A binary file is untrusted input (a killed process, a disk that filled up,
+ * another version): every length and index is checked; anything that does
+ * not fit is skipped and counted as a warning, never a crash.
+ */
+#ifndef NTH_TRACE_CONVERT_H
+#define NTH_TRACE_CONVERT_H
+
+#include <stdio.h>
+#include <stdint.h>
+#include "trace_format.h"
+#include "nth/trace.h"
+
+#define NTH_TR_STACK 16          /* state levels shown per nano-thread */
+#define NTH_TR_REGIONS 16        /* nested parallel regions shown */
+#define NTH_TR_FUNCS 64          /* nested function probes shown */
+
+struct nth_tr_name {
+    uint16_t kind;
+    uint64_t key, key2;
+    char *name;
+    size_t seq;                  /* file order: later registrations win */
+};
+
+struct nth_tr_level {
+    unsigned state;
+    int implicit;                /* READY pushed by a switch-out, popped by the switch-in */
+    uint64_t obj, since;
+};
+
+/* One nano-thread as the replay sees it. */
+struct nth_tr_thread {
+    uint64_t id;
+    unsigned index;              /* 1-based, in order of first appearance */
+    int vp;                      /* last VP it ran on, -1 = none yet */
+    int depth, extra;            /* state stack depth; pushes beyond NTH_TR_STACK */
+    struct nth_tr_level stack[NTH_TR_STACK];
+    int rdepth, rextra;
+    uint64_t region[NTH_TR_REGIONS], rsince[NTH_TR_REGIONS];
+    int fdepth, fextra;
+    uint64_t func[NTH_TR_FUNCS], fsince[NTH_TR_FUNCS];
+};
+
+/* One loaded file (one process). */
+struct nth_tr_file {
+    const char *path;
+    struct nth_trace_file_header hdr;
+    struct nth_trace_rec *recs;  /* timed records, sorted by ts (stable) */
+    size_t nrecs;
+    struct nth_tr_name *names;   /* sorted by (kind, key, key2) */
+    size_t nnames;
+    struct nth_tr_thread *threads;   /* by index - 1 */
+    size_t nthreads;
+    size_t *hash; size_t hmask;  /* id -> index + 1, open addressing */
+    unsigned nvps;               /* highest VP seen + 1 (at least 1) */
+    uint64_t first_ts, last_ts;
+    uint64_t lost;               /* sum of LOST records */
+    unsigned warnings;
+};
+
+/* Load and validate a binary trace. Returns 0 (f->warnings counts what was
+ * skipped, each explained on `warn` if not NULL); ENOENT and other open(2)
+ * errors; EINVAL if it is no nthlib trace (bad magic, version or record
+ * size); ENOMEM. */
+int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn);
+void nth_tr_free(struct nth_tr_file *f);
+const char *nth_tr_name(const struct nth_tr_file *f, uint16_t kind, uint64_t key, uint64_t key2);
+struct nth_tr_thread *nth_tr_thread(struct nth_tr_file *f, uint64_t id);
+/* Built-in name of a state or NULL. */
+const char *nth_tr_state_builtin(unsigned state);
+
+/* What the replay of a file reports, in timestamp order. Any may be NULL.
+ * State slices on one nano-thread never overlap (the stack shows its top);
+ * `since` is when the slice that ends began. */
+struct nth_tr_sink {
+    void *ctx;
+    void (*state_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, const struct nth_tr_level *);
+    void (*state_end)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, const struct nth_tr_level *);
+    void (*run_begin)(void *, struct nth_tr_file *, uint64_t ts, unsigned vp, struct nth_tr_thread *);   /* NULL thread = idle */
+    void (*run_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *);
+    void (*region_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, uint64_t region, unsigned team);
+    void (*region_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, struct nth_tr_thread *, uint64_t region);
+    void (*event)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, int vp, uint32_t type, uint64_t value);
+    void (*counter)(void *, struct nth_tr_file *, uint64_t ts, uint32_t kind, int vp, uint64_t value);
+    void (*lost)(void *, struct nth_tr_file *, uint64_t ts, uint64_t count);
+    void (*func_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, uint64_t fn);
+    void (*func_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, struct nth_tr_thread *, uint64_t fn);
+};
+
+/* Replay f's records through sink; every slice still open at the end is
+ * closed at f->last_ts, so every begin has its end. Resets thread state. */
+void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink);
+
+/* Writers. base_ns is the CLOCK_MONOTONIC time written as 0. Return 0 or an
+ * error code (errno of the output file). */
+int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz);
+int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out);
+int nth_tr_write_stats(struct nth_tr_file *f, FILE *out);
+
+/* Load `n` binary files and write `out` in the format its suffix names
+ * (.json, .json.gz, .prv). Returns 0, EINVAL for an unknown suffix or a file
+ * that is no trace, or the load/write error; *warnings (may be NULL) gets
+ * the number of things skipped while loading. */
+int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings);
+
+#endif

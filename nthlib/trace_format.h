@@ -1,0 +1,90 @@
+/*
+ * trace_format.h -- the per-process binary trace file (".bin"), shared by the
+ * recorder in libnth and the readers behind `nth-trace`.
+ *
+ * The file is a 64-byte header followed by 32-byte records in no particular
+ * order: each VP's buffer is appended in chunks by the background writer, so
+ * readers sort by timestamp. Names (nano-threads, states, event types, event
+ * values, synchronisation objects) travel as NAME records followed by their
+ * bytes in whole records, so a file cut anywhere (SIGKILL, _exit, disk full)
+ * still holds every name flushed before the cut. Little-endian, host layout:
+ * traces are converted on the machine (or architecture) that wrote them.
+ */
+#ifndef NTH_TRACE_FORMAT_H
+#define NTH_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define NTH_TRACE_MAGIC   "NTHTRACE"
+#define NTH_TRACE_VERSION 1u
+
+/* The 64-byte file header. Times are CLOCK_MONOTONIC ns (for the timeline,
+ * comparable between processes of one boot: `merge`) and CLOCK_REALTIME ns
+ * (only for the date in the Paraver header). */
+struct nth_trace_file_header {
+    char magic[8];             /* NTH_TRACE_MAGIC, no NUL */
+    uint32_t version;          /* NTH_TRACE_VERSION */
+    uint32_t record_size;      /* sizeof(struct nth_trace_rec) = 32 */
+    uint32_t pid;
+    uint32_t flags;            /* 0 */
+    uint64_t mono_start_ns;    /* trace start: JSON/Paraver times count from here */
+    uint64_t real_start_ns;
+    char host[24];             /* node name for the Paraver .row, NUL-padded */
+};
+
+/* One fixed-size record. `id` is the nano-thread trace id (never reused in a
+ * trace; 0 = none), `vp` the VP index of the recording kernel thread
+ * (NTH_TRACE_NO_VP when it is no VP). */
+struct nth_trace_rec {
+    uint64_t ts;               /* CLOCK_MONOTONIC, ns */
+    uint16_t type;             /* enum nth_trace_rec_type */
+    uint16_t vp;
+    uint32_t arg;              /* state, event type, counter kind or name length */
+    uint64_t id;
+    uint64_t value;
+};
+
+#define NTH_TRACE_NO_VP 0xffffu
+#define NTH_TRACE_MAX_VPS 4096u     /* same bound as nth_init's vps */
+#define NTH_TRACE_NAME_MAX 255u     /* bytes of one name, without NUL */
+
+enum nth_trace_rec_type {
+    NTH_REC_VP_START = 1,      /* vp */
+    NTH_REC_VP_STOP = 2,       /* vp */
+    NTH_REC_THREAD_CREATE = 3, /* id = new nano-thread, value = creator */
+    NTH_REC_THREAD_END = 4,    /* id */
+    NTH_REC_SWITCH = 5,        /* vp now runs id (0 = idle loop), value = previous */
+    NTH_REC_STATE_SET = 6,     /* id, arg = state, value = object address or 0 */
+    NTH_REC_STATE_PUSH = 7,    /* id, arg = state, value = object */
+    NTH_REC_STATE_POP = 8,     /* id */
+    NTH_REC_EVENT = 9,         /* id, arg = event type, value */
+    NTH_REC_REGION_BEGIN = 10, /* id = master, value = region number, arg = team size */
+    NTH_REC_REGION_END = 11,   /* id, value = region number */
+    NTH_REC_COUNTER = 12,      /* arg = counter kind, value; vp for per-VP counters */
+    NTH_REC_NAME = 13,         /* arg = kind << 16 | length, id = key, value = key2;
+                                  then ceil(length/32) records of bytes */
+    NTH_REC_LOST = 14,         /* value = records dropped (full buffer or size limit) */
+    NTH_REC_END = 15,          /* written last by a clean finish; its absence
+                                  means the process was killed or crashed */
+    NTH_REC_FUNC_ENTER = 16,   /* id, value = function address (libnth-probes) */
+    NTH_REC_FUNC_EXIT = 17,    /* id, value = function address */
+    NTH_REC_TYPE_MAX = 17
+};
+
+enum nth_trace_counter {
+    NTH_CTR_RQ_LEN = 1,        /* ready-queue length of rec.vp */
+    NTH_CTR_CPUS = 2,          /* CPUs assigned to the process by cpumgr */
+    NTH_CTR_MEM_BYTES = 3,     /* bytes in use by malloc (NTH_TRACE_MALLOC) */
+    NTH_CTR_MEM_CALLS = 4,     /* malloc/calloc/realloc calls so far */
+};
+
+enum nth_trace_name_kind {
+    NTH_NAME_THREAD = 1,       /* id = trace id */
+    NTH_NAME_STATE = 2,        /* id = state */
+    NTH_NAME_EVENT = 3,        /* id = event type */
+    NTH_NAME_VALUE = 4,        /* id = event type, value = event value */
+    NTH_NAME_OBJECT = 5,       /* id = object address */
+    NTH_NAME_FUNCTION = 6,     /* id = function address; "name (file:line)" */
+};
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * trace_hooks.h -- what the runtime calls to be traced (internal to libnth).
+ *
+ * Every hook is a static inline that tests nth_trace_on with
+ * __builtin_expect: tracing off costs one predictable branch per site
+ * (DESIGN.md invariant 9); on, it calls the out-of-line recorder, which writes
+ * one 32-byte record into the calling kernel thread's (= VP's) buffer without
+ * any lock. Hooks are async-signal-safe once the kernel thread has its
+ * buffer (after its first record or nth_trace_vp_start()).
+ *
+ * Identity: `id` is the runtime's 64-bit never-reused nano-thread id
+ * (nth_id()); 0 means "no nano-thread". `vp` is the VP index.
+ *
+ * When the runtime calls what:
+ *   nth_trace_start(cfg->trace, cfg->trace_buffer, 0)   in nth_init, once
+ *   nth_trace_vp_start(vp) / _vp_stop(vp)  on the VP's own kernel thread,
+ *                                         first and last thing it does
+ *   nth_trace_thread_create(id, creator, name)  in nth_create (also for main, id 1)
+ *   nth_trace_thread_end(id)              when the nano-thread ends
+ *   nth_trace_switch(from, to)            on the VP, at each context switch;
+ *                                         to = 0 when entering the idle loop.
+ *                                         `to` becomes RUN; `from` becomes READY
+ *                                         unless the runtime set SYNCH/BLOCKED/
+ *                                         READY for it just before.
+ *   nth_trace_state(id, state, obj)       state changes: SYNCH with the object
+ *                                         before blocking on it, READY in
+ *                                         nth_to_rq, BLOCKED around blocking
+ *                                         system calls, OVERHEAD in the runtime
+ *   nth_trace_state_push/_pop(id, state)  nested states (e.g. OVERHEAD around
+ *                                         a runtime call, then back)
+ *   nth_trace_object_name(obj, name)      once per synchronisation object
+ *                                         that has a name (else the address)
+ *   nth_trace_region_begin/_end(id, region, team)  parallel regions (nest)
+ *   nth_trace_rq_len(vp, len)             when a VP's ready queue length changes
+ *   nth_trace_cpus(n)                     when cpumgr's assignment changes
+ */
+#ifndef NTH_TRACE_HOOKS_H
+#define NTH_TRACE_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nth/trace.h"
+#include "trace_format.h"
+
+#define NTH_HIDDEN __attribute__((visibility("hidden")))
+
+/* Nonzero while recording. Written at start, at finish and at a fatal signal. */
+extern NTH_HIDDEN int nth_trace_on;
+
+/* Start tracing to `path` (format by suffix: .json, .json.gz, .prv, .bin;
+ * the records go to "<path>.<pid>.bin" in any case). buffer_bytes is the
+ * per-VP buffer (0 = NTH_TRACE_BUFFER, else 1 MiB), flush_ms the longest time
+ * a record stays in memory (0 = NTH_TRACE_FLUSH_MS, else 100 ms); the size
+ * limit comes from NTH_TRACE_LIMIT (default 4 GiB). Bad NTH_TRACE_FLUSH_MS /
+ * NTH_TRACE_LIMIT values print one line and keep their default. Returns 0;
+ * EBUSY if already started; EINVAL for a path without a known suffix (one
+ * line on stderr); errno of open(2) or pthread_create if the file or the
+ * writer thread cannot be had. Not thread-safe: call once, from nth_init. */
+NTH_HIDDEN int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms);
+
+/* Read NTH_TRACE, NTH_TRACE_BUFFER, NTH_TRACE_FLUSH_MS, NTH_TRACE_LIMIT and
+ * start tracing if NTH_TRACE is set. Returns 0 (also when unset) or
+ * nth_trace_start's errors; EINVAL for a bad variable, after one line on
+ * stderr naming it and its accepted values: that setting keeps its default
+ * and tracing still starts (as nth_config_from_env does for its fields). */
+NTH_HIDDEN int nth_trace_start_from_env(void);
+
+/* Stop recording, write every buffer to the binary file and convert it to
+ * the chosen format. Idempotent; registered with atexit() by nth_trace_start
+ * and called from the fatal-signal handlers. Returns 0 or an error code. */
+NTH_HIDDEN int nth_trace_finish(void);
+
+/* Out-of-line recorders; call them through the inlines below. */
+NTH_HIDDEN void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_t value);
+NTH_HIDDEN void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name);
+NTH_HIDDEN void nth_trace__vp(uint16_t type, unsigned vp);
+NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
+NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
+
+/* A relaxed atomic load is a plain load on x86-64 and AArch64: the branch
+ * stays one compare, and ThreadSanitizer sees no race with nth_trace_finish. */
+#define NTH_TRACE_IF_ON if (__builtin_expect(__atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED), 0))
+
+static inline void nth_trace_vp_start(unsigned vp) { NTH_TRACE_IF_ON nth_trace__vp(NTH_REC_VP_START, vp); }
+static inline void nth_trace_vp_stop(unsigned vp) { NTH_TRACE_IF_ON nth_trace__vp(NTH_REC_VP_STOP, vp); }
+static inline void nth_trace_thread_create(uint64_t id, uint64_t creator, const char *name)
+{
+    NTH_TRACE_IF_ON {
+        if (name && *name) nth_trace__name(NTH_NAME_THREAD, id, 0, name);
+        nth_trace__rec(NTH_REC_THREAD_CREATE, 0, id, creator);
+    }
+}
+static inline void nth_trace_thread_end(uint64_t id) { NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_THREAD_END, 0, id, 0); }
+static inline void nth_trace_switch(uint64_t from, uint64_t to) { NTH_TRACE_IF_ON nth_trace__switch(from, to); }
+static inline void nth_trace_state(uint64_t id, unsigned state, const void *obj)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_SET, state, id, (uintptr_t)obj);
+}
+static inline void nth_trace_state_push_id(uint64_t id, unsigned state, const void *obj)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_PUSH, state, id, (uintptr_t)obj);
+}
+static inline void nth_trace_state_pop_id(uint64_t id) { NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_POP, 0, id, 0); }
+static inline void nth_trace_object_name(const void *obj, const char *name)
+{
+    NTH_TRACE_IF_ON nth_trace__name(NTH_NAME_OBJECT, (uintptr_t)obj, 0, name);
+}
+static inline void nth_trace_region_begin(uint64_t id, uint64_t region, unsigned team)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_REGION_BEGIN, team, id, region);
+}
+static inline void nth_trace_region_end(uint64_t id, uint64_t region)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_REGION_END, 0, id, region);
+}
+static inline void nth_trace_rq_len(unsigned vp, uint64_t len) { NTH_TRACE_IF_ON nth_trace__counter(NTH_CTR_RQ_LEN, (int)vp, len); }
+static inline void nth_trace_cpus(uint64_t cpus) { NTH_TRACE_IF_ON nth_trace__counter(NTH_CTR_CPUS, -1, cpus); }
+
+#endif

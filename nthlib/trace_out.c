@@ -1,0 +1,88 @@
+/*
+ * trace_out.c -- buffered plain/gzip text output for the trace writers.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace_out.h"
+
+int nth_out_open(struct nth_out *o, const char *path, int gz)
+{
+    o->fp = NULL;
+    o->gz = NULL;
+    o->err = 0;
+    o->n = 0;
+    if (gz) {
+        o->gz = gzopen(path, "wb6");
+        return o->gz ? 0 : (errno ? errno : ENOMEM);
+    }
+    o->fp = fopen(path, "w");
+    return o->fp ? 0 : errno;
+}
+
+static void flush(struct nth_out *o)
+{
+    if (!o->n || o->err) {
+        o->n = 0;
+        return;
+    }
+    if (o->gz) {
+        if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
+            o->err = EIO;
+    } else if (fwrite(o->buf, 1, o->n, o->fp) != o->n) {
+        o->err = errno ? errno : EIO;
+    }
+    o->n = 0;
+}
+
+void nth_out_printf(struct nth_out *o, const char *fmt, ...)
+{
+    if (sizeof o->buf - o->n < 4096)
+        flush(o);
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(o->buf + o->n, sizeof o->buf - o->n, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+        o->err = EINVAL;
+        return;
+    }
+    if ((size_t)k >= sizeof o->buf - o->n) {   /* longer than the room left: never here,
+                                                   every line is < 1 KiB plus one name */
+        o->err = EOVERFLOW;
+        return;
+    }
+    o->n += (size_t)k;
+}
+
+void nth_out_json_str(struct nth_out *o, const char *s)
+{
+    if (sizeof o->buf - o->n < 4096)
+        flush(o);
+    char *p = o->buf + o->n;
+    *p++ = '"';
+    for (size_t i = 0; s[i] && i < 512; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') { *p++ = '\\'; *p++ = (char)c; }
+        else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
+        else *p++ = (char)c;
+    }
+    *p++ = '"';
+    o->n = (size_t)(p - o->buf);
+}
+
+int nth_out_close(struct nth_out *o)
+{
+    flush(o);
+    if (o->gz) {
+        if (gzclose(o->gz) != Z_OK && !o->err)
+            o->err = EIO;
+    } else if (o->fp) {
+        if (fclose(o->fp) && !o->err)
+            o->err = errno;
+    }
+    o->gz = NULL;
+    o->fp = NULL;
+    return o->err;
+}

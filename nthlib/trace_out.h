@@ -1,0 +1,27 @@
+/*
+ * trace_out.h -- buffered text output to a plain or gzip (zlib) file, for the
+ * trace writers. Internal.
+ */
+#ifndef NTH_TRACE_OUT_H
+#define NTH_TRACE_OUT_H
+
+#include <stdio.h>
+#include <zlib.h>
+
+struct nth_out {
+    FILE *fp;
+    gzFile gz;
+    int err;                     /* first error (errno value), sticky */
+    size_t n;
+    char buf[1 << 16];
+};
+
+/* Open `path` for writing, gzip-compressed if gz. Returns 0 or errno. */
+int nth_out_open(struct nth_out *o, const char *path, int gz);
+void nth_out_printf(struct nth_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A JSON string literal with quotes, escaping what JSON requires. */
+void nth_out_json_str(struct nth_out *o, const char *s);
+/* Flush and close; returns the first error seen, or 0. */
+int nth_out_close(struct nth_out *o);
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * trace_prv.c -- Paraver output: FILE.prv (records), FILE.pcf (names of
+ * states, event types and values), FILE.row (names of CPUs, node, threads).
+ *
+ * Mapping: one Paraver application per traced process, one task per
+ * application, one Paraver thread per nano-thread (in order of first
+ * appearance), one Paraver CPU per VP. Records:
+ *   1:cpu:appl:task:thread:begin:end:state     one per state slice
+ *   2:cpu:appl:task:thread:time:type:value     events
+ * Times are ns from the trace start; the header's duration is the last
+ * record's time and its object counts are exactly those used by the records.
+ * Paraver keeps every object of the .row in memory and its thread field is
+ * bounded, so at most NTH_PRV_MAX_THREADS nano-threads per process are kept;
+ * the records of the others are dropped and counted in a warning.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "trace_convert.h"
+#include "trace_out.h"
+
+#define NTH_PRV_MAX_THREADS 32768u
+
+#define EV_RUNNING 60000001u   /* value: trace id of the nano-thread now running */
+#define EV_REGION  60000002u   /* value: region number, 0 = outside */
+#define EV_OBJECT  60000003u   /* value: address of the synchronisation object, 0 = none */
+#define EV_FUNC    60000020u   /* value: address of the function entered, 0 = none */
+#define EV_CPUS    60000011u
+#define EV_MEM     60000012u   /* malloc bytes in use */
+#define EV_MEMCALL 60000013u   /* malloc calls so far */
+#define EV_LOST    60000099u
+#define EV_RQ_BASE 60000100u   /* + VP: ready-queue length of that VP */
+
+struct pe {
+    uint64_t t0, t1, a, b, seq;
+    uint32_t kind, cpu, appl, thread;
+};
+
+struct pctx {
+    struct pe *v;
+    size_t n, cap;
+    uint64_t base, dropped;
+    uint32_t appl;
+    int oom;
+    unsigned char used_state[NTH_TRACE_STATE_MAX + 1];
+    uint32_t *types; size_t ntypes, ctypes;
+};
+
+static void add(struct pctx *p, uint32_t kind, uint32_t cpu, struct nth_tr_thread *t, uint64_t t0, uint64_t t1,
+                uint64_t a, uint64_t b)
+{
+    uint32_t th = t ? t->index : 1;
+    if (th > NTH_PRV_MAX_THREADS) { p->dropped++; return; }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 4096;
+        struct pe *v = realloc(p->v, nc * sizeof *v);
+        if (!v) { p->oom = 1; return; }
+        p->v = v;
+        p->cap = nc;
+    }
+    p->v[p->n] = (struct pe){ t0 - p->base, t1 - p->base, a, b, p->n, kind, cpu, p->appl, th };
+    p->n++;
+    if (kind == 1 && a <= NTH_TRACE_STATE_MAX)
+        p->used_state[a] = 1;
+    if (kind == 2) {
+        for (size_t i = 0; i < p->ntypes; i++)
+            if (p->types[i] == a) return;
+        if (p->ntypes == p->ctypes) {
+            size_t nc = p->ctypes ? p->ctypes * 2 : 32;
+            uint32_t *ty = realloc(p->types, nc * sizeof *ty);
+            if (!ty) { p->oom = 1; return; }
+            p->types = ty;
+            p->ctypes = nc;
+        }
+        p->types[p->ntypes++] = (uint32_t)a;
+    }
+}
+
+static uint32_t cpu_of(struct nth_tr_thread *t) { return t && t->vp >= 0 ? (uint32_t)t->vp + 1 : 0; }
+
+static void p_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
+{
+    (void)f;
+    if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, l->obj);
+}
+
+static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
+{
+    (void)f;
+    if (ts > l->since) add(c, 1, cpu_of(t), t, l->since, ts, l->state, 0);
+    if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, 0);
+}
+
+static void p_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
+{
+    (void)f;
+    if (t) add(c, 2, vp + 1, t, ts, ts, EV_RUNNING, t->id);
+}
+
+static void p_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *t)
+{
+    (void)f; (void)since;
+    if (t) add(c, 2, vp + 1, t, ts, ts, EV_RUNNING, 0);
+}
+
+static void p_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team)
+{
+    (void)f; (void)team;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_REGION, region);
+}
+
+static void p_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t region)
+{
+    (void)f; (void)since; (void)region;
+    /* Back to the enclosing region (the replay has already popped this one). */
+    add(c, 2, cpu_of(t), t, ts, ts, EV_REGION, t->rdepth > 0 ? t->region[t->rdepth - 1] : 0);
+}
+
+static void p_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, int vp, uint32_t type, uint64_t value)
+{
+    (void)f;
+    add(c, 2, t ? cpu_of(t) : (vp >= 0 ? (uint32_t)vp + 1 : 0), t, ts, ts, type, value);
+}
+
+static void p_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind, int vp, uint64_t value)
+{
+    (void)f;
+    if (kind == NTH_CTR_RQ_LEN && vp >= 0)
+        add(c, 2, (uint32_t)vp + 1, NULL, ts, ts, EV_RQ_BASE + (uint32_t)vp, value);
+    else if (kind == NTH_CTR_CPUS)
+        add(c, 2, 0, NULL, ts, ts, EV_CPUS, value);
+    else if (kind == NTH_CTR_MEM_BYTES)
+        add(c, 2, 0, NULL, ts, ts, EV_MEM, value);
+    else if (kind == NTH_CTR_MEM_CALLS)
+        add(c, 2, 0, NULL, ts, ts, EV_MEMCALL, value);
+}
+
+static void p_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
+{
+    (void)f;
+    add(c, 2, 0, NULL, ts, ts, EV_LOST, count);
+}
+
+static void p_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)f;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_FUNC, fn);
+}
+
+static void p_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)f; (void)since; (void)fn;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_FUNC, t->fdepth > 0 ? t->func[t->fdepth - 1] : 0);
+}
+
+static int pe_cmp(const void *a, const void *b)
+{
+    const struct pe *x = a, *y = b;
+    if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, char *buf, size_t len)
+{
+    switch (type) {
+    case EV_RUNNING: return "Nano-thread running (trace id)";
+    case EV_REGION: return "Parallel region";
+    case EV_OBJECT: return "Synchronisation object (address)";
+    case EV_CPUS: return "CPUs assigned";
+    case EV_MEM: return "malloc bytes in use";
+    case EV_MEMCALL: return "malloc calls";
+    case EV_LOST: return "Lost events";
+    case EV_FUNC: return "Function (address)";
+    default: break;
+    }
+    if (type >= EV_RQ_BASE && type < EV_RQ_BASE + NTH_TRACE_MAX_VPS) {
+        snprintf(buf, len, "Ready-queue length VP %u", type - EV_RQ_BASE);
+        return buf;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *s = nth_tr_name(&files[i], NTH_NAME_EVENT, type, 0);
+        if (s) return s;
+    }
+    snprintf(buf, len, "User event %u", type);
+    return buf;
+}
+
+static char *sibling(const char *out, const char *suffix)
+{
+    size_t n = strlen(out);
+    char *p = malloc(n + strlen(suffix) + 1);
+    if (!p) return NULL;
+    memcpy(p, out, n - 4);   /* drop ".prv" */
+    strcpy(p + n - 4, suffix);
+    return p;
+}
+
+int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
+{
+    struct pctx p;
+    memset(&p, 0, sizeof p);
+    p.base = UINT64_MAX;
+    unsigned ncpu = 1;
+    uint64_t end = 0;
+    for (int i = 0; i < n; i++) {
+        if (files[i].hdr.mono_start_ns < p.base) p.base = files[i].hdr.mono_start_ns;
+        if (files[i].nvps > ncpu) ncpu = files[i].nvps;
+    }
+    static const struct nth_tr_sink sink = {
+        NULL, p_state_begin, p_state_end, p_run_begin, p_run_end, p_region_begin, p_region_end,
+        p_event, p_counter, p_lost, p_func_begin, p_func_end,
+    };
+    struct nth_tr_sink s = sink;
+    s.ctx = &p;
+    for (int i = 0; i < n; i++) {
+        p.appl = (uint32_t)i + 1;
+        nth_tr_replay(&files[i], &s);
+        if (files[i].last_ts - p.base > end) end = files[i].last_ts - p.base;
+    }
+    if (p.oom) { free(p.v); free(p.types); return ENOMEM; }
+    if (p.dropped)
+        fprintf(stderr, "nth-trace: warning: Paraver keeps %u nano-threads per process; %" PRIu64
+                " records of the others dropped\n", NTH_PRV_MAX_THREADS, p.dropped);
+    qsort(p.v, p.n, sizeof *p.v, pe_cmp);
+
+    static struct nth_out o;   /* 64 KiB: kept off a crashing stack */
+    int rc = nth_out_open(&o, out, 0);
+    if (rc) { free(p.v); free(p.types); return rc; }
+    time_t secs = (time_t)(files[0].hdr.real_start_ns / 1000000000u);
+    struct tm tm;
+    localtime_r(&secs, &tm);
+    nth_out_printf(&o, "#Paraver (%02d/%02d/%02d at %02d:%02d):%" PRIu64 "_ns:1(%u):%d",
+                   tm.tm_mday, tm.tm_mon + 1, tm.tm_year % 100, tm.tm_hour, tm.tm_min, end, ncpu, n);
+    for (int i = 0; i < n; i++) {
+        size_t nt = files[i].nthreads < NTH_PRV_MAX_THREADS ? files[i].nthreads : NTH_PRV_MAX_THREADS;
+        nth_out_printf(&o, ":1(%zu:1)", nt ? nt : 1);
+    }
+    nth_out_printf(&o, "\n");
+    for (size_t i = 0; i < p.n; i++) {
+        struct pe *e = &p.v[i];
+        if (e->kind == 1)
+            nth_out_printf(&o, "1:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->t1, e->a);
+        else
+            nth_out_printf(&o, "2:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->a, e->b);
+    }
+    rc = nth_out_close(&o);
+    free(p.v);
+    if (rc) { free(p.types); return rc; }
+
+    /* .pcf: every state and event type the records use, named. */
+    char *pcf = sibling(out, ".pcf"), *row = sibling(out, ".row");
+    if (!pcf || !row) { free(pcf); free(row); free(p.types); return ENOMEM; }
+    rc = nth_out_open(&o, pcf, 0);
+    if (!rc) {
+        nth_out_printf(&o, "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n"
+                       "LOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\n"
+                       "NUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\n\nDEFAULT_SEMANTIC\n\n"
+                       "THREAD_FUNC          State As Is\n\n\nSTATES\n");
+        static const char *const colors[] = { "{117,195,255}", "{0,0,255}", "{255,255,255}", "{255,0,0}",
+                                              "{255,0,174}", "{179,0,0}" };
+        for (unsigned st = 0; st <= NTH_TRACE_STATE_MAX; st++) {
+            const char *nm = nth_tr_state_builtin(st);
+            for (int i = 0; !nm && i < n; i++) nm = nth_tr_name(&files[i], NTH_NAME_STATE, st, 0);
+            if (nm || p.used_state[st]) {
+                if (nm) nth_out_printf(&o, "%-4u %s\n", st, nm);
+                else nth_out_printf(&o, "%-4u State %u\n", st, st);
+            }
+        }
+        nth_out_printf(&o, "\n\nSTATES_COLOR\n");
+        for (unsigned st = 0; st < 6; st++)
+            nth_out_printf(&o, "%-4u %s\n", st, colors[st]);
+        qsort(p.types, p.ntypes, sizeof *p.types, u32_cmp);
+        for (size_t k = 0; k < p.ntypes; k++) {
+            char b[64];
+            nth_out_printf(&o, "\n\nEVENT_TYPE\n0    %u    %s\n", p.types[k], type_name(files, n, p.types[k], b, sizeof b));
+            int header = 0;
+            for (int i = 0; i < n; i++)
+                for (size_t q = 0; q < files[i].nnames; q++) {
+                    struct nth_tr_name *nm = &files[i].names[q];
+                    if ((nm->kind == NTH_NAME_VALUE && nm->key == p.types[k]) ||
+                        (nm->kind == NTH_NAME_OBJECT && p.types[k] == EV_OBJECT) ||
+                        (nm->kind == NTH_NAME_FUNCTION && p.types[k] == EV_FUNC)) {
+                        if (!header++) nth_out_printf(&o, "VALUES\n0    End\n");
+                        nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_VALUE ? nm->key2 : nm->key, nm->name);
+                    }
+                }
+        }
+        nth_out_printf(&o, "\n");
+        rc = nth_out_close(&o);
+    }
+    /* .row: CPUs (= VPs), the node, then every thread of every application. */
+    if (!rc) rc = nth_out_open(&o, row, 0);
+    if (!rc) {
+        nth_out_printf(&o, "LEVEL CPU SIZE %u\n", ncpu);
+        for (unsigned v = 0; v < ncpu; v++) nth_out_printf(&o, "VP %u\n", v);
+        nth_out_printf(&o, "\nLEVEL NODE SIZE 1\n%s\n", files[0].hdr.host[0] ? files[0].hdr.host : "node");
+        size_t total = 0;
+        for (int i = 0; i < n; i++) {
+            size_t nt = files[i].nthreads < NTH_PRV_MAX_THREADS ? files[i].nthreads : NTH_PRV_MAX_THREADS;
+            total += nt ? nt : 1;
+        }
+        nth_out_printf(&o, "\nLEVEL THREAD SIZE %zu\n", total);
+        for (int i = 0; i < n; i++) {
+            size_t nt = files[i].nthreads < NTH_PRV_MAX_THREADS ? files[i].nthreads : NTH_PRV_MAX_THREADS;
+            if (!nt) nth_out_printf(&o, "(no nano-thread) pid %u\n", files[i].hdr.pid);
+            for (size_t t = 0; t < nt; t++) {
+                const char *nm = nth_tr_name(&files[i], NTH_NAME_THREAD, files[i].threads[t].id, 0);
+                nth_out_printf(&o, "%s #%" PRIu64 " pid %u\n", nm ? nm : "nano-thread", files[i].threads[t].id, files[i].hdr.pid);
+            }
+        }
+        rc = nth_out_close(&o);
+    }
+    free(pcf);
+    free(row);
+    free(p.types);
+    return rc;
+}

@@ -1,0 +1,285 @@
+/*
+ * trace_record.c -- the record path: per-kernel-thread (= per-VP) buffers and
+ * the instrumentation API of nth/trace.h. No lock anywhere here: each buffer
+ * has one producer, its kernel thread, and buffers join the global list with
+ * a compare-and-swap push.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "trace_rt.h"
+
+int nth_trace_on;
+struct nth_trace_buf *nth_trace_bufs;
+uint64_t nth_trace_ring_cap = 1u << 15;
+uint64_t nth_trace_alloc_lost;
+
+static __thread struct nth_trace_buf *tl_buf;
+static __thread uint16_t tl_vp = NTH_TRACE_NO_VP;
+static __thread uint64_t tl_running;   /* nano-thread on this VP, for the API */
+
+uint64_t nth_trace_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct nth_trace_buf *buf_new(void)
+{
+    struct nth_trace_buf *b = calloc(1, sizeof *b);
+    if (b)
+        b->ring = malloc(nth_trace_ring_cap * sizeof *b->ring);
+    if (!b || !b->ring) {
+        free(b);
+        return NULL;
+    }
+    b->cap = nth_trace_ring_cap;
+    struct nth_trace_buf *old = __atomic_load_n(&nth_trace_bufs, __ATOMIC_RELAXED);
+    do
+        b->next = old;
+    while (!__atomic_compare_exchange_n(&nth_trace_bufs, &old, b, 1,
+                                        __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    tl_buf = b;
+    return b;
+}
+
+static inline struct nth_trace_buf *buf_get(void)
+{
+    struct nth_trace_buf *b = tl_buf;
+    return __builtin_expect(b != NULL, 1) ? b : buf_new();
+}
+
+/* Reserve n consecutive slots (all or none), reporting earlier losses first.
+ * Returns the first slot index, or UINT64_MAX after counting n lost. */
+static uint64_t reserve(struct nth_trace_buf *b, uint64_t n, uint64_t ts)
+{
+    uint64_t head = b->head;
+    uint64_t tail = __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE);
+    uint64_t need = n + (b->lost ? 1 : 0);
+    if (head - tail + need > b->cap) {
+        b->lost += n;
+        return UINT64_MAX;
+    }
+    if (b->lost) {
+        struct nth_trace_rec *r = &b->ring[head & (b->cap - 1)];
+        *r = (struct nth_trace_rec){ .ts = ts, .type = NTH_REC_LOST, .vp = tl_vp, .value = b->lost };
+        b->lost = 0;
+        head++;
+        __atomic_store_n(&b->head, head, __ATOMIC_RELEASE);
+    }
+    return head;
+}
+
+static inline void publish(struct nth_trace_buf *b, uint64_t head, uint64_t n)
+{
+    uint64_t tail = __atomic_load_n(&b->tail, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->head, head + n, __ATOMIC_RELEASE);
+    /* Half full: wake the writer now rather than at the next flush tick. */
+    if (head + n - tail >= b->cap / 2 && head - tail < b->cap / 2)
+        nth_trace_kick_writer();
+}
+
+static void rec2(uint16_t type, uint32_t arg, uint64_t id, uint64_t value,
+                 uint16_t type2, uint32_t arg2, uint64_t value2, int two)
+{
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 1u + (two != 0), __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t n = two ? 2 : 1;
+    uint64_t h = reserve(b, n, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, type, tl_vp, arg, id, value };
+    if (two)
+        b->ring[(h + 1) & (b->cap - 1)] = (struct nth_trace_rec){ ts, type2, tl_vp, arg2, id, value2 };
+    publish(b, h, n);
+}
+
+/* One record stamped at_ns (0 = now). */
+static void rec_at(uint16_t type, uint64_t id, uint64_t value, uint64_t at_ns)
+{
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = at_ns ? at_ns : nth_trace_now();
+    uint64_t h = reserve(b, 1, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, type, tl_vp, 0, id, value };
+    publish(b, h, 1);
+}
+
+void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_t value)
+{
+    rec2(type, arg, id, value, 0, 0, 0, 0);
+}
+
+void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name)
+{
+    if (!name)
+        return;
+    size_t len = strnlen(name, NTH_TRACE_NAME_MAX);
+    uint64_t payload = (len + sizeof(struct nth_trace_rec) - 1) / sizeof(struct nth_trace_rec);
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 1 + payload, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t h = reserve(b, 1 + payload, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_NAME, tl_vp,
+                                                         (uint32_t)kind << 16 | (uint32_t)len, key, key2 };
+    for (uint64_t i = 0; i < payload; i++) {
+        struct nth_trace_rec *r = &b->ring[(h + 1 + i) & (b->cap - 1)];
+        size_t off = i * sizeof *r, chunk = len - off < sizeof *r ? len - off : sizeof *r;
+        memset(r, 0, sizeof *r);
+        memcpy(r, name + off, chunk);
+    }
+    publish(b, h, 1 + payload);
+}
+
+void nth_trace__vp(uint16_t type, unsigned vp)
+{
+    if (type == NTH_REC_VP_START)
+        tl_vp = vp < NTH_TRACE_MAX_VPS ? (uint16_t)vp : NTH_TRACE_NO_VP;
+    nth_trace__rec(type, 0, 0, vp);
+    if (type == NTH_REC_VP_STOP)
+        tl_vp = NTH_TRACE_NO_VP;
+}
+
+void nth_trace__switch(uint64_t from, uint64_t to)
+{
+    tl_running = to;
+    nth_trace__rec(NTH_REC_SWITCH, 0, to, from);
+}
+
+void nth_trace__counter(uint32_t kind, int vp, uint64_t value)
+{
+    /* Per-VP counters carry their VP in `id` so that any kernel thread (a
+     * thief, cpumgr's client) may report another VP's queue length. */
+    nth_trace__rec(NTH_REC_COUNTER, kind, vp < 0 ? UINT64_MAX : (uint64_t)vp, value);
+}
+
+/* ---- the public instrumentation API (nth/trace.h) ---------------------- */
+
+int nth_trace_enabled(void)
+{
+    return __atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED);
+}
+
+#define OFF_RETURN(check) do { if (check) return EINVAL; if (!__builtin_expect(__atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED), 0)) return 0; } while (0)
+#define BAD_STATE(s) ((s) > NTH_TRACE_STATE_MAX)
+#define BAD_TYPE(t) ((t) == 0 || (t) >= NTH_TRACE_EVENT_RESERVED)
+
+int nth_trace_state_set(unsigned state)
+{
+    OFF_RETURN(BAD_STATE(state));
+    rec2(NTH_REC_STATE_SET, state, tl_running, 0, 0, 0, 0, 0);
+    return 0;
+}
+
+int nth_trace_state_push(unsigned state)
+{
+    OFF_RETURN(BAD_STATE(state));
+    rec2(NTH_REC_STATE_PUSH, state, tl_running, 0, 0, 0, 0, 0);
+    return 0;
+}
+
+int nth_trace_state_pop(void)
+{
+    OFF_RETURN(0);
+    rec2(NTH_REC_STATE_POP, 0, tl_running, 0, 0, 0, 0, 0);
+    return 0;
+}
+
+int nth_trace_event(uint32_t type, uint64_t value)
+{
+    OFF_RETURN(BAD_TYPE(type));
+    rec2(NTH_REC_EVENT, type, tl_running, value, 0, 0, 0, 0);
+    return 0;
+}
+
+int nth_trace_state_set_event(unsigned state, uint32_t type, uint64_t value)
+{
+    OFF_RETURN(BAD_STATE(state) || BAD_TYPE(type));
+    rec2(NTH_REC_STATE_SET, state, tl_running, 0, NTH_REC_EVENT, type, value, 1);
+    return 0;
+}
+
+int nth_trace_state_push_event(unsigned state, uint32_t type, uint64_t value)
+{
+    OFF_RETURN(BAD_STATE(state) || BAD_TYPE(type));
+    rec2(NTH_REC_STATE_PUSH, state, tl_running, 0, NTH_REC_EVENT, type, value, 1);
+    return 0;
+}
+
+int nth_trace_state_pop_event(uint32_t type, uint64_t value)
+{
+    OFF_RETURN(BAD_TYPE(type));
+    rec2(NTH_REC_STATE_POP, 0, tl_running, 0, NTH_REC_EVENT, type, value, 1);
+    return 0;
+}
+
+int nth_trace_function_enter(const void *fn, uint64_t at_ns)
+{
+    OFF_RETURN(!fn);
+    rec_at(NTH_REC_FUNC_ENTER, tl_running, (uintptr_t)fn, at_ns);
+    return 0;
+}
+
+int nth_trace_function_exit(const void *fn, uint64_t at_ns)
+{
+    OFF_RETURN(!fn);
+    rec_at(NTH_REC_FUNC_EXIT, tl_running, (uintptr_t)fn, at_ns);
+    return 0;
+}
+
+int nth_trace_register_function(const void *fn, const char *name)
+{
+    OFF_RETURN(!fn || !name);
+    nth_trace__name(NTH_NAME_FUNCTION, (uintptr_t)fn, 0, name);
+    return 0;
+}
+
+int nth_trace_memory(uint64_t bytes_in_use, uint64_t alloc_calls)
+{
+    OFF_RETURN(0);
+    rec2(NTH_REC_COUNTER, NTH_CTR_MEM_BYTES, UINT64_MAX, bytes_in_use,
+         NTH_REC_COUNTER, NTH_CTR_MEM_CALLS, alloc_calls, 1);
+    return 0;
+}
+
+uint64_t nth_trace_clock_ns(void)
+{
+    return nth_trace_now();
+}
+
+int nth_trace_register_state(unsigned state, const char *name)
+{
+    OFF_RETURN(!name || !*name || state < NTH_TRACE_STATE_USER || BAD_STATE(state));
+    nth_trace__name(NTH_NAME_STATE, state, 0, name);
+    return 0;
+}
+
+int nth_trace_register_event(uint32_t type, const char *name)
+{
+    OFF_RETURN(!name || !*name || BAD_TYPE(type));
+    nth_trace__name(NTH_NAME_EVENT, type, 0, name);
+    return 0;
+}
+
+int nth_trace_register_event_value(uint32_t type, uint64_t value, const char *name)
+{
+    OFF_RETURN(!name || !*name || BAD_TYPE(type));
+    nth_trace__name(NTH_NAME_VALUE, type, value, name);
+    return 0;
+}

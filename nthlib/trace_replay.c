@@ -1,0 +1,244 @@
+/*
+ * trace_replay.c -- turning sorted records into slices: the state stack of
+ * every nano-thread, what each VP runs, nested parallel regions. Shared by
+ * every writer so that JSON, Paraver and the statistics agree.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "trace_convert.h"
+
+#define CALL(sink, fn, ...) do { if ((sink)->fn) (sink)->fn((sink)->ctx, __VA_ARGS__); } while (0)
+
+struct replay {
+    struct nth_tr_file *f;
+    const struct nth_tr_sink *s;
+    struct nth_tr_thread **vp_run;   /* per VP: running thread, or NULL */
+    uint64_t *vp_since;
+    unsigned char *vp_on;            /* 1 while the VP track has an open slice */
+};
+
+static void top_end(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    if (t->depth > 0)
+        CALL(r->s, state_end, r->f, ts, t, &t->stack[t->depth - 1]);
+}
+
+static void top_begin(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    if (t->depth > 0) {
+        t->stack[t->depth - 1].since = ts;
+        CALL(r->s, state_begin, r->f, ts, t, &t->stack[t->depth - 1]);
+    }
+}
+
+static void set_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj)
+{
+    if (t->depth > 0) {
+        struct nth_tr_level *l = &t->stack[t->depth - 1];
+        if (l->state == st && l->obj == obj && !l->implicit)
+            return;
+        top_end(r, ts, t);
+    } else {
+        t->depth = 1;
+    }
+    t->stack[t->depth - 1] = (struct nth_tr_level){ st, 0, obj, ts };
+    top_begin(r, ts, t);
+}
+
+static void push_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj, int implicit)
+{
+    if (t->depth == NTH_TR_STACK) {
+        t->extra++;
+        return;
+    }
+    top_end(r, ts, t);
+    t->stack[t->depth++] = (struct nth_tr_level){ st, implicit, obj, ts };
+    top_begin(r, ts, t);
+}
+
+static void pop_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    if (t->extra) {
+        t->extra--;
+        return;
+    }
+    if (t->depth == 0)
+        return;
+    top_end(r, ts, t);
+    t->depth--;
+    top_begin(r, ts, t);
+}
+
+static int parked(unsigned st)
+{
+    return st == NTH_TRACE_READY || st == NTH_TRACE_SYNCH || st == NTH_TRACE_BLOCKED;
+}
+
+static void vp_end(struct replay *r, uint64_t ts, unsigned vp)
+{
+    if (r->vp_on[vp])
+        CALL(r->s, run_end, r->f, ts, r->vp_since[vp], vp, r->vp_run[vp]);
+    r->vp_on[vp] = 0;
+    r->vp_run[vp] = NULL;
+}
+
+static void vp_begin(struct replay *r, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
+{
+    vp_end(r, ts, vp);
+    r->vp_on[vp] = 1;
+    r->vp_run[vp] = t;
+    r->vp_since[vp] = ts;
+    CALL(r->s, run_begin, r->f, ts, vp, t);
+}
+
+static void regions_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    while (t->rdepth > 0) {
+        t->rdepth--;
+        CALL(r->s, region_end, r->f, ts, t->rsince[t->rdepth], t, t->region[t->rdepth]);
+    }
+    t->rextra = 0;
+}
+
+static void funcs_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
+{
+    while (t->fdepth > 0) {
+        t->fdepth--;
+        CALL(r->s, func_end, r->f, ts, t->fsince[t->fdepth], t, t->func[t->fdepth]);
+    }
+    t->fextra = 0;
+}
+
+static void step(struct replay *r, const struct nth_trace_rec *x)
+{
+    struct nth_tr_file *f = r->f;
+    struct nth_tr_thread *t = nth_tr_thread(f, x->id);
+    unsigned vp = x->vp;
+    switch (x->type) {
+    case NTH_REC_VP_START:
+        vp_begin(r, x->ts, (unsigned)x->value, NULL);
+        break;
+    case NTH_REC_VP_STOP:
+        vp_end(r, x->ts, (unsigned)x->value);
+        break;
+    case NTH_REC_THREAD_CREATE:
+        if (t && t->depth == 0)
+            set_state(r, x->ts, t, NTH_TRACE_READY, 0);
+        break;
+    case NTH_REC_THREAD_END:
+        if (t) {
+            top_end(r, x->ts, t);
+            t->depth = 0;
+            t->extra = 0;
+            regions_close(r, x->ts, t);
+            funcs_close(r, x->ts, t);
+        }
+        break;
+    case NTH_REC_SWITCH: {
+        struct nth_tr_thread *from = nth_tr_thread(f, x->value);
+        if (from && from != t && from->depth > 0) {
+            struct nth_tr_level *l = &from->stack[from->depth - 1];
+            if (l->state == NTH_TRACE_RUN)
+                set_state(r, x->ts, from, NTH_TRACE_READY, 0);
+            else if (!parked(l->state))
+                push_state(r, x->ts, from, NTH_TRACE_READY, 0, 1);
+        }
+        if (t) {
+            struct nth_tr_level *l = t->depth ? &t->stack[t->depth - 1] : NULL;
+            if (l && l->implicit)
+                pop_state(r, x->ts, t);
+            else if (!l || parked(l->state))
+                set_state(r, x->ts, t, NTH_TRACE_RUN, 0);
+            if (vp < f->nvps)
+                t->vp = (int)vp;
+        }
+        if (vp < f->nvps)
+            vp_begin(r, x->ts, vp, t);
+        break;
+    }
+    case NTH_REC_STATE_SET:
+        if (t) set_state(r, x->ts, t, x->arg, x->value);
+        break;
+    case NTH_REC_STATE_PUSH:
+        if (t) push_state(r, x->ts, t, x->arg, x->value, 0);
+        break;
+    case NTH_REC_STATE_POP:
+        if (t) pop_state(r, x->ts, t);
+        break;
+    case NTH_REC_EVENT:
+        CALL(r->s, event, f, x->ts, t, vp < f->nvps ? (int)vp : -1, x->arg, x->value);
+        break;
+    case NTH_REC_REGION_BEGIN:
+        if (!t) break;
+        if (t->rdepth == NTH_TR_REGIONS) { t->rextra++; break; }
+        t->region[t->rdepth] = x->value;
+        t->rsince[t->rdepth++] = x->ts;
+        CALL(r->s, region_begin, f, x->ts, t, x->value, x->arg);
+        break;
+    case NTH_REC_REGION_END:
+        if (!t) break;
+        if (t->rextra) { t->rextra--; break; }
+        if (t->rdepth > 0) {
+            t->rdepth--;
+            CALL(r->s, region_end, f, x->ts, t->rsince[t->rdepth], t, t->region[t->rdepth]);
+        }
+        break;
+    case NTH_REC_FUNC_ENTER:
+        if (!t) break;
+        if (t->fdepth == NTH_TR_FUNCS) { t->fextra++; break; }
+        t->func[t->fdepth] = x->value;
+        t->fsince[t->fdepth++] = x->ts;
+        CALL(r->s, func_begin, f, x->ts, t, x->value);
+        break;
+    case NTH_REC_FUNC_EXIT:
+        if (!t) break;
+        if (t->fextra) { t->fextra--; break; }
+        if (t->fdepth > 0) {   /* an exit without its entry (cut file) is ignored */
+            t->fdepth--;
+            CALL(r->s, func_end, f, x->ts, t->fsince[t->fdepth], t, t->func[t->fdepth]);
+        }
+        break;
+    case NTH_REC_COUNTER:
+        if (x->arg == NTH_CTR_RQ_LEN)
+            CALL(r->s, counter, f, x->ts, x->arg, (int)x->id, x->value);
+        else
+            CALL(r->s, counter, f, x->ts, x->arg, -1, x->value);
+        break;
+    case NTH_REC_LOST:
+        CALL(r->s, lost, f, x->ts, x->value);
+        break;
+    default:
+        break;
+    }
+}
+
+void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
+{
+    struct replay r = { f, sink, NULL, NULL, NULL };
+    r.vp_run = calloc(f->nvps, sizeof *r.vp_run);
+    r.vp_since = calloc(f->nvps, sizeof *r.vp_since);
+    r.vp_on = calloc(f->nvps, 1);
+    if (!r.vp_run || !r.vp_since || !r.vp_on)
+        goto out;
+    for (size_t i = 0; i < f->nthreads; i++) {
+        struct nth_tr_thread *t = &f->threads[i];
+        t->depth = t->extra = t->rdepth = t->rextra = t->fdepth = t->fextra = 0;
+        t->vp = -1;
+    }
+    for (size_t i = 0; i < f->nrecs; i++)
+        step(&r, &f->recs[i]);
+    /* Close what is open, innermost first, at the last timestamp. */
+    for (size_t i = 0; i < f->nthreads; i++) {
+        struct nth_tr_thread *t = &f->threads[i];
+        top_end(&r, f->last_ts, t);
+        t->depth = 0;
+        regions_close(&r, f->last_ts, t);
+        funcs_close(&r, f->last_ts, t);
+    }
+    for (unsigned v = 0; v < f->nvps; v++)
+        vp_end(&r, f->last_ts, v);
+out:
+    free(r.vp_run);
+    free(r.vp_since);
+    free(r.vp_on);
+}

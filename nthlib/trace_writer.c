@@ -1,0 +1,371 @@
+/*
+ * trace_writer.c -- the per-process binary file and its background writer.
+ *
+ * The writer is a kernel thread of libc (pthread_create found with
+ * dlsym(RTLD_NEXT), so that a pthread shim interposing pthread_* does not
+ * turn it into a nano-thread), with every signal blocked so fatal-signal
+ * handlers never run on it. It drains every buffer at least every
+ * NTH_TRACE_FLUSH_MS, or sooner when a buffer is half full. Draining is
+ * serialised by a spin flag (never pthread_mutex_*), taken by the writer
+ * and, at the end, by nth_trace_finish().
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"   /* NTH_ASAN, NTH_TSAN */
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "trace_convert.h"
+#include "trace_rt.h"
+
+static int wr_fd = -1;
+static pid_t wr_pid;                     /* a forked child must not write our file */
+static char *wr_bin_path, *wr_out_path;
+static unsigned wr_flush_ms = 100;
+static uint64_t wr_limit = 4ull << 30;   /* bytes of records in the .bin */
+static uint64_t wr_bytes;                /* written so far (drainer only) */
+static uint64_t wr_dropped;              /* events discarded past the limit */
+static uint64_t wr_reported;             /* of which already in a LOST record */
+static int wr_limit_hit;
+static uint32_t wr_wake;                 /* futex word */
+static int wr_stop, wr_done, wr_started, wr_finishing;
+static int wr_drain_lock;
+
+void nth_trace_kick_writer(void)
+{
+    __atomic_fetch_add(&wr_wake, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &wr_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Bounded: a drainer stuck in write(2) must not hang a fatal-signal handler. */
+static int drain_lock(long max_ms)
+{
+    for (long i = 0; __atomic_exchange_n(&wr_drain_lock, 1, __ATOMIC_ACQUIRE); i++) {
+        if (max_ms >= 0 && i >= max_ms * 10)
+            return 0;
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+    return 1;
+}
+
+static void drain_unlock(void)
+{
+    __atomic_store_n(&wr_drain_lock, 0, __ATOMIC_RELEASE);
+}
+
+static int write_all(const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(wr_fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void write_mark(uint16_t type, uint64_t count)
+{
+    struct nth_trace_rec r = { .ts = nth_trace_now(), .type = type,
+                               .vp = NTH_TRACE_NO_VP, .value = count };
+    if (write_all(&r, sizeof r) == 0) {
+        wr_bytes += sizeof r;
+        if (type == NTH_REC_LOST)
+            wr_reported += count;
+    }
+}
+
+/* Append [tail, head) of every buffer; past the size limit, count instead. */
+static void drain_all(void)
+{
+    for (struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE); b; b = b->next) {
+        uint64_t tail = b->tail, head = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
+        uint64_t n = head - tail;
+        if (!n)
+            continue;
+        /* Up to the size limit the records go to the file; past it they
+         * are counted (a dropped LOST record stands for what it counted). */
+        uint64_t room = wr_limit_hit || wr_bytes >= wr_limit ? 0 : (wr_limit - wr_bytes) / sizeof(struct nth_trace_rec);
+        uint64_t keep = n < room ? n : room;
+        if (keep) {
+            uint64_t first = tail & (b->cap - 1);
+            uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
+            if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
+                (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
+                wr_dropped += keep;    /* disk full or closed: count, never block */
+            else
+                wr_bytes += keep * sizeof(struct nth_trace_rec);
+        }
+        if (keep < n) {
+            for (uint64_t i = tail + keep; i != head; i++) {
+                const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
+                wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+            }
+            if (!wr_limit_hit) {
+                wr_limit_hit = 1;   /* the first loss is marked where it happened */
+                write_mark(NTH_REC_LOST, wr_dropped);
+            }
+        }
+        __atomic_store_n(&b->tail, head, __ATOMIC_RELEASE);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
+        uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
+        struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
+        syscall(SYS_futex, &wr_wake, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
+        if (drain_lock(-1)) {
+            drain_all();
+            drain_unlock();
+        }
+    }
+    __atomic_store_n(&wr_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*pthread_detach_fn)(pthread_t);
+
+static int start_writer(void)
+{
+    pthread_create_fn create = pthread_create;
+    pthread_detach_fn detach = pthread_detach;
+#if !defined(NTH_ASAN) && !defined(NTH_TSAN)
+    /* The sanitizers must see the thread, so they keep their interceptors. */
+    pthread_create_fn next = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    pthread_detach_fn next_detach = (pthread_detach_fn)dlsym(RTLD_NEXT, "pthread_detach");
+    if (next && next_detach) {
+        create = next;
+        detach = next_detach;
+    }
+#endif
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pthread_t tid;
+    int rc = create(&tid, NULL, writer_main, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (!rc)
+        detach(tid);   /* nth_trace_finish waits for wr_done, never joins */
+    return rc;
+}
+
+enum out_format { OUT_BIN, OUT_JSON, OUT_JSON_GZ, OUT_PRV };
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n > m && strcmp(s + n - m, suf) == 0;
+}
+
+static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
+{
+    if (wr_started)
+        return EBUSY;
+    if (!path || !(has_suffix(path, ".json") || has_suffix(path, ".json.gz") ||
+                   has_suffix(path, ".prv") || has_suffix(path, ".bin"))) {
+        fprintf(stderr, "NTH_TRACE: '%s' has no known suffix (accepted: *.json, *.json.gz, *.prv, *.bin)\n",
+                path ? path : "(null)");
+        return EINVAL;
+    }
+    if (buffer_bytes) {
+        uint64_t recs = buffer_bytes / sizeof(struct nth_trace_rec), cap = 64;
+        while (cap * 2 <= recs)
+            cap *= 2;
+        nth_trace_ring_cap = cap;
+    }
+    if (flush_ms)
+        wr_flush_ms = flush_ms;
+    size_t n = strlen(path) + 32;
+    wr_out_path = strdup(path);
+    wr_bin_path = malloc(n);
+    if (!wr_out_path || !wr_bin_path) {
+        free(wr_out_path);
+        free(wr_bin_path);
+        wr_out_path = wr_bin_path = NULL;
+        return ENOMEM;
+    }
+    if (has_suffix(path, ".bin"))
+        snprintf(wr_bin_path, n, "%s", path);
+    else
+        snprintf(wr_bin_path, n, "%s.%ld.bin", path, (long)getpid());
+    wr_fd = open(wr_bin_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (wr_fd < 0)
+        return errno;
+    struct nth_trace_file_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, NTH_TRACE_MAGIC, sizeof h.magic);
+    h.version = NTH_TRACE_VERSION;
+    h.record_size = sizeof(struct nth_trace_rec);
+    h.pid = (uint32_t)getpid();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h.mono_start_ns = nth_trace_now();
+    h.real_start_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    gethostname(h.host, sizeof h.host - 1);
+    if (write_all(&h, sizeof h)) {
+        int e = errno ? errno : EIO;
+        close(wr_fd);
+        wr_fd = -1;
+        return e;
+    }
+    int rc = start_writer();
+    if (rc) {
+        close(wr_fd);
+        wr_fd = -1;
+        return rc;
+    }
+    wr_started = 1;
+    wr_pid = getpid();
+    nth_trace_install_exit_paths();
+    __atomic_store_n(&nth_trace_on, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int nth_trace_finish(void)
+{
+    if (!wr_started || __atomic_exchange_n(&wr_finishing, 1, __ATOMIC_ACQ_REL))
+        return 0;
+    __atomic_store_n(&nth_trace_on, 0, __ATOMIC_RELEASE);
+    if (getpid() != wr_pid)   /* fork()ed child: no writer thread, the parent's file */
+        return 0;
+    __atomic_store_n(&wr_stop, 1, __ATOMIC_RELEASE);
+    nth_trace_kick_writer();
+    for (int i = 0; i < 2000 && !__atomic_load_n(&wr_done, __ATOMIC_ACQUIRE); i++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (!drain_lock(2000))
+        return EBUSY;
+    drain_all();
+    uint64_t lost = wr_dropped - wr_reported + __atomic_load_n(&nth_trace_alloc_lost, __ATOMIC_RELAXED);
+    for (struct nth_trace_buf *b = nth_trace_bufs; b; b = b->next)
+        lost += b->lost;
+    if (lost)
+        write_mark(NTH_REC_LOST, lost);
+    write_mark(NTH_REC_END, 0);
+    close(wr_fd);
+    wr_fd = -1;
+    drain_unlock();
+    if (has_suffix(wr_out_path, ".bin"))
+        return 0;
+    const char *in[1] = { wr_bin_path };
+    unsigned warnings = 0;
+    int rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
+    struct stat st;
+    if (rc)
+        fprintf(stderr, "nthlib: trace: cannot write %s: %s (records kept in %s)\n",
+                wr_out_path, strerror(rc), wr_bin_path);
+    else if (stat(wr_out_path, &st) == 0)
+        fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
+                wr_out_path, (long long)st.st_size, (unsigned long long)wr_bytes, (unsigned long long)lost,
+                warnings ? ", with warnings" : "");
+    return rc;
+}
+
+/* Parse a byte size with an optional K, M or G suffix (powers of 1024). */
+static int parse_bytes(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return EINVAL;
+    switch (*end) {
+    case 'K': case 'k': v <<= 10; end++; break;
+    case 'M': case 'm': v <<= 20; end++; break;
+    case 'G': case 'g': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end || v < lo || v > hi)
+        return EINVAL;
+    *out = v;
+    return 0;
+}
+
+int nth_trace_start_standalone(void)
+{
+    if (wr_started)
+        return EBUSY;
+    int rc = nth_trace_start_from_env();
+    if (rc || !wr_started)
+        return rc;
+    nth_trace__vp(NTH_REC_VP_START, 0);
+    nth_trace__name(NTH_NAME_THREAD, 1, 0, "main");
+    nth_trace__rec(NTH_REC_THREAD_CREATE, 0, 1, 0);
+    nth_trace__switch(0, 1);
+    return 0;
+}
+
+/* The settings in the environment. A bad value keeps the default and is
+ * reported (one line naming the variable and what it accepts) when asked:
+ * nth_config_from_env() already reports NTH_TRACE_BUFFER for the runtime. */
+static int env_settings(int report_buffer, uint64_t *bytes, uint64_t *ms)
+{
+    const char *buf = getenv("NTH_TRACE_BUFFER");
+    const char *flush = getenv("NTH_TRACE_FLUSH_MS");
+    const char *limit = getenv("NTH_TRACE_LIMIT");
+    uint64_t lim = 0;
+    int rc = 0;
+    *bytes = *ms = 0;
+    if (buf && parse_bytes(buf, 4096, 1ull << 30, bytes)) {
+        if (report_buffer)
+            fprintf(stderr, "NTH_TRACE_BUFFER: bad value '%s' (accepted: bytes per VP, 4096..1G, suffix K, M or G)\n", buf);
+        *bytes = 0;
+        rc = EINVAL;
+    }
+    if (flush && parse_bytes(flush, 1, 60000, ms)) {
+        fprintf(stderr, "NTH_TRACE_FLUSH_MS: bad value '%s' (accepted: milliseconds, 1..60000)\n", flush);
+        *ms = 0;
+        rc = EINVAL;
+    }
+    if (limit) {
+        if (parse_bytes(limit, 65536, UINT64_MAX >> 1, &lim)) {
+            fprintf(stderr, "NTH_TRACE_LIMIT: bad value '%s' (accepted: bytes, at least 64K, suffix K, M or G)\n", limit);
+            rc = EINVAL;
+        } else {
+            wr_limit = lim;
+        }
+    }
+    return rc;
+}
+
+int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms)
+{
+    uint64_t bytes, ms;
+    if (wr_started)
+        return EBUSY;
+    env_settings(0, &bytes, &ms);
+    return start(path, buffer_bytes ? buffer_bytes : bytes, flush_ms ? flush_ms : (unsigned)ms);
+}
+
+int nth_trace_start_from_env(void)
+{
+    uint64_t bytes, ms;
+    const char *path = getenv("NTH_TRACE");
+    int rc = env_settings(1, &bytes, &ms);
+    if (!path || !*path)
+        return rc;
+    int rc2 = start(path, bytes, (unsigned)ms);
+    return rc2 ? rc2 : rc;
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Every way out of a traced process leaves a trace that opens: exit(),
+# return from main, SIGTERM, SIGINT, abort() and SIGSEGV write the chosen
+# format (then the signal's default action ends the process); _exit() leaves
+# the binary file, which nth-trace convert turns into a trace with a warning.
+. "$top_srcdir/tests/trace/lib.sh"
+# Under ASan/TSan the sanitizer's own SIGSEGV handler would come first in the chain
+# (and exit 1): test nthlib's handler with the kernel's default behind it.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
+# Writing the trace from a fatal-signal handler calls malloc and stdio, which
+# is not async-signal-safe (a deliberate trade: the trace of a crash is worth
+# the risk; a 10 s alarm bounds a deadlock). ThreadSanitizer says so; let it.
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0"
+for mode in return exit sigterm sigint abort segv; do
+    ( ulimit -c 0; exec "$SIM" $mode $mode.json ) 2>/dev/null
+    st=$?
+    case $mode in
+        return|exit) want=0 ;;
+        sigterm) want=$((128 + 15)) ;;
+        sigint) want=$((128 + 2)) ;;
+        abort) want=$((128 + 6)) ;;
+        segv) want=$((128 + 11)) ;;
+    esac
+    [ "$st" = "$want" ] || fail "$mode: exit status $st, expected $want (the default action after the trace)"
+    [ -s $mode.json ] || fail "$mode: no JSON written"
+    check_json $mode.json
+    # the fatal modes died with slices open: they were closed at the last timestamp
+    [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' $mode.json)" = 1 ] \
+        || fail "$mode: worker-b's SYNCH on b1 missing"
+done
+"$SIM" _exit x.json; st=$?
+[ "$st" = 0 ] || fail "_exit: status $st"
+[ ! -e x.json ] || fail "_exit ran the exit path"
+bin=$(ls x.json.*.bin) || fail "_exit: no binary file"
+"$TOOL" convert "$bin" -o x.json 2>err.txt; st=$?
+[ "$st" = 1 ] || fail "convert of an _exit file: status $st, expected 1 (converted with warnings)"
+grep -q "no end record" err.txt || fail "no warning about the missing end: $(cat err.txt)"
+check_json x.json
+# everything up to phase 3 was flushed (flush interval 20 ms, 300 ms before _exit)
+[ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' x.json)" = 1 ] || fail "_exit: phase 3 not flushed"
+exit 0

@@ -1,0 +1,36 @@
+#!/bin/bash
+# A deterministic schedule (trace_sim) traced to plain JSON: well-formed
+# tracks, and what the schedule did is what the trace shows.
+. "$top_srcdir/tests/trace/lib.sh"
+# The checker itself must see an unclosed slice, a stray end and time going back.
+echo '{"traceEvents":[{"ph":"B","ts":2,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":1,"pid":1,"tid":1},
+ {"ph":"E","ts":3,"pid":1,"tid":2},{"ph":"B","ts":4,"pid":1,"tid":3,"name":"b"}]}' > bad.json
+[ "$(jq -r -f "$CHECK" bad.json | wc -l)" = 3 ] || fail "check_json.jq misses defects: $(jq -r -f "$CHECK" bad.json)"
+"$SIM" return t.json || fail "trace_sim exited $?"
+check_json t.json
+main=$(tid_of t.json "main #1"); wb=$(tid_of t.json "worker-b #3")
+vp0=$(tid_of t.json "VP 0"); vp1=$(tid_of t.json "VP 1")
+[ -n "$main" ] && [ -n "$wb" ] && [ -n "$vp0" ] && [ -n "$vp1" ] || fail "missing track names"
+q() { jq -r --argjson t "$1" "$2" t.json; }
+# main blocked on the mutex: a SYNCH slice on its own track naming m1
+[ "$(q "$main" '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="SYNCH")|.args.object]|join(",")')" = m1 ] \
+    || fail "main's SYNCH slice does not name m1"
+# main ran on VP 0, then on VP 1 (migrated), yet all its states stay on one track
+[ "$(q "$vp0" '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.nano_thread==1)]|length')" = 1 ] || fail "main not on VP 0"
+[ "$(q "$vp1" '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.nano_thread==1)]|length')" = 1 ] || fail "main not on VP 1"
+[ "$(q "$main" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|join(",")')" = "READY,RUN,SYNCH m1,READY,RUN,READY" ] \
+    || fail "main's states: $(q "$main" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|join(",")')"
+# worker-b: user state nested by push/pop, user events named by registration
+[ "$(q "$wb" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|join(",")')" = "READY,RUN,compute,RUN,SYNCH b1,READY,RUN" ] \
+    || fail "worker-b's states: $(q "$wb" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|join(",")')"
+[ "$(q "$wb" '[.traceEvents[]|select(.tid==$t and .ph=="i" and .name=="iteration")|(.args.value|tostring)+":"+(.args.value_name//"")]|join(",")')" = "7:seven,8:" ] \
+    || fail "user events on worker-b"
+# counters: cpumgr's assignment 2 then 1; VP 0's ready queue 2 then 1
+[ "$(jq -r '[.traceEvents[]|select(.ph=="C" and .name=="CPUs assigned")|.args.cpus]|join(",")' t.json)" = "2,1" ] || fail "CPUs counter"
+[ "$(jq -r '[.traceEvents[]|select(.ph=="C" and .name=="ready queue VP 0")|.args.length]|join(",")' t.json)" = "2,1" ] || fail "rq VP 0 counter"
+# the parallel region: one slice on main's region track
+rt=$(tid_of t.json "main #1 regions")
+[ "$(q "$rt" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|join(",")')" = "parallel region 1" ] || fail "region slice"
+# timestamps: microseconds with at most 3 decimals, relative to the trace start
+grep -qE '"ts":[0-9]+\.[0-9]{3},' t.json || fail "ts not written with 3 decimals"
+exit 0

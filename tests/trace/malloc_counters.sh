@@ -1,0 +1,24 @@
+#!/bin/bash
+# NTH_TRACE_MALLOC=1 with libnth-malloc.so preloaded: counter tracks of malloc
+# bytes in use (up by the 10 MiB the demo holds, then down) and malloc calls
+# (never decreasing).
+. "$top_srcdir/tests/trace/lib.sh"
+case "$(sed -n 's/^SAN_CFLAGS = //p' "$top_builddir/Makefile")" in
+    *sanitize*) echo "a malloc interposer cannot be preloaded under a sanitizer's own malloc"; exit 77 ;;
+esac
+lib=$top_builddir/.libs/libnth-malloc.so
+[ -e "$lib" ] || fail "libnth-malloc.so not built"
+NTH_TRACE=m.json NTH_TRACE_MALLOC=1 LD_PRELOAD="$lib" "$top_builddir/tests/trace/malloc_demo" || fail "demo exited $?"
+check_json m.json
+jq -e '[.traceEvents[]|select(.ph=="C" and .name=="malloc bytes in use")|.args.bytes] as $b
+       | ($b|length) >= 12 and ($b|max) - ($b[0]) >= 10*1048576 and ($b|max) - ($b[-1]) >= 9*1048576' m.json >/dev/null \
+    || fail "bytes in use: $(jq -c '[.traceEvents[]|select(.name=="malloc bytes in use")|.args.bytes]' m.json)"
+jq -e '[.traceEvents[]|select(.ph=="C" and .name=="malloc calls")|.args.calls] as $c
+       | ($c|length) >= 12 and ([range(1; $c|length) as $i | $c[$i] >= $c[$i-1]]|all) and ($c[-1] >= 10)' m.json >/dev/null \
+    || fail "malloc calls counter"
+# off unless asked, and a bad value is named
+NTH_TRACE=o.json LD_PRELOAD="$lib" "$top_builddir/tests/trace/malloc_demo" || fail "demo (off) exited $?"
+[ ! -e o.json ] || fail "traced without NTH_TRACE_MALLOC"
+NTH_TRACE_MALLOC=yes LD_PRELOAD="$lib" "$top_builddir/tests/trace/malloc_demo" 2>err.txt || fail "demo (bad) exited $?"
+grep -q "^NTH_TRACE_MALLOC: bad value 'yes' (accepted: 0, 1)$" err.txt || fail "bad value message: $(cat err.txt)"
+exit 0

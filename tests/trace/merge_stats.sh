@@ -1,0 +1,25 @@
+#!/bin/bash
+# nth-trace merge puts several processes on one timeline; nth-trace stats
+# reports time per state per nano-thread and per VP.
+. "$top_srcdir/tests/trace/lib.sh"
+"$SIM" return a.bin || fail "first run"
+"$SIM" return b.bin || fail "second run"
+"$TOOL" merge a.bin b.bin -o all.json.gz 2>/dev/null || fail "merge status $?"
+gzip -dc all.json.gz > all.json
+check_json all.json
+[ "$(jq '[.traceEvents[]|select(.ph=="M" and .name=="process_name")]|length' all.json)" = 2 ] || fail "two processes expected"
+[ "$(jq '[.traceEvents[]|.pid]|unique|length' all.json)" = 2 ] || fail "two pids expected"
+# one timeline: b ran after a, so b's first slice starts after a's last one
+first_b=$(jq '[.traceEvents[]|select(.ph!="M")]|group_by(.pid)|map(min_by(.ts).ts)|max' all.json)
+last_a=$(jq '[.traceEvents[]|select(.ph!="M")]|group_by(.pid)|map(max_by(.ts).ts)|min' all.json)
+awk -v a="$last_a" -v b="$first_b" 'BEGIN { exit !(b > a) }' || fail "processes not on one timeline ($last_a, $first_b)"
+"$TOOL" merge a.bin b.bin -o all.prv 2>/dev/null || fail "merge to Paraver"
+head -n1 all.prv | grep -qE ':1\(2\):2:1\(3:1\):1\(3:1\)$' || fail "merged Paraver header: $(head -n1 all.prv)"
+"$TOOL" stats a.bin > stats.txt || fail "stats status $?"
+grep -qE '^worker-b #3 +compute +[0-9]+\.[0-9]{3}$' stats.txt || fail "no compute time for worker-b: $(cat stats.txt)"
+grep -qE '^main #1 +SYNCH +[0-9]+\.[0-9]{3}$' stats.txt || fail "no SYNCH time for main"
+grep -qE '^1 +[0-9.]+ +[0-9.]+$' stats.txt || fail "no VP 1 line"
+grep -q 'longest state slices' stats.txt || fail "no longest slices"
+"$TOOL" bogus a.bin 2>/dev/null; [ $? = 2 ] || fail "usage error status"
+"$TOOL" convert a.bin -o a.txt 2>/dev/null; [ $? = 2 ] || fail "unknown output suffix status"
+exit 0

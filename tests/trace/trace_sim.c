@@ -1,0 +1,180 @@
+/*
+ * trace_sim -- drives the tracing hooks as the runtime will, on two kernel
+ * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
+ * by a spin barrier), then leaves the process the way argv[1] says:
+ *
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit lost lost-env
+ *
+ * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
+ *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
+ *      ready queue VP0 = 2; cpumgr assigns 2 CPUs. VP1 starts idle.
+ *   2  VP1 steals 2 (rq VP0 = 1). main blocks on mutex "m1" (SYNCH); VP0
+ *      runs 3, which records user events, pushes/pops user state "compute".
+ *   3  2 releases m1: main READY; 2 ends; VP1 runs main (migrated from VP0).
+ *      cpumgr takes a CPU (1). 3 waits on barrier "b1"; VP0 goes idle.
+ *   -- the fatal modes leave here, with region 1 and b1's SYNCH still open --
+ *   4  main closes region 1; 3 is released, runs on VP0 and ends; VPs stop.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "trace_hooks.h"
+
+static int phase_count, go4;
+static void barrier(int phase)
+{
+    __atomic_fetch_add(&phase_count, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&phase_count, __ATOMIC_ACQUIRE) < 2 * phase)
+        ;
+}
+
+static int mutex_m1, barrier_b1;
+static const char *mode;
+#define USER_EVENT 100
+#define USER_STATE (NTH_TRACE_STATE_USER + 4)
+
+static void tiny(void)   /* distinct timestamps without timing assertions */
+{
+    struct timespec ts = { 0, 20000 };
+    nanosleep(&ts, NULL);
+}
+
+static void *vp0(void *arg)
+{
+    (void)arg;
+    nth_trace_vp_start(0);
+    nth_trace_thread_create(1, 0, "main");
+    nth_trace_switch(0, 1);
+    tiny();
+    nth_trace_region_begin(1, 1, 3);
+    nth_trace_thread_create(2, 1, "worker-a");
+    nth_trace_thread_create(3, 1, "worker-b");
+    nth_trace_rq_len(0, 2);
+    nth_trace_cpus(2);
+    tiny();
+    barrier(1);
+    tiny();
+    nth_trace_object_name(&mutex_m1, "m1");
+    nth_trace_state(1, NTH_TRACE_SYNCH, &mutex_m1);
+    nth_trace_switch(1, 3);
+    tiny();
+    nth_trace_register_event(USER_EVENT, "iteration");
+    nth_trace_register_event_value(USER_EVENT, 7, "seven");
+    nth_trace_register_state(USER_STATE, "compute");
+    nth_trace_event(USER_EVENT, 7);
+    nth_trace_state_push_event(USER_STATE, USER_EVENT, 8);
+    tiny();
+    nth_trace_state_pop();
+    tiny();
+    barrier(2);
+    tiny();
+    nth_trace_object_name(&barrier_b1, "b1");
+    nth_trace_state(3, NTH_TRACE_SYNCH, &barrier_b1);
+    nth_trace_switch(3, 0);
+    tiny();
+    barrier(3);
+    while (!__atomic_load_n(&go4, __ATOMIC_ACQUIRE))
+        ;
+    if (strcmp(mode, "return") && strcmp(mode, "exit"))
+        return NULL;
+    nth_trace_state(3, NTH_TRACE_READY, NULL);
+    nth_trace_switch(0, 3);
+    tiny();
+    nth_trace_thread_end(3);
+    nth_trace_switch(3, 0);
+    nth_trace_vp_stop(0);
+    return NULL;
+}
+
+static void *vp1(void *arg)
+{
+    (void)arg;
+    nth_trace_vp_start(1);
+    nth_trace_switch(0, 0);
+    barrier(1);
+    nth_trace_switch(0, 2);
+    nth_trace_rq_len(0, 1);   /* VP0's queue, seen by the thief */
+    tiny();
+    barrier(2);
+    tiny();
+    nth_trace_state(1, NTH_TRACE_READY, NULL);
+    nth_trace_rq_len(1, 1);
+    nth_trace_thread_end(2);
+    nth_trace_switch(2, 1);
+    nth_trace_rq_len(1, 0);
+    nth_trace_cpus(1);
+    tiny();
+    barrier(3);
+    while (!__atomic_load_n(&go4, __ATOMIC_ACQUIRE))
+        ;
+    if (strcmp(mode, "return") && strcmp(mode, "exit"))
+        return NULL;
+    nth_trace_region_end(1, 1);
+    tiny();
+    nth_trace_switch(1, 0);
+    nth_trace_vp_stop(1);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|lost|lost-env OUT\n");
+        return 2;
+    }
+    mode = argv[1];
+    if (!strcmp(mode, "lost") || !strcmp(mode, "lost-env")) {
+        /* lost: the smallest buffer and a writer that wakes rarely: records
+         * must either reach the file or be counted as lost, never block.
+         * lost-env: settings from the environment (NTH_TRACE_LIMIT). */
+        int rc;
+        if (!strcmp(mode, "lost")) {
+            rc = nth_trace_start(argv[2], 4096, 60000);
+        } else {
+            setenv("NTH_TRACE", argv[2], 1);
+            rc = nth_trace_start_from_env();
+        }
+        if (rc) return 1;
+        nth_trace_vp_start(0);
+        nth_trace_thread_create(1, 0, "main");
+        nth_trace_switch(0, 1);
+        for (int i = 0; i < 100000; i++)
+            nth_trace_event(USER_EVENT, (uint64_t)i);
+        return 0;
+    }
+    int rc = nth_trace_start(argv[2], 0, 20);
+    if (rc) {
+        fprintf(stderr, "trace_sim: nth_trace_start: %s\n", strerror(rc));
+        return 1;
+    }
+    pthread_t a, b;
+    pthread_create(&a, NULL, vp0, NULL);
+    pthread_create(&b, NULL, vp1, NULL);
+    /* main waits for phase 3 to end */
+    while (__atomic_load_n(&phase_count, __ATOMIC_ACQUIRE) < 6)
+        ;
+    if (!strcmp(mode, "_exit")) {
+        struct timespec ts = { 0, 300 * 1000000L };   /* several flush intervals */
+        nanosleep(&ts, NULL);
+        _exit(0);
+    }
+    if (!strcmp(mode, "sigterm")) kill(getpid(), SIGTERM);
+    if (!strcmp(mode, "sigint")) kill(getpid(), SIGINT);
+    if (!strcmp(mode, "abort")) abort();
+    if (!strcmp(mode, "segv")) raise(SIGSEGV);
+    if (strcmp(mode, "return") && strcmp(mode, "exit")) {
+        fprintf(stderr, "trace_sim: unknown mode %s\n", mode);
+        _exit(2);
+    }
+    __atomic_store_n(&go4, 1, __ATOMIC_RELEASE);   /* phase 4 */
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    if (!strcmp(mode, "exit"))
+        exit(0);
+    return 0;
+}

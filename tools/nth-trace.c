@@ -1,0 +1,101 @@
+/*
+ * nth-trace -- convert, merge and summarise nthlib binary traces.
+ *
+ *   nth-trace convert FILE.bin [-o OUT]      OUT: .json, .json.gz (default:
+ *                                            FILE with .bin replaced), .prv
+ *   nth-trace merge A.bin B.bin ... -o OUT   several processes, one timeline
+ *                                            (CLOCK_MONOTONIC of one boot)
+ *   nth-trace stats FILE.bin                 time per state per nano-thread
+ *                                            and per VP, longest slices
+ *
+ * Exit status: 0 done; 1 done, but the input was truncated or damaged (the
+ * warnings on stderr say what was skipped; the output is still complete and
+ * every slice closed); 2 usage error; 3 an input cannot be read or is no
+ * nthlib trace, or the output cannot be written.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "trace_convert.h"
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: nth-trace convert FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
+                    "       nth-trace merge A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
+                    "       nth-trace stats FILE.bin\n");
+    return 2;
+}
+
+static int valid_out(const char *o)
+{
+    size_t n = strlen(o);
+    return (n > 5 && !strcmp(o + n - 5, ".json")) || (n > 8 && !strcmp(o + n - 8, ".json.gz")) ||
+           (n > 4 && !strcmp(o + n - 4, ".prv"));
+}
+
+static int run(int argc, char **argv, const char **in)
+{
+    const char *cmd = argv[1], *out = NULL;
+    int nin = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "-o")) {
+            if (++i == argc) return usage();
+            out = argv[i];
+        } else {
+            in[nin++] = argv[i];
+        }
+    }
+    if (!strcmp(cmd, "stats")) {
+        if (nin != 1 || out) return usage();
+        struct nth_tr_file f;
+        int rc = nth_tr_load(in[0], &f, stderr);
+        if (rc) {
+            fprintf(stderr, "nth-trace: %s: %s\n", in[0], strerror(rc));
+            return 3;
+        }
+        rc = nth_tr_write_stats(&f, stdout);
+        unsigned w = f.warnings;
+        nth_tr_free(&f);
+        return rc ? 3 : w ? 1 : 0;
+    }
+    char def[4096];
+    if (!strcmp(cmd, "convert")) {
+        if (nin != 1) return usage();
+        if (!out) {
+            size_t n = strlen(in[0]);
+            if (n > 4 && !strcmp(in[0] + n - 4, ".bin")) n -= 4;
+            if (n + 9 > sizeof def) return usage();
+            memcpy(def, in[0], n);
+            strcpy(def + n, ".json.gz");
+            out = def;
+        }
+    } else if (!strcmp(cmd, "merge")) {
+        if (nin < 1 || !out) return usage();
+    } else {
+        return usage();
+    }
+    if (!valid_out(out)) {
+        fprintf(stderr, "nth-trace: %s: unknown output format (accepted: .json, .json.gz, .prv)\n", out);
+        return 2;
+    }
+    unsigned warnings = 0;
+    int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
+    if (rc)
+        fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
+    else
+        fprintf(stderr, "nth-trace: wrote %s\n", out);
+    return rc ? 3 : warnings ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return usage();
+    const char **in = calloc((size_t)argc, sizeof *in);
+    if (!in)
+        return 3;
+    int rc = run(argc, argv, in);
+    free(in);
+    return rc;
+}
