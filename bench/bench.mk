@@ -1,4 +1,13 @@
-# Build fragment for bench/bench: add sources, programs and tests with +=.
+# Build fragment for bench/bench: benchmark programs. `make bench-programs`
+# builds them all (run-demo.sh); other parts add theirs to bench_programs.
+bench_programs = bench/micro
+noinst_PROGRAMS += bench/micro
+bench_micro_SOURCES = bench/micro.c
+bench_micro_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -pthread
+# -static: link libnth's archive, to reach the internal context switch.
+bench_micro_LDFLAGS = -static -pthread
+bench_micro_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS)
+
 
 # ---- LU and SOR kernels (bench/kernels), one source each, one program per
 # team backend; the multiprogrammed workload driver and its plots. ----------
@@ -45,3 +54,8 @@ endif
 # programs up by name once they exist.
 noinst_PROGRAMS += $(kernel_programs)
 EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
+bench_programs += $(kernel_programs)
+
+# Keep last: the prerequisite list is expanded when this rule is read.
+.PHONY: bench-programs
+bench-programs: $(bench_programs)
