@@ -5,7 +5,13 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bdir=$1; shift
 cd "$top"
-[ -x configure ] && [ configure -nt configure.ac ] || autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+# Regenerate when configure is missing or older than any build input (a part
+# added sources that need new auxiliary files, e.g. depcomp).
+stale=yes
+if [ -x configure ] && [ -f build-aux/depcomp ]; then
+  [ -n "$(find . -path ./build\* -prune -o \( -name configure.ac -o -name Makefile.am -o -name '*.mk' \) -newer configure -print | head -n1)" ] || stale=no
+fi
+[ "$stale" = no ] || autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
 mkdir -p "$bdir"
 cd "$bdir"
 want="$*"
