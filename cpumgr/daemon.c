@@ -90,6 +90,9 @@ static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
     bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
+    /* A client whose VPs are all busy or all parked sleeps on aseq in a
+     * watcher thread: wake it now rather than at its next tick. */
+    syscall(SYS_futex, &s->aseq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static void slot_name(const struct nth_cpumgr_slot *s, char *out)

@@ -6,6 +6,7 @@
  * usual, whatever the other VPs are doing.
  */
 #include "internal.h"
+#include "cpumgr_client.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,8 @@ static int start(const nth_config_t *cfg)
     if (r)
         return r;
     __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
+    /* After `started`: the assignment callback restricts the running VPs. */
+    nth_cpumgr_rt_start(cfg);
     return 0;
 }
 
