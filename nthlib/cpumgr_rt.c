@@ -45,6 +45,7 @@ struct vp_state {
     int tid;            /* kernel thread id, 0 until seen (atomic) */
     int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
     int moved;          /* bound off its CPU by bounded reclaim */
+    unsigned npoints;   /* scheduling points seen (only by its VP) */
 };
 
 static struct {
@@ -135,12 +136,27 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
     kick_watcher();
 }
 
+/* A disabled VP hands its nano-threads to the global queue, but a VP looks
+ * there only when its local queue is empty, which a busy application may
+ * never reach: every 16th scheduling point of a VP moves one nano-thread
+ * from the global queue to the tail of its local queue, so it runs after a
+ * bounded wait (Go's scheduler checks its global queue the same way). */
+#define GRQ_EVERY 16
+
 static void on_sched_point(struct nth_vp *vp, int where)
 {
-    (void)where;
-    if (R.vps && !__atomic_load_n(&R.vps[vp->id].tid, __ATOMIC_RELAXED))
-        __atomic_store_n(&R.vps[vp->id].tid, gettid_(), __ATOMIC_RELEASE);
+    if (!R.vps)
+        return;
+    struct vp_state *s = &R.vps[vp->id];
+    if (!__atomic_load_n(&s->tid, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELEASE);
     nth_cpumgr_poll();
+    if (where != NTH_SP_IDLE && ++s->npoints % GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq) &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+        struct nth_thread *t = nth_rq_trypop(&nth_rt.grq);
+        if (t)
+            nth_rq_push(&vp->rq, t);
+    }
 }
 
 /* The scheduling-point hook matters only under a daemon (alone, the
