@@ -2,3 +2,4 @@
 libnth_la_SOURCES += nthlib/cpumgr_client.c nthlib/cpumgr_client.h \
 	nthlib/cpumgr_rt.c
 libnth_la_LIBADD += -lrt
+dist_man_MANS += doc/nth.3
