@@ -42,6 +42,9 @@ static int start(const nth_config_t *cfg)
     int r = nth_overflow_install();
     if (r)
         return r;
+    /* The cpumgr client reads the process affinity mask: before VP 0 binds
+     * itself, and before new VPs inherit that binding. */
+    nth_cpumgr_client_init(cfg->cpumgr);
     r = nth_vps_start(cfg);
     if (r)
         return r;
