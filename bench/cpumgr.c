@@ -318,7 +318,7 @@ int main(int argc, char **argv)
             rl[nrl++] = __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) - t0;
         else
             miss_r++;
-        if (getenv("CPUMGR_BENCH_DEBUG")) {
+        if (getenv("CPUMGR_BENCH_DEBUG") && !sh->t1) {
             int y = -1, na = a_assigned(&y);
             fprintf(stderr, "realloc %d: x=%d t1=%s lat=%.1f us A=%d b=%d\n", i, x,
                     sh->t1 ? "set" : "unset", sh->t1 ? (double)(sh->t1 - t0) / 1e3 : -1.0, na,
@@ -338,6 +338,7 @@ int main(int argc, char **argv)
     a_request(0);
     __atomic_store_n(&sh->spin_cpu, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&sh->mode, 2, __ATOMIC_RELEASE);
+    WAIT_FOR(__atomic_load_n(&sh->spin_cpu, __ATOMIC_ACQUIRE) >= 0, 5000); /* spinner started */
     for (int i = 0; i < reclaims; i++) {
         int x = -1;
         WAIT_FOR(a_assigned(&x) == 0 && __atomic_load_n(&sh->b_assigned, __ATOMIC_ACQUIRE) == ncpu,
@@ -345,6 +346,7 @@ int main(int argc, char **argv)
         sleep_us(3000); /* the spinner is back on its own CPU */
         x = __atomic_load_n(&sh->spin_cpu, __ATOMIC_ACQUIRE);
         if (x < 0 || x >= 64) {
+            fprintf(stderr, "cpumgr-bench: the spinner did not run (CPU %d)\n", x);
             miss_c++;
             continue;
         }
@@ -357,7 +359,7 @@ int main(int argc, char **argv)
             cl[ncl++] = __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) - t0;
         else
             miss_c++;
-        if (getenv("CPUMGR_BENCH_DEBUG")) {
+        if (getenv("CPUMGR_BENCH_DEBUG") && !sh->left) {
             int y = -1, na = a_assigned(&y);
             fprintf(stderr, "reclaim %d: x=%d left=%s A=%d on %d b=%d spin=%d\n", i, x,
                     sh->left ? "set" : "unset", na, y, sh->b_assigned, sh->spin_cpu);
