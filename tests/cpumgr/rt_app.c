@@ -7,12 +7,14 @@
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
- * "exit". Linked statically to read the runtime's VP table.
+ * "exit". Linked statically to read the runtime's VP table; a plain kernel
+ * thread prints the state lines, so they appear while every VP is parked.
  *
  * usage: rt_app SEGMENT REQUEST
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,6 +105,24 @@ static void status(char *line, size_t len)
              nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims());
 }
 
+/* A kernel thread, not a VP: it reports even while every VP is parked. */
+static void *reporter(void *arg)
+{
+    (void)arg;
+    char last[512] = "", line[512];
+    for (;;) {
+        status(line, sizeof line);
+        if (strcmp(line, last) != 0) {
+            printf("%s\n", line);
+            fflush(stdout);
+            strcpy(last, line);
+        }
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -114,7 +134,10 @@ int main(int argc, char **argv)
     if (nth_init(NULL) != 0 || nth_cpus_request(atoi(argv[2])) != 0)
         return 3;
     nth_t gen = NULL, spin = NULL;
-    char last[512] = "", line[512], cmd[128];
+    char cmd[128];
+    pthread_t rep;
+    if (pthread_create(&rep, NULL, reporter, NULL) != 0)
+        return 3;
     size_t cl = 0;
     int spin_told = 0;
     for (;;) {
@@ -164,11 +187,6 @@ int main(int argc, char **argv)
         if (spin && !spin_told && __atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE)) {
             printf("SPIN tid=%d cpu=%d\n", spin_tid, __atomic_load_n(&spin_cpu, __ATOMIC_ACQUIRE));
             spin_told = 1;
-        }
-        status(line, sizeof line);
-        if (strcmp(line, last) != 0) {
-            printf("%s\n", line);
-            strcpy(last, line);
         }
         fflush(stdout);
     }

@@ -309,6 +309,31 @@ static void test_daemon_dies(void **state)
     check_work(&a);
 }
 
+/* More applications than CPUs: the daemon rotates the CPUs, and while the
+ * application has none every VP is parked (not spinning); its work resumes
+ * and no item is lost or run twice. */
+static void test_zero_cpus(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b, c;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "work\n");
+    start(&b, "client_app", "2", -1);
+    start(&c, "client_app", "2", -1);
+    wait_state(&a, "A=1 N=0 EN=0 PK=2");
+    print_message("app %d with no CPU: %s\n", (int)a.pid, a.state);
+    kill(b.pid, SIGKILL);
+    reap(b.pid);
+    kill(c.pid, SIGKILL);
+    reap(c.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    sleep_ms(50);
+    check_work(&a);
+}
+
 static int proc_cpu(pid_t pid, int tid)
 {
     char path[64], buf[1024];
@@ -400,6 +425,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shrink_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_apps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
