@@ -272,11 +272,21 @@ static void test_three_clients(void **state)
     while (ms() - t0 < (ncpus == 2 ? 1500u : 300u)) {
         uint64_t m[3][NTH_CPUMGR_MASK_WORDS] = {{0}};
         pid_t pids[3] = {a.pid, b.pid, c.pid};
+        /* One snapshot across slots: no slot republished while we read
+         * (each slot alone is consistent under its own seqlock). */
+        uint32_t q0[NTH_CPUMGR_MAX_SLOTS], q1;
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+            q0[i] = __atomic_load_n(&s->slots[i].aseq, __ATOMIC_ACQUIRE);
         for (int i = 0; i < 3; i++) {
             int n = slot_count(s, pids[i], m[i]);
             if (n > 0) served[i] = 1;
         }
-        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        int torn = 0;
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+            q1 = __atomic_load_n(&s->slots[i].aseq, __ATOMIC_ACQUIRE);
+            torn |= q1 != q0[i];
+        }
+        for (unsigned w = 0; !torn && w < NTH_CPUMGR_MASK_WORDS; w++)
             assert_true((m[0][w] & m[1][w]) == 0 && (m[0][w] & m[2][w]) == 0 &&
                         (m[1][w] & m[2][w]) == 0);
         sleep_ms(3);
