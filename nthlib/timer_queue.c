@@ -129,13 +129,18 @@ void nth_tq_arm(struct nth_tq *q, struct nth_alarm *a)
 
 int nth_tq_cancel(struct nth_alarm *a)
 {
+    unsigned spins = 0;
     for (;;) {
         int s = atomic_load_explicit(&a->state, memory_order_acquire);
         if (s == NTH_ALARM_IDLE || s == NTH_ALARM_DONE)
             return 0;
         if (s == NTH_ALARM_FIRING) {
-            /* The callback is short and never blocks. */
-            nth_cpu_relax();
+            /* The callback is short and never blocks, but its kernel
+             * thread may be preempted. */
+            if (++spins % 256)
+                nth_cpu_relax();
+            else
+                sched_yield();
             continue;
         }
         struct nth_tq *q = atomic_load_explicit(&a->q, memory_order_acquire);

@@ -129,14 +129,18 @@ static inline void nth_waiter_wake(struct nth_waiter *w)
  * NTH_W_TIMEDOUT. */
 static inline int nth_waiter_block(struct nth_waiter *w)
 {
+    unsigned spins = 0;
     for (;;) {
         int s = atomic_load_explicit(&w->state, memory_order_acquire);
         if (s == NTH_W_WOKEN || s == NTH_W_TIMEDOUT)
             return s;
-        if (s == NTH_W_WAITING)
+        if (s == NTH_W_WAITING) {
             nth_wait();
-        else
-            nth_cpu_relax();  /* a waker or the alarm is mid-way */
+        } else if (++spins % 64) {
+            nth_cpu_relax();  /* a waker or the alarm is mid-way... */
+        } else {
+            nth_yield();      /* ...and its kernel thread may be preempted */
+        }
     }
 }
 
