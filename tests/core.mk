@@ -1,1 +1,1 @@
-# Build fragment for tests/core: add sources, programs and tests with +=.
+# Build fragment for tests/core: unit tests of the runtime core.
