@@ -19,9 +19,9 @@ int nth_barrier_destroy(nth_barrier_t *b)
 {
     if (!b)
         return EINVAL;
-    nth_spin_lock(&b->__lock);
+    nth_olock(&b->__lock);
     int busy = b->__arrived != 0;
-    nth_spin_unlock(&b->__lock);
+    nth_ounlock(&b->__lock);
     return busy ? EBUSY : 0;
 }
 
@@ -29,7 +29,7 @@ int nth_barrier_wait(nth_barrier_t *b)
 {
     if (!b || b->__count == 0)
         return EINVAL;
-    nth_spin_lock(&b->__lock);
+    nth_olock(&b->__lock);
     if (++b->__arrived == b->__count) {
         b->__arrived = 0;
         b->__generation++;
@@ -38,7 +38,7 @@ int nth_barrier_wait(nth_barrier_t *b)
             w->next = list;
             list = w;
         }
-        nth_spin_unlock(&b->__lock);
+        nth_ounlock(&b->__lock);
         while (list) {
             w = list;
             list = w->next;
@@ -49,7 +49,7 @@ int nth_barrier_wait(nth_barrier_t *b)
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
     nth_wq_push(&b->__head, &b->__tail, &w);
-    nth_spin_unlock(&b->__lock);
+    nth_ounlock(&b->__lock);
     nth_waiter_block(&w);
     return 0;
 }

@@ -55,9 +55,9 @@ int nth_cond_destroy(nth_cond_t *c)
 {
     if (!c)
         return EINVAL;
-    nth_spin_lock(&c->__lock);
+    nth_olock(&c->__lock);
     int busy = c->__head != NULL;
-    nth_spin_unlock(&c->__lock);
+    nth_ounlock(&c->__lock);
     return busy ? EBUSY : 0;
 }
 
@@ -75,21 +75,21 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     }
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
-    nth_spin_lock(&c->__lock);
+    nth_olock(&c->__lock);
     nth_wq_push(&c->__head, &c->__tail, &w);
     if (abs)
         nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
-    nth_spin_unlock(&c->__lock);
+    nth_ounlock(&c->__lock);
     uint32_t depth;
     int e = nth__mutex_release(m, &depth);
     if (e) {
         /* Not the caller's mutex: leave the queue again. */
         int exp = NTH_W_WAITING;
         if (atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
-            nth_spin_lock(&c->__lock);
+            nth_olock(&c->__lock);
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            nth_spin_unlock(&c->__lock);
+            nth_ounlock(&c->__lock);
             nth_waiter_disarm(&w);
             return e;
         }
@@ -135,9 +135,9 @@ int nth_cond_signal(nth_cond_t *c)
         return EINVAL;
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;  /* no waiter: waiters queue before releasing the mutex */
-    nth_spin_lock(&c->__lock);
+    nth_olock(&c->__lock);
     struct nth_waiter *w = nth_wq_claim(&c->__head, &c->__tail);
-    nth_spin_unlock(&c->__lock);
+    nth_ounlock(&c->__lock);
     if (w)
         nth_waiter_wake(w);
     return 0;
@@ -150,12 +150,12 @@ int nth_cond_broadcast(nth_cond_t *c)
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;
     struct nth_waiter *list = NULL, *w;
-    nth_spin_lock(&c->__lock);
+    nth_olock(&c->__lock);
     while ((w = nth_wq_claim(&c->__head, &c->__tail)) != NULL) {
         w->next = list;
         list = w;
     }
-    nth_spin_unlock(&c->__lock);
+    nth_ounlock(&c->__lock);
     /* Reverse to wake in arrival order. */
     struct nth_waiter *fifo = NULL;
     while (list) {

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "sync_core.h"
-#include "spinlock.h"
+#include "olock.h"
 
 #define BLOCK 32
 #define NBLOCKS (NTH_KEYS_MAX / BLOCK)
@@ -36,18 +36,20 @@ int nth_key_create(nth_key_t *key, void (*destructor)(void *))
 {
     if (!key)
         return EINVAL;
-    nth_spin_lock(&keys_lock);
+    if (nth__keys_exit_hook_install)
+        nth__keys_exit_hook_install();
+    nth_olock(&keys_lock);
     for (unsigned i = 0; i < NTH_KEYS_MAX; i++) {
         uint64_t s = atomic_load_explicit(&keys[i].seq, memory_order_relaxed);
         if (s & 1)
             continue;
         keys[i].destructor = destructor;
         atomic_store_explicit(&keys[i].seq, s + 1, memory_order_release);
-        nth_spin_unlock(&keys_lock);
+        nth_ounlock(&keys_lock);
         *key = i;
         return 0;
     }
-    nth_spin_unlock(&keys_lock);
+    nth_ounlock(&keys_lock);
     return EAGAIN;
 }
 
@@ -55,15 +57,15 @@ int nth_key_delete(nth_key_t key)
 {
     if (key >= NTH_KEYS_MAX)
         return EINVAL;
-    nth_spin_lock(&keys_lock);
+    nth_olock(&keys_lock);
     uint64_t s = atomic_load_explicit(&keys[key].seq, memory_order_relaxed);
     if (!(s & 1)) {
-        nth_spin_unlock(&keys_lock);
+        nth_ounlock(&keys_lock);
         return EINVAL;
     }
     keys[key].destructor = NULL;
     atomic_store_explicit(&keys[key].seq, s + 1, memory_order_release);
-    nth_spin_unlock(&keys_lock);
+    nth_ounlock(&keys_lock);
     return 0;
 }
 
@@ -117,16 +119,16 @@ void *nth_getspecific(nth_key_t key)
     return b[key % BLOCK].seq == seq ? b[key % BLOCK].value : NULL;
 }
 
-void nth__keys_exit(void *specific)
+void nth__keys_exit(void **slot)
 {
-    struct specific *sp = specific;
-    if (!sp)
+    if (!*slot)
         return;
     /* POSIX: clear each value before calling its destructor, and repeat
      * while destructors set values again, up to the iteration limit. */
     for (int round = 0; round < NTH_DESTRUCTOR_ITERATIONS; round++) {
         int called = 0;
         for (unsigned k = 0; k < NTH_KEYS_MAX; k++) {
+            struct specific *sp = *slot;
             struct specific_entry *b = sp->block[k / BLOCK];
             if (!b) {
                 k += BLOCK - 1;
@@ -135,9 +137,8 @@ void nth__keys_exit(void *specific)
             struct specific_entry *e = &b[k % BLOCK];
             uint64_t seq = atomic_load_explicit(&keys[k].seq, memory_order_acquire);
             void (*d)(void *) = keys[k].destructor;
-            if (!e->value || e->seq != seq) {
+            if (!e->value || e->seq != seq)
                 continue;
-            }
             void *v = e->value;
             e->value = NULL;
             if (d) {
@@ -148,6 +149,8 @@ void nth__keys_exit(void *specific)
         if (!called)
             break;
     }
+    struct specific *sp = *slot;
+    *slot = NULL;
     for (unsigned i = 0; i < NBLOCKS; i++)
         free(sp->block[i]);
     free(sp);

@@ -113,7 +113,7 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
     for (unsigned i = nth__sync_spin_iters(); i > 0; i--) {
         if (__atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0 && try_fast(m))
             return 0;
-        nth_cpu_relax();
+        nth_sync_relax();
     }
     if (abs) {
         int e = nth_check_abs(clock, abs);
@@ -122,19 +122,19 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
     }
     struct nth_waiter w;
     nth_waiter_init(&w, self);
-    nth_spin_lock(&m->__lock);
+    nth_olock(&m->__lock);
     /* Mark contended; if it was free meanwhile we own it (state 2 costs
      * one harmless trip through unlock's slow path). */
     if (__atomic_exchange_n(&m->__state, 2, __ATOMIC_ACQUIRE) == 0) {
         if (!m->__head)
             __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
-        nth_spin_unlock(&m->__lock);
+        nth_ounlock(&m->__lock);
         return 0;
     }
     if (abs && nth_abs_passed(clock, abs)) {
         if (!m->__head)
             __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
-        nth_spin_unlock(&m->__lock);
+        nth_ounlock(&m->__lock);
         return ETIMEDOUT;
     }
     nth_wq_push(&m->__head, &m->__tail, &w);
@@ -142,7 +142,7 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
         w.on_timeout = mutex_waiter_left;
         nth_waiter_arm(&w, &m->__lock, &m->__head, &m->__tail, clock, abs);
     }
-    nth_spin_unlock(&m->__lock);
+    nth_ounlock(&m->__lock);
     int s = nth_waiter_block(&w);
     nth_waiter_disarm(&w);
     /* WOKEN: unlock handed us the mutex (state stays nonzero). */
@@ -207,18 +207,18 @@ int nth_mutex_trylock(nth_mutex_t *m)
 
 static void unlock_slow(nth_mutex_t *m)
 {
-    nth_spin_lock(&m->__lock);
+    nth_olock(&m->__lock);
     struct nth_waiter *w = nth_wq_claim(&m->__head, &m->__tail);
     if (!w) {
         __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
-        nth_spin_unlock(&m->__lock);
+        nth_ounlock(&m->__lock);
         return;
     }
     /* Hand-off: the mutex stays locked, now on behalf of w. */
     __atomic_store_n(&m->__state, m->__head ? 2 : 1, __ATOMIC_RELAXED);
     if (m->__type != NTH_MUTEX_NORMAL)
         __atomic_store_n(&m->__owner, w->t, __ATOMIC_RELAXED);
-    nth_spin_unlock(&m->__lock);
+    nth_ounlock(&m->__lock);
     nth_waiter_wake(w);
 }
 

@@ -41,7 +41,7 @@ int nth_once(nth_once_t *once, void (*routine)(void))
         if (__atomic_exchange_n(once, ONCE_DONE, __ATOMIC_ACQ_REL) == ONCE_WAITERS) {
             struct lot_bucket *b = bucket_of(once);
             struct nth_waiter *list = NULL, *w, *n;
-            nth_spin_lock(&b->lock);
+            nth_olock(&b->lock);
             for (w = b->head; w; w = n) {
                 n = w->next;
                 if (w->data == (uintptr_t)once) {
@@ -51,7 +51,7 @@ int nth_once(nth_once_t *once, void (*routine)(void))
                     list = w;
                 }
             }
-            nth_spin_unlock(&b->lock);
+            nth_ounlock(&b->lock);
             while (list) {
                 w = list;
                 list = w->next;
@@ -65,7 +65,7 @@ int nth_once(nth_once_t *once, void (*routine)(void))
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
     w.data = (uintptr_t)once;
-    nth_spin_lock(&b->lock);
+    nth_olock(&b->lock);
     /* Flag waiters with the bucket locked: the runner's exchange to DONE
      * then either comes before (we see DONE and leave) or after (it locks
      * the bucket after our enqueue and finds us). */
@@ -75,11 +75,11 @@ int nth_once(nth_once_t *once, void (*routine)(void))
                                         __ATOMIC_ACQUIRE))
         ;
     if (s == ONCE_DONE) {
-        nth_spin_unlock(&b->lock);
+        nth_ounlock(&b->lock);
         return 0;
     }
     nth_wq_push(&b->head, &b->tail, &w);
-    nth_spin_unlock(&b->lock);
+    nth_ounlock(&b->lock);
     nth_waiter_block(&w);
     return 0;
 }

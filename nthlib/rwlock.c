@@ -25,9 +25,9 @@ int nth_rwlock_destroy(nth_rwlock_t *rw)
 {
     if (!rw)
         return EINVAL;
-    nth_spin_lock(&rw->__lock);
+    nth_olock(&rw->__lock);
     int busy = rw->__readers || rw->__writer || rw->__rhead || rw->__whead;
-    nth_spin_unlock(&rw->__lock);
+    nth_ounlock(&rw->__lock);
     return busy ? EBUSY : 0;
 }
 
@@ -85,14 +85,14 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
     if (!rw)
         return EINVAL;
     nth_t self = nth_self();
-    nth_spin_lock(&rw->__lock);
+    nth_olock(&rw->__lock);
     if (!rw->__writer && rw->__writers_waiting == 0) {
         int e = 0;
         if (rw->__readers == UINT32_MAX)
             e = EAGAIN;
         else
             rw->__readers++;
-        nth_spin_unlock(&rw->__lock);
+        nth_ounlock(&rw->__lock);
         return e;
     }
     int e = 0;
@@ -104,7 +104,7 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
     if (e) {
-        nth_spin_unlock(&rw->__lock);
+        nth_ounlock(&rw->__lock);
         return e;
     }
     struct nth_waiter w;
@@ -112,7 +112,7 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
     nth_wq_push(&rw->__rhead, &rw->__rtail, &w);
     if (abs)
         nth_waiter_arm(&w, &rw->__lock, &rw->__rhead, &rw->__rtail, CLOCK_REALTIME, abs);
-    nth_spin_unlock(&rw->__lock);
+    nth_ounlock(&rw->__lock);
     int s = nth_waiter_block(&w);
     nth_waiter_disarm(&w);
     return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
@@ -123,11 +123,11 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
     if (!rw)
         return EINVAL;
     nth_t self = nth_self();
-    nth_spin_lock(&rw->__lock);
+    nth_olock(&rw->__lock);
     if (!rw->__writer && rw->__readers == 0) {
         rw->__writer = 1;
         rw->__owner = self;
-        nth_spin_unlock(&rw->__lock);
+        nth_ounlock(&rw->__lock);
         return 0;
     }
     int e = 0;
@@ -139,7 +139,7 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
     if (e) {
-        nth_spin_unlock(&rw->__lock);
+        nth_ounlock(&rw->__lock);
         return e;
     }
     struct nth_waiter w;
@@ -150,15 +150,15 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         w.on_timeout = writer_left;
         nth_waiter_arm(&w, &rw->__lock, &rw->__whead, &rw->__wtail, CLOCK_REALTIME, abs);
     }
-    nth_spin_unlock(&rw->__lock);
+    nth_ounlock(&rw->__lock);
     int s = nth_waiter_block(&w);
     nth_waiter_disarm(&w);
     if (s == NTH_W_WOKEN)
         return 0;
     /* Readers queued only because we waited may go in now. */
-    nth_spin_lock(&rw->__lock);
+    nth_olock(&rw->__lock);
     struct nth_waiter *list = grant(rw, 0);
-    nth_spin_unlock(&rw->__lock);
+    nth_ounlock(&rw->__lock);
     wake_list(list);
     return ETIMEDOUT;
 }
@@ -184,10 +184,10 @@ int nth_rwlock_unlock(nth_rwlock_t *rw)
         return EINVAL;
     struct nth_waiter *list = NULL;
     nth_t self = nth_self();
-    nth_spin_lock(&rw->__lock);
+    nth_olock(&rw->__lock);
     if (rw->__writer) {
         if (rw->__owner != self) {
-            nth_spin_unlock(&rw->__lock);
+            nth_ounlock(&rw->__lock);
             return EPERM;
         }
         rw->__writer = 0;
@@ -197,10 +197,10 @@ int nth_rwlock_unlock(nth_rwlock_t *rw)
         if (--rw->__readers == 0)
             list = grant(rw, 0);
     } else {
-        nth_spin_unlock(&rw->__lock);
+        nth_ounlock(&rw->__lock);
         return EPERM;
     }
-    nth_spin_unlock(&rw->__lock);
+    nth_ounlock(&rw->__lock);
     wake_list(list);
     return 0;
 }

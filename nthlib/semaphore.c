@@ -22,9 +22,9 @@ int nth_sem_destroy(nth_sem_t *s)
 {
     if (!s)
         return EINVAL;
-    nth_spin_lock(&s->__lock);
+    nth_olock(&s->__lock);
     int busy = s->__head != NULL;
-    nth_spin_unlock(&s->__lock);
+    nth_ounlock(&s->__lock);
     return busy ? EBUSY : 0;
 }
 
@@ -53,21 +53,21 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     }
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
-    nth_spin_lock(&s->__lock);
+    nth_olock(&s->__lock);
     /* Posts increment only under the lock with no waiter, so this check
      * and the enqueue below cannot miss one. */
     if (nth_sem_trywait(s) == 0) {
-        nth_spin_unlock(&s->__lock);
+        nth_ounlock(&s->__lock);
         return 0;
     }
     if (abs && nth_abs_passed(clock, abs)) {
-        nth_spin_unlock(&s->__lock);
+        nth_ounlock(&s->__lock);
         return ETIMEDOUT;
     }
     nth_wq_push(&s->__head, &s->__tail, &w);
     if (abs)
         nth_waiter_arm(&w, &s->__lock, &s->__head, &s->__tail, clock, abs);
-    nth_spin_unlock(&s->__lock);
+    nth_ounlock(&s->__lock);
     int st = nth_waiter_block(&w);
     nth_waiter_disarm(&w);
     return st == NTH_W_WOKEN ? 0 : ETIMEDOUT;
@@ -94,17 +94,17 @@ int nth_sem_post(nth_sem_t *s)
 {
     if (!s)
         return EINVAL;
-    nth_spin_lock(&s->__lock);
+    nth_olock(&s->__lock);
     struct nth_waiter *w = s->__head ? nth_wq_claim(&s->__head, &s->__tail) : NULL;
     if (!w) {
         uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
         if (v >= NTH_SEM_VALUE_MAX) {
-            nth_spin_unlock(&s->__lock);
+            nth_ounlock(&s->__lock);
             return EOVERFLOW;
         }
         __atomic_fetch_add(&s->__value, 1, __ATOMIC_RELEASE);
     }
-    nth_spin_unlock(&s->__lock);
+    nth_ounlock(&s->__lock);
     if (w)
         nth_waiter_wake(w);
     return 0;

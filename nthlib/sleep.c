@@ -36,7 +36,7 @@ static int sleep_mono(clockid_t clock, const struct timespec *abs, uint64_t dead
     nth_waiter_block(&w);
     /* The alarm is DONE once the state is final; nothing to cancel. */
     while (atomic_load_explicit(&w.alarm.state, memory_order_acquire) != NTH_ALARM_DONE)
-        nth_cpu_relax();
+        nth_sync_relax();
     return 0;
 }
 

@@ -27,19 +27,24 @@
 extern struct nth_tq *nth__vp_timer_queue(void) __attribute__((weak));
 
 /* The address of the calling nano-thread's `specific` pointer (NULL when
- * the caller is no nano-thread). Core calls nth__keys_exit(*slot) when a
+ * the caller is no nano-thread). nth__keys_exit(slot) must run when a
  * nano-thread ends, before its descriptor is reused. */
 extern void **nth__specific_slot(void) __attribute__((weak));
+/* Make sure nth__keys_exit runs at every nano-thread exit (first key). */
+extern void nth__keys_exit_hook_install(void) __attribute__((weak));
 
 /* Sync -> core (sync defines these). */
 
-/* Fire the expired alarms of q (q NULL: the caller's VP's queue and the
- * fallback queue). Returns the earliest remaining deadline, CLOCK_MONOTONIC
+/* Fire the expired alarms of q (may be NULL) and of the fallback queue. Returns the earliest remaining deadline, CLOCK_MONOTONIC
  * ns, or UINT64_MAX. Runs on a VP's kernel thread, never switches. */
 NTH_HIDDEN uint64_t nth__timers_poll(struct nth_tq *q);
 
-/* Run the key destructors for a nano-thread's specific table and free it. */
-NTH_HIDDEN void nth__keys_exit(void *specific);
+/* Run the key destructors for the specific table in *slot (destructors
+ * may store values again through the same slot), free it, NULL *slot. */
+NTH_HIDDEN void nth__keys_exit(void **slot);
+
+/* The queue shared by callers that have no VP timer queue. */
+NTH_HIDDEN struct nth_tq *nth__sync_fallback_tq(void);
 
 /* The timer queue a timed wait of the caller arms its alarm on. */
 NTH_HIDDEN struct nth_tq *nth__sync_tq(void);

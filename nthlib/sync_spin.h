@@ -9,7 +9,7 @@
 #ifndef NTH_SYNC_SPIN_H
 #define NTH_SYNC_SPIN_H
 
-#include "spinlock.h"
+#include "olock.h"
 
 #define NTH_SYNC_SPIN_ITERS 200
 

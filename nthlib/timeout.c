@@ -42,12 +42,12 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
     if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, NTH_W_CLAIMED_TIMEOUT,
                                                  memory_order_acq_rel, memory_order_acquire))
         return 0;
-    nth_spin_lock(w->olock);
+    nth_olock(w->olock);
     if (w->queued)
         nth_wq_remove(w->qhead, w->qtail, w);
     if (w->on_timeout)
         w->on_timeout(w);
-    nth_spin_unlock(w->olock);
+    nth_ounlock(w->olock);
     nth_to_rq(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
@@ -67,8 +67,14 @@ void nth_waiter_arm(struct nth_waiter *w, uint32_t *olock, void **head, void **t
     nth_tq_arm(nth__sync_tq(), &w->alarm);
 }
 
-/* Without the core's per-VP queues all timed waits share this one. */
+/* Without the core's per-VP queues (or from a kernel thread that is no
+ * VP) timed waits share this one, fired at every VP's scheduling points. */
 static struct nth_tq fallback_tq = { 0, NULL, NTH_TQ_NONE, 0 };
+
+struct nth_tq *nth__sync_fallback_tq(void)
+{
+    return &fallback_tq;
+}
 
 struct nth_tq *nth__sync_tq(void)
 {
@@ -79,8 +85,6 @@ struct nth_tq *nth__sync_tq(void)
 uint64_t nth__timers_poll(struct nth_tq *q)
 {
     uint64_t now = nth_now_ns();
-    if (!q && nth__vp_timer_queue)
-        q = nth__vp_timer_queue();
     uint64_t next = q ? nth_tq_fire(q, now) : NTH_TQ_NONE;
     uint64_t fb = nth_tq_fire(&fallback_tq, now);
     return fb < next ? fb : next;

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include "timer_queue.h"
-#include "spinlock.h"
+#include "olock.h"
 
 uint64_t nth_now_ns(void)
 {
@@ -121,10 +121,10 @@ static void remove_locked(struct nth_tq *q, struct nth_alarm *a)
 
 void nth_tq_arm(struct nth_tq *q, struct nth_alarm *a)
 {
-    nth_spin_lock((uint32_t *)&q->lock);
+    nth_olock((uint32_t *)&q->lock);
     insert_locked(q, a);
     publish_next(q);
-    nth_spin_unlock((uint32_t *)&q->lock);
+    nth_ounlock((uint32_t *)&q->lock);
 }
 
 int nth_tq_cancel(struct nth_alarm *a)
@@ -138,23 +138,23 @@ int nth_tq_cancel(struct nth_alarm *a)
             /* The callback is short and never blocks, but its kernel
              * thread may be preempted. */
             if (++spins % 256)
-                nth_cpu_relax();
+                nth_sync_relax();
             else
                 sched_yield();
             continue;
         }
         struct nth_tq *q = atomic_load_explicit(&a->q, memory_order_acquire);
-        nth_spin_lock((uint32_t *)&q->lock);
+        nth_olock((uint32_t *)&q->lock);
         /* It may have fired or moved to another VP's queue meanwhile. */
         if (atomic_load_explicit(&a->state, memory_order_relaxed) == NTH_ALARM_ARMED &&
             atomic_load_explicit(&a->q, memory_order_relaxed) == q) {
             remove_locked(q, a);
             publish_next(q);
             atomic_store_explicit(&a->state, NTH_ALARM_DONE, memory_order_release);
-            nth_spin_unlock((uint32_t *)&q->lock);
+            nth_ounlock((uint32_t *)&q->lock);
             return 1;
         }
-        nth_spin_unlock((uint32_t *)&q->lock);
+        nth_ounlock((uint32_t *)&q->lock);
     }
 }
 
@@ -163,15 +163,15 @@ uint64_t nth_tq_fire(struct nth_tq *q, uint64_t now)
     /* Unlocked peek: the common case at a scheduling point is "nothing". */
     if (nth_tq_next_deadline(q) > now)
         return nth_tq_next_deadline(q);
-    nth_spin_lock((uint32_t *)&q->lock);
+    nth_olock((uint32_t *)&q->lock);
     while (q->root && q->root->deadline <= now) {
         struct nth_alarm *a = q->root;
         remove_locked(q, a);
         atomic_store_explicit(&a->state, NTH_ALARM_FIRING, memory_order_relaxed);
         publish_next(q);
-        nth_spin_unlock((uint32_t *)&q->lock);
+        nth_ounlock((uint32_t *)&q->lock);
         int again = a->fn(a, now);
-        nth_spin_lock((uint32_t *)&q->lock);
+        nth_olock((uint32_t *)&q->lock);
         if (again)
             insert_locked(q, a);    /* a later deadline: not this round */
         else
@@ -179,7 +179,7 @@ uint64_t nth_tq_fire(struct nth_tq *q, uint64_t now)
     }
     publish_next(q);
     uint64_t next = q->root ? q->root->deadline : NTH_TQ_NONE;
-    nth_spin_unlock((uint32_t *)&q->lock);
+    nth_ounlock((uint32_t *)&q->lock);
     return next;
 }
 
@@ -190,8 +190,8 @@ void nth_tq_move(struct nth_tq *from, struct nth_tq *to)
     /* Lock in address order so two VPs moving towards each other cannot
      * deadlock. */
     struct nth_tq *l1 = from < to ? from : to, *l2 = from < to ? to : from;
-    nth_spin_lock((uint32_t *)&l1->lock);
-    nth_spin_lock((uint32_t *)&l2->lock);
+    nth_olock((uint32_t *)&l1->lock);
+    nth_olock((uint32_t *)&l2->lock);
     while (from->root) {
         struct nth_alarm *a = from->root;
         remove_locked(from, a);
@@ -199,6 +199,6 @@ void nth_tq_move(struct nth_tq *from, struct nth_tq *to)
     }
     publish_next(from);
     publish_next(to);
-    nth_spin_unlock((uint32_t *)&l2->lock);
-    nth_spin_unlock((uint32_t *)&l1->lock);
+    nth_ounlock((uint32_t *)&l2->lock);
+    nth_ounlock((uint32_t *)&l1->lock);
 }

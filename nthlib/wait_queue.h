@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <stdatomic.h>
 #include "nth.h"
-#include "spinlock.h"
+#include "olock.h"
 #include "timer_queue.h"
 
 enum {
@@ -137,7 +137,7 @@ static inline int nth_waiter_block(struct nth_waiter *w)
         if (s == NTH_W_WAITING) {
             nth_wait();
         } else if (++spins % 64) {
-            nth_cpu_relax();  /* a waker or the alarm is mid-way... */
+            nth_sync_relax();  /* a waker or the alarm is mid-way... */
         } else {
             nth_yield();      /* ...and its kernel thread may be preempted */
         }

@@ -13,3 +13,10 @@ tests_sync_test_sync_mock_SOURCES = tests/sync/test_sync.c tests/sync/mock_core.
 tests_sync_test_sync_mock_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TEST_MOCK
 tests_sync_test_sync_mock_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_sync_test_sync_mock_LDADD = $(CMOCKA_LIBS) -lpthread
+
+# The same semantics on the real runtime (1000 nano-threads on the VPs).
+check_PROGRAMS += tests/sync/test-sync
+TESTS += tests/sync/test-sync
+tests_sync_test_sync_SOURCES = tests/sync/test_sync.c
+tests_sync_test_sync_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_sync_LDADD = $(TEST_LIBS)

@@ -95,8 +95,7 @@ static void *trampoline(void *p)
     struct nth_thread *t = p;
     self_t = t;
     t->ret = t->fn(t->arg);
-    nth__keys_exit(t->specific);
-    t->specific = NULL;
+    nth__keys_exit(&t->specific);
     return NULL;
 }
 

@@ -11,9 +11,54 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+
+
+/* Every case runs in a forked child that starts its own runtime: cmocka
+ * keeps its state in __thread variables and longjmps on failure, which
+ * breaks once main's nano-thread resumes on another VP's kernel thread.
+ * Inside the child, a failed T_* check prints the condition and exits 99;
+ * the cmocka parent asserts on the exit status. */
+#define T_FAIL(fmt, ...) do { \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr); _exit(99); } while (0)
+#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
+#define T_PEQ(a, b) do { const void *_a = (a), *_b = (b); \
+        if (_a != _b) T_FAIL("%s == %p, expected %p", #a, _a, _b); } while (0)
+#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
+
+static void run_case(void (*fn)(void **), unsigned timeout_s)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        alarm(timeout_s);
+        fn(NULL);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    if (WIFSIGNALED(st))
+        fail_msg("case died of signal %d%s", WTERMSIG(st),
+                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock?)" : "");
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
 
 #ifdef NTH_TEST_MOCK
 #define STRESS_N 64
@@ -55,14 +100,14 @@ static int ts_passed(clockid_t clock, const struct timespec *d)
 static nth_t spawn(void *(*fn)(void *), void *arg)
 {
     nth_t t;
-    assert_int_equal(nth_create(&t, NULL, fn, arg), 0);
+    T_EQ(nth_create(&t, NULL, fn, arg), 0);
     return t;
 }
 
 static void *join(nth_t t)
 {
     void *r;
-    assert_int_equal(nth_join(t, &r), 0);
+    T_EQ(nth_join(t, &r), 0);
     return r;
 }
 
@@ -85,21 +130,21 @@ static void test_mutex_basic(void **st)
     (void)st;
     nth_mutex_t z;
     memset(&z, 0, sizeof z);       /* all-zero = NTH_MUTEX_INITIALIZER */
-    assert_int_equal(nth_mutex_lock(&z), 0);
-    assert_int_equal(nth_mutex_destroy(&z), EBUSY);
-    assert_int_equal((intptr_t)join(spawn(try_then_ret, &z)), EBUSY);
-    assert_int_equal(nth_mutex_unlock(&z), 0);
-    assert_int_equal(nth_mutex_trylock(&z), 0);
-    assert_int_equal(nth_mutex_unlock(&z), 0);
-    assert_int_equal(nth_mutex_destroy(&z), 0);
+    T_EQ(nth_mutex_lock(&z), 0);
+    T_EQ(nth_mutex_destroy(&z), EBUSY);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &z)), EBUSY);
+    T_EQ(nth_mutex_unlock(&z), 0);
+    T_EQ(nth_mutex_trylock(&z), 0);
+    T_EQ(nth_mutex_unlock(&z), 0);
+    T_EQ(nth_mutex_destroy(&z), 0);
 
     nth_mutexattr_t a;
-    assert_int_equal(nth_mutexattr_init(&a), 0);
-    assert_int_equal(nth_mutexattr_settype(&a, 7), EINVAL);
-    assert_int_equal(nth_mutexattr_settype(&a, -1), EINVAL);
+    T_EQ(nth_mutexattr_init(&a), 0);
+    T_EQ(nth_mutexattr_settype(&a, 7), EINVAL);
+    T_EQ(nth_mutexattr_settype(&a, -1), EINVAL);
     a.__type = 9;
-    assert_int_equal(nth_mutex_init(&z, &a), EINVAL);
-    assert_int_equal(nth_mutex_init(NULL, NULL), EINVAL);
+    T_EQ(nth_mutex_init(&z, &a), EINVAL);
+    T_EQ(nth_mutex_init(NULL, NULL), EINVAL);
 }
 
 static void test_mutex_errorcheck(void **st)
@@ -108,18 +153,18 @@ static void test_mutex_errorcheck(void **st)
     nth_mutexattr_t a;
     nth_mutex_t m;
     nth_mutexattr_init(&a);
-    assert_int_equal(nth_mutexattr_settype(&a, NTH_MUTEX_ERRORCHECK), 0);
+    T_EQ(nth_mutexattr_settype(&a, NTH_MUTEX_ERRORCHECK), 0);
     int ty;
-    assert_int_equal(nth_mutexattr_gettype(&a, &ty), 0);
-    assert_int_equal(ty, NTH_MUTEX_ERRORCHECK);
-    assert_int_equal(nth_mutex_init(&m, &a), 0);
-    assert_int_equal(nth_mutex_unlock(&m), EPERM);     /* not locked */
-    assert_int_equal(nth_mutex_lock(&m), 0);
-    assert_int_equal(nth_mutex_lock(&m), EDEADLK);
-    assert_int_equal(nth_mutex_trylock(&m), EBUSY);
-    assert_int_equal((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
-    assert_int_equal(nth_mutex_unlock(&m), 0);
-    assert_int_equal(nth_mutex_destroy(&m), 0);
+    T_EQ(nth_mutexattr_gettype(&a, &ty), 0);
+    T_EQ(ty, NTH_MUTEX_ERRORCHECK);
+    T_EQ(nth_mutex_init(&m, &a), 0);
+    T_EQ(nth_mutex_unlock(&m), EPERM);     /* not locked */
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_lock(&m), EDEADLK);
+    T_EQ(nth_mutex_trylock(&m), EBUSY);
+    T_EQ((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
+    T_EQ(nth_mutex_unlock(&m), 0);
+    T_EQ(nth_mutex_destroy(&m), 0);
 }
 
 static void test_mutex_recursive(void **st)
@@ -129,17 +174,17 @@ static void test_mutex_recursive(void **st)
     nth_mutex_t m;
     nth_mutexattr_init(&a);
     nth_mutexattr_settype(&a, NTH_MUTEX_RECURSIVE);
-    assert_int_equal(nth_mutex_init(&m, &a), 0);
-    assert_int_equal(nth_mutex_lock(&m), 0);
-    assert_int_equal(nth_mutex_lock(&m), 0);
-    assert_int_equal(nth_mutex_trylock(&m), 0);
-    assert_int_equal((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
-    assert_int_equal((intptr_t)join(spawn(try_then_ret, &m)), EBUSY);
+    T_EQ(nth_mutex_init(&m, &a), 0);
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_trylock(&m), 0);
+    T_EQ((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &m)), EBUSY);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(nth_mutex_unlock(&m), 0);
-    assert_int_equal(nth_mutex_unlock(&m), EPERM);
-    assert_int_equal((intptr_t)join(spawn(try_then_ret, &m)), 0); /* the child exits holding it */
-    assert_int_equal(nth_mutex_destroy(&m), EBUSY);
+        T_EQ(nth_mutex_unlock(&m), 0);
+    T_EQ(nth_mutex_unlock(&m), EPERM);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &m)), 0); /* the child exits holding it */
+    T_EQ(nth_mutex_destroy(&m), EBUSY);
 }
 
 static void *hold_then_release(void *p)
@@ -157,12 +202,12 @@ static void test_mutex_timedlock(void **st)
     nth_mutex_t m = NTH_MUTEX_INITIALIZER;
     struct timespec bad = { 0, 1000000000L }, past = { 1, 0 };
     /* Free mutex: the deadline is not even looked at. */
-    assert_int_equal(nth_mutex_timedlock(&m, &past), 0);
-    assert_int_equal(nth_mutex_timedlock(&m, &bad), EINVAL);
+    T_EQ(nth_mutex_timedlock(&m, &past), 0);
+    T_EQ(nth_mutex_timedlock(&m, &bad), EINVAL);
     bad.tv_nsec = -1;
-    assert_int_equal(nth_mutex_timedlock(&m, &bad), EINVAL);
-    assert_int_equal(nth_mutex_timedlock(&m, &past), ETIMEDOUT);
-    assert_int_equal(nth_mutex_clocklock(&m, 12345, &past), EINVAL);
+    T_EQ(nth_mutex_timedlock(&m, &bad), EINVAL);
+    T_EQ(nth_mutex_timedlock(&m, &past), ETIMEDOUT);
+    T_EQ(nth_mutex_clocklock(&m, 12345, &past), EINVAL);
     nth_mutex_unlock(&m);
 
     nth_t h = spawn(hold_then_release, &m);
@@ -171,10 +216,10 @@ static void test_mutex_timedlock(void **st)
         nth_yield();
     }
     struct timespec d = in_ns(CLOCK_REALTIME, 10 * 1000 * 1000);
-    assert_int_equal(nth_mutex_timedlock(&m, &d), ETIMEDOUT);
-    assert_true(ts_passed(CLOCK_REALTIME, &d));    /* never early */
+    T_EQ(nth_mutex_timedlock(&m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));    /* never early */
     d = in_ns(CLOCK_MONOTONIC, 5ull * 1000 * 1000 * 1000);
-    assert_int_equal(nth_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0); /* gets it on release */
+    T_EQ(nth_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0); /* gets it on release */
     nth_mutex_unlock(&m);
     join(h);
 }
@@ -186,12 +231,12 @@ static void *count_worker(void *p)
 {
     nth_mutex_t *m = p;
     for (int i = 0; i < ROUNDS; i++) {
-        assert_int_equal(nth_mutex_lock(m), 0);
+        T_EQ(nth_mutex_lock(m), 0);
         long c = counter;
         if (i % 7 == 0)
             nth_yield();               /* hold it across a switch */
         counter = c + 1;
-        assert_int_equal(nth_mutex_unlock(m), 0);
+        T_EQ(nth_mutex_unlock(m), 0);
     }
     return NULL;
 }
@@ -205,7 +250,7 @@ static void *count_worker_timed(void *p)
         int e = nth_mutex_clocklock(m, CLOCK_MONOTONIC, &d);
         if (e == ETIMEDOUT)
             continue;
-        assert_int_equal(e, 0);
+        T_EQ(e, 0);
         counter++;
         got++;
         nth_mutex_unlock(m);
@@ -223,8 +268,8 @@ static void test_mutex_stress(void **st)
         t[i] = spawn(i % 4 == 3 ? count_worker_timed : count_worker, &m);
     for (int i = 0; i < STRESS_N; i++)
         join(t[i]);
-    assert_int_equal(counter, (long)STRESS_N * ROUNDS);
-    assert_int_equal(nth_mutex_destroy(&m), 0);
+    T_EQ(counter, (long)STRESS_N * ROUNDS);
+    T_EQ(nth_mutex_destroy(&m), 0);
 }
 
 /* ---- condition variable ------------------------------------------------ */
@@ -237,7 +282,7 @@ static void *cond_waiter(void *p)
     (void)p;
     nth_mutex_lock(&gm);
     while (!ready_flag)
-        assert_int_equal(nth_cond_wait(&gc, &gm), 0);
+        T_EQ(nth_cond_wait(&gc, &gm), 0);
     nth_mutex_unlock(&gm);
     return NULL;
 }
@@ -256,7 +301,7 @@ static void test_cond_broadcast(void **st)
         int e = nth_cond_destroy(&gc);
         if (e == EBUSY)
             break;
-        assert_int_equal(e, 0);
+        T_EQ(e, 0);
         nth_yield();
     }
     nth_mutex_lock(&gm);
@@ -265,7 +310,7 @@ static void test_cond_broadcast(void **st)
     nth_mutex_unlock(&gm);
     for (int i = 0; i < N; i++)
         join(t[i]);
-    assert_int_equal(nth_cond_destroy(&gc), 0);
+    T_EQ(nth_cond_destroy(&gc), 0);
 }
 
 static void test_cond_timedwait(void **st)
@@ -275,15 +320,15 @@ static void test_cond_timedwait(void **st)
     nth_mutex_t m = NTH_MUTEX_INITIALIZER;
     struct timespec bad = { 0, 1000000000L }, past = { 0, 0 };
     nth_mutex_lock(&m);
-    assert_int_equal(nth_cond_timedwait(&c, &m, &bad), EINVAL);
+    T_EQ(nth_cond_timedwait(&c, &m, &bad), EINVAL);
     uint64_t t0 = mono_ns();
-    assert_int_equal(nth_cond_timedwait(&c, &m, &past), ETIMEDOUT);
-    assert_true(mono_ns() - t0 < 1000000000u);  /* at once, not after a long wait */
-    assert_int_equal(nth_cond_clockwait(&c, &m, 999, &past), EINVAL);
+    T_EQ(nth_cond_timedwait(&c, &m, &past), ETIMEDOUT);
+    T_TRUE(mono_ns() - t0 < 1000000000u);  /* at once, not after a long wait */
+    T_EQ(nth_cond_clockwait(&c, &m, 999, &past), EINVAL);
     struct timespec d = in_ns(CLOCK_REALTIME, 5 * 1000 * 1000);
-    assert_int_equal(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
-    assert_true(ts_passed(CLOCK_REALTIME, &d));
-    assert_int_equal(nth_mutex_trylock(&m), EBUSY); /* relocked on return */
+    T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
+    T_EQ(nth_mutex_trylock(&m), EBUSY); /* relocked on return */
     nth_mutex_unlock(&m);
 
     /* Error-checking mutex not held: EPERM, and the condvar stays clean. */
@@ -292,8 +337,8 @@ static void test_cond_timedwait(void **st)
     nth_mutexattr_settype(&a, NTH_MUTEX_ERRORCHECK);
     nth_mutex_t em;
     nth_mutex_init(&em, &a);
-    assert_int_equal(nth_cond_wait(&c, &em), EPERM);
-    assert_int_equal(nth_cond_destroy(&c), 0);
+    T_EQ(nth_cond_wait(&c, &em), EPERM);
+    T_EQ(nth_cond_destroy(&c), 0);
 }
 
 static void test_cond_monotonic(void **st)
@@ -305,18 +350,18 @@ static void test_cond_monotonic(void **st)
     nth_condattr_t ca;
     nth_cond_t c;
     nth_mutex_t m = NTH_MUTEX_INITIALIZER;
-    assert_int_equal(nth_condattr_init(&ca), 0);
-    assert_int_equal(nth_condattr_setclock(&ca, CLOCK_PROCESS_CPUTIME_ID), EINVAL);
-    assert_int_equal(nth_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
+    T_EQ(nth_condattr_init(&ca), 0);
+    T_EQ(nth_condattr_setclock(&ca, CLOCK_PROCESS_CPUTIME_ID), EINVAL);
+    T_EQ(nth_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
     clockid_t ck;
     nth_condattr_getclock(&ca, &ck);
-    assert_int_equal(ck, CLOCK_MONOTONIC);
-    assert_int_equal(nth_cond_init(&c, &ca), 0);
+    T_EQ(ck, CLOCK_MONOTONIC);
+    T_EQ(nth_cond_init(&c, &ca), 0);
     nth_mutex_lock(&m);
     struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
     uint64_t t0 = mono_ns();
-    assert_int_equal(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
-    assert_true(mono_ns() - t0 >= 30 * 1000 * 1000);
+    T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(mono_ns() - t0 >= 30 * 1000 * 1000);
     nth_mutex_unlock(&m);
 }
 
@@ -340,7 +385,7 @@ static void *race_waiter(void *p)
             timed_out++;
             d = in_ns(CLOCK_MONOTONIC, 2000000000u); /* now wait for real */
         } else {
-            assert_int_equal(e, 0);
+            T_EQ(e, 0);
             woke_ok++;
         }
     }
@@ -368,8 +413,8 @@ static void test_cond_signal_vs_timeout(void **st)
         nth_mutex_unlock(&rm);
         join(w);
     }
-    assert_int_equal(tokens, 0);
-    assert_true(woke_ok <= R);
+    T_EQ(tokens, 0);
+    T_TRUE(woke_ok <= R);
     print_message("signal vs timeout: %d woken by signal, %d timeouts in %d rounds\n",
                   woke_ok, timed_out, R);
 }
@@ -388,7 +433,7 @@ static void *sem_racer(void *p)
         if (e == 0)
             __atomic_fetch_add(&sem_taken, 1, __ATOMIC_RELAXED);
         else
-            assert_int_equal(e, ETIMEDOUT);
+            T_EQ(e, ETIMEDOUT);
     }
     return NULL;
 }
@@ -416,30 +461,30 @@ static void test_sem_post_vs_timeout(void **st)
         join(t[i]);
     int v;
     nth_sem_getvalue(&rs, &v);
-    assert_int_equal(sem_taken + v, P * 100);
-    assert_int_equal(nth_sem_destroy(&rs), 0);
+    T_EQ(sem_taken + v, P * 100);
+    T_EQ(nth_sem_destroy(&rs), 0);
 }
 
 static void test_sem_errors(void **st)
 {
     (void)st;
     nth_sem_t s;
-    assert_int_equal(nth_sem_init(&s, (unsigned)NTH_SEM_VALUE_MAX + 1), EINVAL);
-    assert_int_equal(nth_sem_init(&s, 1), 0);
-    assert_int_equal(nth_sem_trywait(&s), 0);
-    assert_int_equal(nth_sem_trywait(&s), EAGAIN);
+    T_EQ(nth_sem_init(&s, (unsigned)NTH_SEM_VALUE_MAX + 1), EINVAL);
+    T_EQ(nth_sem_init(&s, 1), 0);
+    T_EQ(nth_sem_trywait(&s), 0);
+    T_EQ(nth_sem_trywait(&s), EAGAIN);
     struct timespec bad = { 0, -5 }, past = { 0, 0 };
-    assert_int_equal(nth_sem_timedwait(&s, &bad), EINVAL);
-    assert_int_equal(nth_sem_timedwait(&s, &past), ETIMEDOUT);
-    assert_int_equal(nth_sem_clockwait(&s, 77, &past), EINVAL);
+    T_EQ(nth_sem_timedwait(&s, &bad), EINVAL);
+    T_EQ(nth_sem_timedwait(&s, &past), ETIMEDOUT);
+    T_EQ(nth_sem_clockwait(&s, 77, &past), EINVAL);
     struct timespec d = in_ns(CLOCK_REALTIME, 3 * 1000 * 1000);
-    assert_int_equal(nth_sem_timedwait(&s, &d), ETIMEDOUT);
-    assert_true(ts_passed(CLOCK_REALTIME, &d));
-    assert_int_equal(nth_sem_init(&s, NTH_SEM_VALUE_MAX), 0);
-    assert_int_equal(nth_sem_post(&s), EOVERFLOW);
+    T_EQ(nth_sem_timedwait(&s, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
+    T_EQ(nth_sem_init(&s, NTH_SEM_VALUE_MAX), 0);
+    T_EQ(nth_sem_post(&s), EOVERFLOW);
     int v;
     nth_sem_getvalue(&s, &v);
-    assert_int_equal(v, NTH_SEM_VALUE_MAX);
+    T_EQ(v, NTH_SEM_VALUE_MAX);
 }
 
 /* ---- barrier ------------------------------------------------------------ */
@@ -454,11 +499,11 @@ static void *barrier_worker(void *p)
     for (int r = 0; r < BROUNDS; r++) {
         __atomic_fetch_add(&arrived[r], 1, __ATOMIC_RELAXED);
         int e = nth_barrier_wait(&gb);
-        assert_true(e == 0 || e == NTH_BARRIER_SERIAL_THREAD);
+        T_TRUE(e == 0 || e == NTH_BARRIER_SERIAL_THREAD);
         if (e)
             __atomic_fetch_add(&serials[r], 1, __ATOMIC_RELAXED);
         /* Nobody passes before everyone arrived. */
-        assert_int_equal(__atomic_load_n(&arrived[r], __ATOMIC_RELAXED), n);
+        T_EQ(__atomic_load_n(&arrived[r], __ATOMIC_RELAXED), n);
     }
     return NULL;
 }
@@ -467,8 +512,8 @@ static void test_barrier(void **st)
 {
     (void)st;
     static nth_t t[STRESS_N];
-    assert_int_equal(nth_barrier_init(&gb, 0), EINVAL);
-    assert_int_equal(nth_barrier_init(&gb, STRESS_N), 0);
+    T_EQ(nth_barrier_init(&gb, 0), EINVAL);
+    T_EQ(nth_barrier_init(&gb, STRESS_N), 0);
     memset(arrived, 0, sizeof arrived);
     memset(serials, 0, sizeof serials);
     for (int i = 0; i < STRESS_N; i++)
@@ -476,10 +521,10 @@ static void test_barrier(void **st)
     for (int i = 0; i < STRESS_N; i++)
         join(t[i]);
     for (int r = 0; r < BROUNDS; r++) {
-        assert_int_equal(arrived[r], STRESS_N);
-        assert_int_equal(serials[r], 1);
+        T_EQ(arrived[r], STRESS_N);
+        T_EQ(serials[r], 1);
     }
-    assert_int_equal(nth_barrier_destroy(&gb), 0);
+    T_EQ(nth_barrier_destroy(&gb), 0);
 }
 
 static void *barrier_one(void *p)
@@ -496,10 +541,10 @@ static void test_barrier_busy(void **st)
     nth_t t = spawn(barrier_one, &b);
     while (nth_barrier_destroy(&b) == 0)
         nth_yield();
-    assert_int_equal(nth_barrier_destroy(&b), EBUSY);
-    assert_int_equal(nth_barrier_wait(&b), NTH_BARRIER_SERIAL_THREAD);
+    T_EQ(nth_barrier_destroy(&b), EBUSY);
+    T_EQ(nth_barrier_wait(&b), NTH_BARRIER_SERIAL_THREAD);
     join(t);
-    assert_int_equal(nth_barrier_destroy(&b), 0);
+    T_EQ(nth_barrier_destroy(&b), 0);
 }
 
 /* ---- rwlock ----------------------------------------------------------------- */
@@ -514,12 +559,12 @@ static void *rw_reader(void *p)
     (void)p;
     int n = 0;
     while (!__atomic_load_n(&stop_readers, __ATOMIC_RELAXED) || n < 5) {
-        assert_int_equal(nth_rwlock_rdlock(&grw), 0);
+        T_EQ(nth_rwlock_rdlock(&grw), 0);
         long a = record.a;
         nth_yield();
-        assert_int_equal(record.b, a);       /* never half-written */
+        T_EQ(record.b, a);       /* never half-written */
         __atomic_fetch_add(&reader_turns, 1, __ATOMIC_RELAXED);
-        assert_int_equal(nth_rwlock_unlock(&grw), 0);
+        T_EQ(nth_rwlock_unlock(&grw), 0);
         n++;
     }
     return NULL;
@@ -529,11 +574,11 @@ static void *rw_writer(void *p)
 {
     (void)p;
     for (int i = 0; i < 20; i++) {
-        assert_int_equal(nth_rwlock_wrlock(&grw), 0);
+        T_EQ(nth_rwlock_wrlock(&grw), 0);
         record.a++;
         nth_yield();
         record.b++;
-        assert_int_equal(nth_rwlock_unlock(&grw), 0);
+        T_EQ(nth_rwlock_unlock(&grw), 0);
         nth_yield();
     }
     return NULL;
@@ -552,8 +597,8 @@ static void test_rwlock_stress(void **st)
     __atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < R; i++)
         join(t[i]);
-    assert_int_equal(record.a, W * 20);
-    assert_int_equal(record.b, W * 20);
+    T_EQ(record.a, W * 20);
+    T_EQ(record.b, W * 20);
 }
 
 /* A waiting writer gets in within a bounded number of reader turns: with
@@ -584,7 +629,7 @@ static void test_rwlock_writer_bounded(void **st)
     __atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < K; i++)
         join(t[i]);
-    assert_true(turns >= 0 && turns <= K);
+    T_TRUE(turns >= 0 && turns <= K);
 }
 
 static void *try_rd(void *p) { return (void *)(intptr_t)nth_rwlock_tryrdlock(p); }
@@ -602,26 +647,26 @@ static void test_rwlock_errors(void **st)
 {
     (void)st;
     nth_rwlock_t rw;
-    assert_int_equal(nth_rwlock_init(&rw, NULL), 0);
-    assert_int_equal(nth_rwlock_unlock(&rw), EPERM);
-    assert_int_equal(nth_rwlock_wrlock(&rw), 0);
-    assert_int_equal(nth_rwlock_wrlock(&rw), EDEADLK);
-    assert_int_equal(nth_rwlock_rdlock(&rw), EDEADLK);
-    assert_int_equal(nth_rwlock_destroy(&rw), EBUSY);
-    assert_int_equal((intptr_t)join(spawn(try_rd, &rw)), EBUSY);
-    assert_int_equal(nth_rwlock_unlock(&rw), 0);
-    assert_int_equal(nth_rwlock_rdlock(&rw), 0);
-    assert_int_equal((intptr_t)join(spawn(try_rd, &rw)), 0);   /* two readers now */
-    assert_int_equal((intptr_t)join(spawn(try_wr, &rw)), EBUSY);
-    assert_int_equal((intptr_t)join(spawn(timed_wr, &rw)), ETIMEDOUT);
+    T_EQ(nth_rwlock_init(&rw, NULL), 0);
+    T_EQ(nth_rwlock_unlock(&rw), EPERM);
+    T_EQ(nth_rwlock_wrlock(&rw), 0);
+    T_EQ(nth_rwlock_wrlock(&rw), EDEADLK);
+    T_EQ(nth_rwlock_rdlock(&rw), EDEADLK);
+    T_EQ(nth_rwlock_destroy(&rw), EBUSY);
+    T_EQ((intptr_t)join(spawn(try_rd, &rw)), EBUSY);
+    T_EQ(nth_rwlock_unlock(&rw), 0);
+    T_EQ(nth_rwlock_rdlock(&rw), 0);
+    T_EQ((intptr_t)join(spawn(try_rd, &rw)), 0);   /* two readers now */
+    T_EQ((intptr_t)join(spawn(try_wr, &rw)), EBUSY);
+    T_EQ((intptr_t)join(spawn(timed_wr, &rw)), ETIMEDOUT);
     /* The timed-out writer no longer blocks new readers. */
-    assert_int_equal(nth_rwlock_tryrdlock(&rw), 0);
+    T_EQ(nth_rwlock_tryrdlock(&rw), 0);
     struct timespec bad = { 0, 2000000000L };
-    assert_int_equal(nth_rwlock_timedwrlock(&rw, &bad), EINVAL);
+    T_EQ(nth_rwlock_timedwrlock(&rw, &bad), EINVAL);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(nth_rwlock_unlock(&rw), 0);
-    assert_int_equal(nth_rwlock_unlock(&rw), EPERM);
-    assert_int_equal(nth_rwlock_destroy(&rw), 0);
+        T_EQ(nth_rwlock_unlock(&rw), 0);
+    T_EQ(nth_rwlock_unlock(&rw), EPERM);
+    T_EQ(nth_rwlock_destroy(&rw), 0);
 }
 
 /* ---- once --------------------------------------------------------------- */
@@ -640,8 +685,8 @@ static void once_routine(void)
 static void *once_caller(void *p)
 {
     (void)p;
-    assert_int_equal(nth_once(&gonce, once_routine), 0);
-    assert_int_equal(__atomic_load_n(&once_done, __ATOMIC_ACQUIRE), 1);
+    T_EQ(nth_once(&gonce, once_routine), 0);
+    T_EQ(__atomic_load_n(&once_done, __ATOMIC_ACQUIRE), 1);
     return NULL;
 }
 
@@ -653,8 +698,8 @@ static void test_once(void **st)
         t[i] = spawn(once_caller, NULL);
     for (int i = 0; i < STRESS_N; i++)
         join(t[i]);
-    assert_int_equal(once_runs, 1);
-    assert_int_equal(nth_once(NULL, once_routine), EINVAL);
+    T_EQ(once_runs, 1);
+    T_EQ(nth_once(NULL, once_routine), EINVAL);
 }
 
 /* ---- keys --------------------------------------------------------------- */
@@ -664,7 +709,7 @@ static int d1_calls, d2_calls;
 
 static void d1(void *v)
 {
-    assert_non_null(v);
+    T_TRUE(v);
     d1_calls++;
     /* Set a value again: POSIX repeats the destructors for it. */
     if (d1_calls < 100)
@@ -673,51 +718,51 @@ static void d1(void *v)
 
 static void d2(void *v)
 {
-    assert_ptr_equal(v, &d2_calls);
+    T_PEQ(v, &d2_calls);
     d2_calls++;
 }
 
 static void *key_user(void *p)
 {
     (void)p;
-    assert_null(nth_getspecific(k1));
-    assert_int_equal(nth_setspecific(k1, &d1_calls), 0);
-    assert_int_equal(nth_setspecific(k2, &d2_calls), 0);
-    assert_ptr_equal(nth_getspecific(k1), &d1_calls);
+    T_TRUE(!(nth_getspecific(k1)));
+    T_EQ(nth_setspecific(k1, &d1_calls), 0);
+    T_EQ(nth_setspecific(k2, &d2_calls), 0);
+    T_PEQ(nth_getspecific(k1), &d1_calls);
     return NULL;
 }
 
 static void test_keys(void **st)
 {
     (void)st;
-    assert_int_equal(nth_key_create(&k1, d1), 0);
-    assert_int_equal(nth_key_create(&k2, d2), 0);
+    T_EQ(nth_key_create(&k1, d1), 0);
+    T_EQ(nth_key_create(&k2, d2), 0);
     d1_calls = d2_calls = 0;
     join(spawn(key_user, NULL));
-    assert_int_equal(d1_calls, NTH_DESTRUCTOR_ITERATIONS);
-    assert_int_equal(d2_calls, 1);
+    T_EQ(d1_calls, NTH_DESTRUCTOR_ITERATIONS);
+    T_EQ(d2_calls, 1);
 
     /* Values are per nano-thread. */
-    assert_int_equal(nth_setspecific(k2, &k2), 0);
+    T_EQ(nth_setspecific(k2, &k2), 0);
     join(spawn(key_user, NULL));
-    assert_ptr_equal(nth_getspecific(k2), &k2);
+    T_PEQ(nth_getspecific(k2), &k2);
 
-    assert_int_equal(nth_key_delete(k1), 0);
-    assert_int_equal(nth_key_delete(k1), EINVAL);
-    assert_int_equal(nth_setspecific(k1, &k1), EINVAL);
-    assert_int_equal(nth_key_delete(NTH_KEYS_MAX), EINVAL);
-    assert_int_equal(nth_key_delete(k2), 0);
-    assert_null(nth_getspecific(k2));   /* deleted key: its value is gone */
+    T_EQ(nth_key_delete(k1), 0);
+    T_EQ(nth_key_delete(k1), EINVAL);
+    T_EQ(nth_setspecific(k1, &k1), EINVAL);
+    T_EQ(nth_key_delete(NTH_KEYS_MAX), EINVAL);
+    T_EQ(nth_key_delete(k2), 0);
+    T_TRUE(!(nth_getspecific(k2)));   /* deleted key: its value is gone */
 
     /* Exhaust the table: EAGAIN, then everything can be deleted. */
     static nth_key_t all[NTH_KEYS_MAX];
     int n = 0, e;
     while ((e = nth_key_create(&all[n], NULL)) == 0)
         n++;
-    assert_int_equal(e, EAGAIN);
-    assert_true(n <= NTH_KEYS_MAX && n >= NTH_KEYS_MAX - 8);
+    T_EQ(e, EAGAIN);
+    T_TRUE(n <= NTH_KEYS_MAX && n >= NTH_KEYS_MAX - 8);
     for (int i = 0; i < n; i++)
-        assert_int_equal(nth_key_delete(all[i]), 0);
+        T_EQ(nth_key_delete(all[i]), 0);
 }
 
 /* ---- sleep and errno -------------------------------------------------------- */
@@ -726,15 +771,15 @@ static void test_sleep(void **st)
 {
     (void)st;
     uint64_t t0 = mono_ns();
-    assert_int_equal(nth_sleep_ns(3 * 1000 * 1000), 0);
-    assert_true(mono_ns() - t0 >= 3 * 1000 * 1000);
+    T_EQ(nth_sleep_ns(3 * 1000 * 1000), 0);
+    T_TRUE(mono_ns() - t0 >= 3 * 1000 * 1000);
     struct timespec past = { 0, 0 }, bad = { 0, 1000000000L };
-    assert_int_equal(nth_sleep_until(CLOCK_REALTIME, &past), 0);
-    assert_int_equal(nth_sleep_until(CLOCK_REALTIME, &bad), EINVAL);
-    assert_int_equal(nth_sleep_until(CLOCK_BOOTTIME + 100, &past), EINVAL);
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &past), 0);
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &bad), EINVAL);
+    T_EQ(nth_sleep_until(CLOCK_BOOTTIME + 100, &past), EINVAL);
     struct timespec d = in_ns(CLOCK_REALTIME, 2 * 1000 * 1000);
-    assert_int_equal(nth_sleep_until(CLOCK_REALTIME, &d), 0);
-    assert_true(ts_passed(CLOCK_REALTIME, &d));
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &d), 0);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
 }
 
 static void *errno_setter(void *p)
@@ -742,7 +787,7 @@ static void *errno_setter(void *p)
     for (int i = 0; i < 50; i++) {
         errno = (int)(intptr_t)p + i;
         nth_yield();
-        assert_int_equal(errno, (int)(intptr_t)p + i);
+        T_EQ(errno, (int)(intptr_t)p + i);
     }
     return NULL;
 }
@@ -755,30 +800,51 @@ static void test_errno_per_nano_thread(void **st)
     join(b);
 }
 
+static void case_test_mutex_basic(void **st) { (void)st; run_case(test_mutex_basic, 30); }
+static void case_test_mutex_errorcheck(void **st) { (void)st; run_case(test_mutex_errorcheck, 30); }
+static void case_test_mutex_recursive(void **st) { (void)st; run_case(test_mutex_recursive, 30); }
+static void case_test_mutex_timedlock(void **st) { (void)st; run_case(test_mutex_timedlock, 30); }
+static void case_test_mutex_stress(void **st) { (void)st; run_case(test_mutex_stress, 30); }
+static void case_test_cond_broadcast(void **st) { (void)st; run_case(test_cond_broadcast, 30); }
+static void case_test_cond_timedwait(void **st) { (void)st; run_case(test_cond_timedwait, 30); }
+static void case_test_cond_monotonic(void **st) { (void)st; run_case(test_cond_monotonic, 30); }
+static void case_test_cond_signal_vs_timeout(void **st) { (void)st; run_case(test_cond_signal_vs_timeout, 30); }
+static void case_test_sem_post_vs_timeout(void **st) { (void)st; run_case(test_sem_post_vs_timeout, 30); }
+static void case_test_sem_errors(void **st) { (void)st; run_case(test_sem_errors, 30); }
+static void case_test_barrier(void **st) { (void)st; run_case(test_barrier, 30); }
+static void case_test_barrier_busy(void **st) { (void)st; run_case(test_barrier_busy, 30); }
+static void case_test_rwlock_stress(void **st) { (void)st; run_case(test_rwlock_stress, 30); }
+static void case_test_rwlock_writer_bounded(void **st) { (void)st; run_case(test_rwlock_writer_bounded, 30); }
+static void case_test_rwlock_errors(void **st) { (void)st; run_case(test_rwlock_errors, 30); }
+static void case_test_once(void **st) { (void)st; run_case(test_once, 30); }
+static void case_test_keys(void **st) { (void)st; run_case(test_keys, 30); }
+static void case_test_sleep(void **st) { (void)st; run_case(test_sleep, 30); }
+static void case_test_errno_per_nano_thread(void **st) { (void)st; run_case(test_errno_per_nano_thread, 30); }
+
 int main(void)
 {
     srand(12345);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mutex_basic),
-        cmocka_unit_test(test_mutex_errorcheck),
-        cmocka_unit_test(test_mutex_recursive),
-        cmocka_unit_test(test_mutex_timedlock),
-        cmocka_unit_test(test_mutex_stress),
-        cmocka_unit_test(test_cond_broadcast),
-        cmocka_unit_test(test_cond_timedwait),
-        cmocka_unit_test(test_cond_monotonic),
-        cmocka_unit_test(test_cond_signal_vs_timeout),
-        cmocka_unit_test(test_sem_post_vs_timeout),
-        cmocka_unit_test(test_sem_errors),
-        cmocka_unit_test(test_barrier),
-        cmocka_unit_test(test_barrier_busy),
-        cmocka_unit_test(test_rwlock_stress),
-        cmocka_unit_test(test_rwlock_writer_bounded),
-        cmocka_unit_test(test_rwlock_errors),
-        cmocka_unit_test(test_once),
-        cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_sleep),
-        cmocka_unit_test(test_errno_per_nano_thread),
+        cmocka_unit_test(case_test_mutex_basic),
+        cmocka_unit_test(case_test_mutex_errorcheck),
+        cmocka_unit_test(case_test_mutex_recursive),
+        cmocka_unit_test(case_test_mutex_timedlock),
+        cmocka_unit_test(case_test_mutex_stress),
+        cmocka_unit_test(case_test_cond_broadcast),
+        cmocka_unit_test(case_test_cond_timedwait),
+        cmocka_unit_test(case_test_cond_monotonic),
+        cmocka_unit_test(case_test_cond_signal_vs_timeout),
+        cmocka_unit_test(case_test_sem_post_vs_timeout),
+        cmocka_unit_test(case_test_sem_errors),
+        cmocka_unit_test(case_test_barrier),
+        cmocka_unit_test(case_test_barrier_busy),
+        cmocka_unit_test(case_test_rwlock_stress),
+        cmocka_unit_test(case_test_rwlock_writer_bounded),
+        cmocka_unit_test(case_test_rwlock_errors),
+        cmocka_unit_test(case_test_once),
+        cmocka_unit_test(case_test_keys),
+        cmocka_unit_test(case_test_sleep),
+        cmocka_unit_test(case_test_errno_per_nano_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
