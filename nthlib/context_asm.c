@@ -15,7 +15,7 @@ void nth_ctx_make(nth_ctx_t *ctx, void *stack_lo, size_t size,
     /* After `ret` pops the trampoline address rsp must be 16-aligned, so the
      * trampoline's `call` gives entry the ABI's (rsp+8)%16 == 0; the 8 bytes
      * above the return address stay 0 (a null return address). */
-    uint64_t *f = (uint64_t *)(top - 16 - 7 * 8);
+    uint64_t *f = (uint64_t *)(top - 16 - 8 * 8);
     memset(f, 0, 9 * 8);
     uint32_t mxcsr = 0x1F80;            /* ABI defaults: all masked, nearest */
     uint16_t fpucw = 0x037F;
