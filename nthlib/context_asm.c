@@ -12,11 +12,13 @@ void nth_ctx_make(nth_ctx_t *ctx, void *stack_lo, size_t size,
 {
     uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
 #if defined(__x86_64__)
-    /* After `ret` pops the trampoline address rsp must be 16-aligned, so the
-     * trampoline's `call` gives entry the ABI's (rsp+8)%16 == 0; the 8 bytes
-     * above the return address stay 0 (a null return address). */
-    uint64_t *f = (uint64_t *)(top - 16 - 8 * 8);
-    memset(f, 0, 9 * 8);
+    /* The ABI wants rsp+8 16-aligned at a function's entry. The trampoline
+     * reaches entry with a `call`, so after the switch's `ret` pops the
+     * trampoline address rsp must be 16-aligned: the return address slot is
+     * at top-24, the popped frame (7 words) below it, and the 16 bytes above
+     * stay 0 (a null return address for the trampoline's own frame). */
+    uint64_t *f = (uint64_t *)(top - 24 - 7 * 8);
+    memset(f, 0, 10 * 8);
     uint32_t mxcsr = 0x1F80;            /* ABI defaults: all masked, nearest */
     uint16_t fpucw = 0x037F;
     memcpy(&f[0], &mxcsr, 4);

@@ -352,7 +352,12 @@ int nth_yield(void)
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     struct nth_thread *self = vp->current;
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+        nth_vp_bind(vp);
+    }
     if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
+        /* Our CPU was taken away: leave through the idle loop, which parks. */
         nth_thread_set_ready(self);
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);
         return 0;
