@@ -20,3 +20,10 @@ TESTS += tests/sync/test-sync
 tests_sync_test_sync_SOURCES = tests/sync/test_sync.c
 tests_sync_test_sync_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_sync_LDADD = $(TEST_LIBS)
+
+# Blocking system calls: pipe ping-pong on one VP.
+check_PROGRAMS += tests/sync/test-blocking
+TESTS += tests/sync/test-blocking
+tests_sync_test_blocking_SOURCES = tests/sync/test_blocking.c
+tests_sync_test_blocking_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_blocking_LDADD = $(TEST_LIBS)
