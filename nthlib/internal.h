@@ -31,6 +31,9 @@
  * EXITED plus the PERMIT bit. Every change is a CAS so nth_wait/nth_to_rq
  * racing on two VPs agree on exactly one enqueue (permit semantics after
  * LockSupport.park/unpark). */
+/* A nano-thread that yields stays RUNNING in its queue: for nth_to_rq that
+ * is the same as READY (set the permit, do not enqueue), and it saves two
+ * atomic operations per yield. */
 enum {
     NTH_ST_RUNNING = 0,   /* on a VP (or being switched away from) */
     NTH_ST_BLOCKED = 1,   /* in nth_wait, in no ready queue */
@@ -97,7 +100,7 @@ enum {
 struct nth_rq {
     struct __cds_wfcq_head head;
     nth_spinlock_t lock;
-    long n;                          /* approximate length (atomic) */
+    long n;                          /* reserved (no longer maintained) */
     char pad[NTH_CACHELINE];
     struct cds_wfcq_tail tail;
 } __attribute__((aligned(NTH_CACHELINE)));
@@ -108,7 +111,7 @@ NTH_HIDDEN struct nth_thread *nth_rq_pop(struct nth_rq *q);
 NTH_HIDDEN struct nth_thread *nth_rq_trypop(struct nth_rq *q);
 static inline int nth_rq_empty(struct nth_rq *q)
 {
-    return __atomic_load_n(&q->n, __ATOMIC_RELAXED) <= 0;
+    return cds_wfcq_empty(&q->head, &q->tail);
 }
 
 /* ---- virtual processors ----------------------------------------------- */

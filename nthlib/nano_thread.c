@@ -272,6 +272,7 @@ void nth_exit(void *ret)
         exit(0);                        /* after pthread_exit from main */
     __atomic_store_n(&t->state, NTH_ST_EXITED, __ATOMIC_RELEASE);
     int action = NTH_PS_EXITED;
+    struct nth_thread *joiner = NULL;
     uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);
     for (;;) {
         if (j == NTH_J_DETACHED) {
@@ -285,9 +286,22 @@ void nth_exit(void *ret)
         if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             if (j != NTH_J_JOINABLE && j != (uintptr_t)4)
-                nth_to_rq((nth_t)j);    /* wake the joiner */
+                joiner = (struct nth_thread *)j;
             break;
         }
+    }
+    if (joiner) {
+        /* Hand the VP straight to a joiner that already sleeps: no trip
+         * through a ready queue (the create/join fast path). Otherwise it is
+         * about to sleep, and the permit makes its nth_wait return. */
+        int s = NTH_ST_BLOCKED;
+        if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&joiner->state, &s, NTH_ST_RUNNING, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            nth_sched_switch(vp, joiner, action);
+            __builtin_unreachable();
+        }
+        nth_to_rq(joiner);
     }
     nth_sched_block(vp, action);
     __builtin_unreachable();
@@ -351,14 +365,12 @@ int nth_yield(void)
         return sched_yield() ? errno : 0;
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
-    struct nth_thread *self = vp->current;
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
         __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
         nth_vp_bind(vp);
     }
     if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
         /* Our CPU was taken away: leave through the idle loop, which parks. */
-        nth_thread_set_ready(self);
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);
         return 0;
     }
@@ -368,7 +380,6 @@ int nth_yield(void)
     if (!next)
         return 0;                        /* nothing else to run: go on */
     nth_thread_try_run(next);
-    nth_thread_set_ready(self);
     nth_sched_switch(vp, next, NTH_PS_YIELD);
     return 0;
 }

@@ -22,6 +22,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The global pool is a slow path: call liburcu's out-of-line push/pop. Its
+ * inline push forms &NULL->node (a member at offset 0) on an empty stack,
+ * which UBSan reports, while the library's own copies are not instrumented. */
+#undef cds_lfs_push
+#undef __cds_lfs_pop
+extern bool cds_lfs_push(cds_lfs_stack_ptr_t s, struct cds_lfs_node *node);
+extern struct cds_lfs_node *__cds_lfs_pop(cds_lfs_stack_ptr_t s);
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
