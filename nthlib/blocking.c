@@ -24,6 +24,10 @@
 #ifdef NTH_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
+#ifdef NTH_TSAN
+void *__tsan_get_current_fiber(void);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
 
 #define SPARE_CACHE_MAX 16
 #define SPARE_STACK (128 * 1024)
@@ -38,6 +42,7 @@ struct spare {
     const void *stack_bottom;      /* for AddressSanitizer */
     size_t stack_size;
     int cpu;                       /* OS index bound to, -1 none */
+    void *tsan_fiber;              /* the spare's own, for ThreadSanitizer */
 };
 
 static uint32_t cache_lock;
@@ -81,6 +86,9 @@ static void *spare_main(void *arg)
     struct spare *s = arg;
     tls_spare = s;
     nth_vp_self_set(&s->fake);
+#ifdef NTH_TSAN
+    s->tsan_fiber = __tsan_get_current_fiber();
+#endif
 #ifdef NTH_ASAN
     pthread_attr_t a;
     void *lo;
@@ -106,6 +114,9 @@ static void *spare_main(void *arg)
         s->fake.prev = NULL;
 #ifdef NTH_ASAN
         __sanitizer_start_switch_fiber(&s->me.asan_fake, g->asan_bottom, g->asan_size);
+#endif
+#ifdef NTH_TSAN
+        __tsan_switch_to_fiber(g->tsan_fiber, 0);
 #endif
         nth_ctx_switch(&s->me.ctx, &g->ctx);
 #ifdef NTH_ASAN
@@ -207,6 +218,9 @@ int nth_blocking_leave(void)
     int e = errno_get();
 #ifdef NTH_ASAN
     __sanitizer_start_switch_fiber(&self->asan_fake, s->stack_bottom, s->stack_size);
+#endif
+#ifdef NTH_TSAN
+    __tsan_switch_to_fiber(s->tsan_fiber, 0);
 #endif
     nth_ctx_switch(&self->ctx, &s->me.ctx);
     /* Resumed by a VP's nth_sched_switch: finish its switch as it would. */
