@@ -358,9 +358,10 @@ static void test_cond_monotonic(void **st)
     T_EQ(ck, CLOCK_MONOTONIC);
     T_EQ(nth_cond_init(&c, &ca), 0);
     nth_mutex_lock(&m);
-    struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
     uint64_t t0 = mono_ns();
+    struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
     T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_MONOTONIC, &d));
     T_TRUE(mono_ns() - t0 >= 30 * 1000 * 1000);
     nth_mutex_unlock(&m);
 }
