@@ -198,8 +198,10 @@ struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
         nth_spin_lock(&c->pop_lock);
         struct cds_lfs_node *n = __cds_lfs_pop(&c->pool);
         nth_spin_unlock(&c->pop_lock);
-        if (n)
+        if (n) {
             t = caa_container_of(n, struct nth_thread, pool_node);
+            NTH_TSAN_ACQUIRE(t);
+        }
     }
     if (!t)
         t = carve(c);
@@ -227,6 +229,7 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
         }
     }
     cds_lfs_node_init(&t->pool_node);
+    NTH_TSAN_RELEASE(t);
     cds_lfs_push(&c->pool, &t->pool_node);
 }
 
