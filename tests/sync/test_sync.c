@@ -262,7 +262,7 @@ static void test_mutex_stress(void **st)
 {
     (void)st;
     static nth_t t[STRESS_N];
-    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    static nth_mutex_t m = NTH_MUTEX_INITIALIZER;  /* static: visible to a debugger */
     counter = 0;
     for (int i = 0; i < STRESS_N; i++)
         t[i] = spawn(i % 4 == 3 ? count_worker_timed : count_worker, &m);
@@ -837,6 +837,10 @@ static void case_test_errno_per_nano_thread(void **st) { (void)st; run_case(test
 int main(void)
 {
     srand(12345);
+    /* NTH_TEST_ONLY=glob runs the matching cases only (e.g. when looping
+     * one case to chase a rare failure). */
+    if (getenv("NTH_TEST_ONLY"))
+        cmocka_set_test_filter(getenv("NTH_TEST_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(case_test_mutex_basic),
         cmocka_unit_test(case_test_mutex_errorcheck),
