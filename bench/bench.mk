@@ -65,6 +65,13 @@ bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 
+# --- sync part (issue 3): bench/micro-sync ---
+bench_programs += bench/micro-sync
+noinst_PROGRAMS += bench/micro-sync
+bench_micro_sync_SOURCES = bench/micro_sync.c
+bench_micro_sync_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -pthread
+bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

@@ -1,0 +1,50 @@
+/*
+ * sync_core.h -- what the synchronisation part needs from the runtime core,
+ * in one place.
+ *
+ * The public half (nth_self, nth_wait, nth_to_rq, nth_yield, nth_num_vps)
+ * is in nth.h. The internal half is defined by sync_glue.c on the core's
+ * hooks, or by tests/sync/mock_core.c for the tests of the objects alone.
+ * (Not weak symbols: a static link would then leave sync_glue.o out.)
+ */
+#ifndef NTH_SYNC_CORE_H
+#define NTH_SYNC_CORE_H
+
+#include "nth.h"
+#include "timer_queue.h"
+
+#define NTH_HIDDEN __attribute__((visibility("hidden")))
+
+/* Core -> sync: sync_glue.c implements these on the core's hooks. */
+
+/* The timer queue of the VP running the caller; NULL when the caller is no
+ * VP. Core keeps one per VP, calls nth__timers_poll() on it at every
+ * scheduling point and in the idle loop, bounds a park by
+ * nth_tq_next_deadline(), and nth_tq_move()s it to a running VP when the VP
+ * parks for good or loses its CPU. */
+NTH_HIDDEN struct nth_tq *nth__vp_timer_queue(void);
+
+/* The address of the calling nano-thread's `specific` pointer (NULL when
+ * the caller is no nano-thread). nth__keys_exit(slot) must run when a
+ * nano-thread ends, before its descriptor is reused. */
+NTH_HIDDEN void **nth__specific_slot(void);
+/* Make sure nth__keys_exit runs at every nano-thread exit (first key). */
+NTH_HIDDEN void nth__keys_exit_hook_install(void);
+
+/* Sync -> core (sync defines these). */
+
+/* Fire the expired alarms of q (may be NULL) and of the fallback queue. Returns the earliest remaining deadline, CLOCK_MONOTONIC
+ * ns, or UINT64_MAX. Runs on a VP's kernel thread, never switches. */
+NTH_HIDDEN uint64_t nth__timers_poll(struct nth_tq *q);
+
+/* Run the key destructors for the specific table in *slot (destructors
+ * may store values again through the same slot), free it, NULL *slot. */
+NTH_HIDDEN void nth__keys_exit(void **slot);
+
+/* The queue shared by callers that have no VP timer queue. */
+NTH_HIDDEN struct nth_tq *nth__sync_fallback_tq(void);
+
+/* The timer queue a timed wait of the caller arms its alarm on. */
+NTH_HIDDEN struct nth_tq *nth__sync_tq(void);
+
+#endif
