@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# run-compare.sh -- run each plain POSIX test program of tests/shim natively
+# and under LD_PRELOAD=libnth-pthread.so (with the default VPs, and with one
+# VP so that a blocking call that stalls its VP shows up as a hang), and
+# compare stdout and exit status. The native run must pass on its own first:
+# it is the reference.
+#
+# usage: run-compare.sh [NAME...]        (default: every program)
+# environment:
+#   top_builddir    build tree (set by `make check`)
+#   NTH_SHIM_BUILT  "yes" when the build makes libnth-pthread.so: then a
+#                   missing library is a failure, never a silent skip
+#   NTH_SHIM_LIB    the library to preload (default: the build tree's)
+set -uo pipefail
+top_builddir=${top_builddir:-$(pwd)}
+progdir=$top_builddir/tests/shim
+out=$progdir/compare-out
+mkdir -p "$out"
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals cancel blocking fork static_init)
+
+lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
+preload=
+if [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
+  if [ ! -f "$lib" ]; then
+    echo "FAIL: the build makes the shim but $lib is missing"
+    exit 1
+  fi
+  # A sanitizer build of the shim needs its runtime first in the list.
+  for rt in $(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan|tsan)\.so/ {print $3}'); do
+    preload="$preload${preload:+:}$rt"
+  done
+  preload="$preload${preload:+:}$lib"
+else
+  echo "note: libnth-pthread.so is not part of the build yet: native runs only"
+fi
+
+# run MODE NAME: run one program, leaving MODE.out, MODE.err and MODE.rc
+run() {
+  local mode=$1 name=$2 prog=$progdir/posix-$2
+  local -a env=()
+  case $mode in
+    shim) env=(LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0) ;;
+    shim-vps1) env=(LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 NTH_VPS=1) ;;
+  esac
+  (cd "$out" && env "${env[@]}" timeout -s KILL 90 "$prog" >"$name.$mode.out" 2>"$name.$mode.err")
+  echo $? >"$out/$name.$mode.rc"
+}
+
+fail=0
+for name in "${names[@]}"; do
+  if [ ! -x "$progdir/posix-$name" ]; then
+    echo "FAIL $name: $progdir/posix-$name is not built"; fail=1; continue
+  fi
+  run native "$name"
+  rc=$(cat "$out/$name.native.rc")
+  if [ "$rc" != 0 ] || [ "$(tail -n1 "$out/$name.native.out")" != "== $name: ok" ]; then
+    echo "FAIL $name (native, status $rc): the reference run itself fails"
+    sed 's/^/  | /' "$out/$name.native.out" "$out/$name.native.err" | grep -v '^  | [a-z]' | head -40
+    grep -h '^FAIL' "$out/$name.native.out" | sed 's/^/  | /'
+    fail=1; continue
+  fi
+  modes="native"
+  if [ -n "$preload" ]; then
+    for mode in shim shim-vps1; do
+      run $mode "$name"
+      src=$(cat "$out/$name.$mode.rc")
+      if [ "$src" != "$rc" ] || ! cmp -s "$out/$name.native.out" "$out/$name.$mode.out"; then
+        echo "FAIL $name ($mode): status $src (native $rc); stdout differences:"
+        diff "$out/$name.native.out" "$out/$name.$mode.out" | head -40 | sed 's/^/  | /'
+        echo "  stderr:"; head -20 "$out/$name.$mode.err" | sed 's/^/  | /'
+        fail=1; continue 2
+      fi
+      modes="$modes, $mode"
+    done
+  fi
+  echo "PASS $name ($modes)"
+done
+exit $fail
