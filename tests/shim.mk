@@ -107,3 +107,11 @@ AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUIL
 TESTS += tests/shim/run-compare.sh
 EXTRA_DIST += tests/shim/run-compare.sh
 CLEANFILES += -r tests/shim/compare-out
+
+# nthrun's test preloads this probe in place of the shim.
+check_LTLIBRARIES += tests/shim/libnthrun-probe.la
+tests_shim_libnthrun_probe_la_SOURCES = tests/shim/nthrun-probe.c
+tests_shim_libnthrun_probe_la_CFLAGS = $(WARN_CFLAGS)
+tests_shim_libnthrun_probe_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+TESTS += tests/shim/nthrun.sh
+EXTRA_DIST += tests/shim/nthrun.sh
