@@ -115,3 +115,7 @@ tests_shim_libnthrun_probe_la_CFLAGS = $(WARN_CFLAGS)
 tests_shim_libnthrun_probe_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 TESTS += tests/shim/nthrun.sh
 EXTRA_DIST += tests/shim/nthrun.sh
+
+# Unmodified Debian programs natively and under the shim.
+TESTS += tests/shim/real-programs.sh
+EXTRA_DIST += tests/shim/real-programs.sh
