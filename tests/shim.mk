@@ -119,3 +119,23 @@ EXTRA_DIST += tests/shim/nthrun.sh
 # Unmodified Debian programs natively and under the shim.
 TESTS += tests/shim/real-programs.sh
 EXTRA_DIST += tests/shim/real-programs.sh
+
+# The symbol version plan (pthread-shim/glibc-symbols.txt, gen-symver.sh,
+# libnth-pthread.map, symver.h): a stub library exporting every listed
+# version the shim's way, and a probe binary referencing each of them.
+check_LTLIBRARIES += tests/shim/libsymver-stub.la
+tests_shim_libsymver_stub_la_SOURCES = tests/shim/symver-stub.c
+tests_shim_libsymver_stub_la_CPPFLAGS = -I$(top_srcdir)/pthread-shim
+tests_shim_libsymver_stub_la_CFLAGS = $(WARN_CFLAGS)
+tests_shim_libsymver_stub_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	-Wl,--version-script=$(top_srcdir)/pthread-shim/libnth-pthread.map
+EXTRA_tests_shim_libsymver_stub_la_DEPENDENCIES = $(top_srcdir)/pthread-shim/libnth-pthread.map
+check_PROGRAMS += tests/shim/symver-probe
+tests_shim_symver_probe_SOURCES = tests/shim/symver-probe.c
+tests_shim_symver_probe_CPPFLAGS = -I$(top_srcdir)/pthread-shim
+tests_shim_symver_probe_CFLAGS = $(WARN_CFLAGS)
+tests_shim_symver_probe_LDFLAGS =
+tests_shim_symver_probe_LDADD =
+TESTS += tests/shim/symbol-binding.sh
+EXTRA_DIST += tests/shim/symbol-binding.sh pthread-shim/glibc-symbols.txt \
+	pthread-shim/gen-symver.sh pthread-shim/libnth-pthread.map pthread-shim/symver.h
