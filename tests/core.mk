@@ -1,1 +1,36 @@
-# Build fragment for tests/core: add sources, programs and tests with +=.
+# Build fragment for tests/core: unit tests of the runtime core. Each test
+# program links libnth statically (-static is libtool's "use the .a of an
+# uninstalled library") so it can reach the internal hooks.
+core_tests = tests/core/test_create_join tests/core/test_sched \
+	tests/core/test_errors tests/core/test_overflow tests/core/test_config
+check_PROGRAMS += $(core_tests)
+TESTS += $(core_tests)
+core_test_ldflags = -static
+core_test_libs = $(TEST_LIBS) -lm
+
+tests_core_test_create_join_SOURCES = tests/core/test_create_join.c tests/core/child.h
+tests_core_test_create_join_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_create_join_LDFLAGS = $(core_test_ldflags)
+tests_core_test_create_join_LDADD = $(core_test_libs)
+
+tests_core_test_sched_SOURCES = tests/core/test_sched.c tests/core/child.h
+tests_core_test_sched_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_sched_LDFLAGS = $(core_test_ldflags)
+tests_core_test_sched_LDADD = $(core_test_libs)
+
+tests_core_test_errors_SOURCES = tests/core/test_errors.c tests/core/child.h
+tests_core_test_errors_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_errors_LDFLAGS = $(core_test_ldflags)
+tests_core_test_errors_LDADD = $(core_test_libs)
+
+tests_core_test_overflow_SOURCES = tests/core/test_overflow.c tests/core/child.h
+tests_core_test_overflow_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_overflow_LDFLAGS = $(core_test_ldflags)
+tests_core_test_overflow_LDADD = $(core_test_libs)
+
+tests_core_test_config_SOURCES = tests/core/test_config.c tests/core/child.h
+tests_core_test_config_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_config_LDFLAGS = $(core_test_ldflags)
+tests_core_test_config_LDADD = $(core_test_libs)
+
+EXTRA_DIST += tests/core/fixtures

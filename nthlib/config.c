@@ -1,0 +1,149 @@
+/*
+ * config.c -- settings: built-in defaults, the NTH_* environment variables,
+ * and range checks. A bad variable is named on stderr in one line with the
+ * values it accepts, and its setting keeps the default (a typo in the
+ * environment should not take a job down).
+ */
+#include "internal.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACK_DEFAULT ((size_t)64 * 1024)
+#define STACK_MAX ((size_t)1 << 30)
+#define VPS_MAX 4096u
+#define SPIN_MAX 1000000u          /* 1 s */
+
+void nth_config_default(nth_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->vps = 0;
+    cfg->bind = 1;
+    cfg->stack_size = STACK_DEFAULT;
+    cfg->spin_us = 50;
+    cfg->stall_us = 0;
+    cfg->cpumgr = NULL;
+    cfg->trace = NULL;
+    cfg->trace_buffer = (size_t)1 << 20;
+}
+
+int nth_parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s)
+        return EINVAL;
+    char *end;
+    errno = 0;
+    if (*s == '-' || *s == '+')
+        return EINVAL;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno)
+        return EINVAL;
+    unsigned long long mul = 1;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': mul = 1ull << 10; end++; break;
+    case 'm': case 'M': mul = 1ull << 20; end++; break;
+    case 'g': case 'G': mul = 1ull << 30; end++; break;
+    default: return EINVAL;
+    }
+    if (*end == 'i' && mul > 1)            /* KiB, MiB, GiB */
+        end++;
+    if ((*end == 'b' || *end == 'B') && mul > 1)
+        end++;
+    if (*end)
+        return EINVAL;
+    if (v > SIZE_MAX / mul)
+        return EINVAL;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || errno || v < lo || v > hi)
+        return EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static void bad(const char *var, const char *val, const char *accepted)
+{
+    fprintf(stderr, "nthlib: %s='%s' is not valid; accepted values: %s\n", var, val, accepted);
+}
+
+int nth_config_from_env(nth_config_t *cfg)
+{
+    int r = 0;
+    const char *v;
+    nth_config_default(cfg);
+    if ((v = getenv("NTH_VPS")) && *v) {
+        if (parse_uint(v, 0, VPS_MAX, &cfg->vps)) {
+            bad("NTH_VPS", v, "an integer 1..4096, or 0 for one per allowed CPU");
+            cfg->vps = 0;
+            r = EINVAL;
+        }
+    }
+    if ((v = getenv("NTH_BIND")) && *v) {
+        if (!strcmp(v, "none"))
+            cfg->bind = 0;
+        else if (!strcmp(v, "cpu"))
+            cfg->bind = 1;
+        else {
+            bad("NTH_BIND", v, "cpu (bind each VP to its CPU, the default) or none");
+            r = EINVAL;
+        }
+    }
+    if ((v = getenv("NTH_STACK_SIZE")) && *v) {
+        size_t sz;
+        if (nth_parse_size(v, &sz) || sz < NTH_STACK_MIN || sz > STACK_MAX) {
+            bad("NTH_STACK_SIZE", v, "bytes 16384..1073741824, optionally with a K, M or G suffix (16K..1G)");
+            r = EINVAL;
+        } else {
+            cfg->stack_size = sz;
+        }
+    }
+    if ((v = getenv("NTH_SPIN_US")) && *v) {
+        if (parse_uint(v, 0, SPIN_MAX, &cfg->spin_us)) {
+            bad("NTH_SPIN_US", v, "microseconds 0..1000000");
+            cfg->spin_us = 50;
+            r = EINVAL;
+        }
+    }
+    if ((v = getenv("NTH_STALL_US")) && *v) {
+        if (parse_uint(v, 0, UINT_MAX, &cfg->stall_us)) {
+            bad("NTH_STALL_US", v, "microseconds, 0 = off");
+            cfg->stall_us = 0;
+            r = EINVAL;
+        }
+    }
+    if ((v = getenv("NTH_CPUMGR")) && *v)
+        cfg->cpumgr = v;
+    if ((v = getenv("NTH_TRACE")) && *v)
+        cfg->trace = v;
+    if ((v = getenv("NTH_TRACE_BUFFER")) && *v) {
+        size_t sz;
+        if (nth_parse_size(v, &sz) || sz < 4096 || sz > STACK_MAX) {
+            bad("NTH_TRACE_BUFFER", v, "bytes 4096..1073741824, optionally with a K, M or G suffix");
+            r = EINVAL;
+        } else {
+            cfg->trace_buffer = sz;
+        }
+    }
+    return r;
+}
+
+int nth_config_check(const nth_config_t *cfg)
+{
+    if (!cfg || cfg->vps > VPS_MAX || (cfg->bind != 0 && cfg->bind != 1) ||
+        cfg->stack_size < NTH_STACK_MIN || cfg->stack_size > STACK_MAX ||
+        cfg->spin_us > SPIN_MAX)
+        return EINVAL;
+    return 0;
+}

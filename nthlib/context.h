@@ -1,0 +1,43 @@
+/*
+ * context.h -- the machine context switch between nano-threads.
+ *
+ * nth_ctx_switch(from, to) saves the callee-saved registers, the stack
+ * pointer and the floating-point control state (MXCSR and x87 control word
+ * on x86-64, FPCR on aarch64) of the caller in *from and resumes *to. Only
+ * callee-saved state is kept because a switch is always a C function call
+ * (cooperative scheduling: DESIGN invariant 1); caller-saved registers are
+ * already dead. The FP control state is kept because the ABI says it is
+ * "callee-saved" too (a nano-thread that sets a rounding mode must not see it
+ * change under it, nor impose it on others).
+ *
+ * nth_ctx_make() prepares a context that, when switched to, calls
+ * entry(arg) on a 16-byte aligned stack, from a trampoline whose return
+ * address is null and whose CFI marks the return address undefined, so
+ * debuggers and unwinders stop there. entry must never return.
+ *
+ * Selected at configure time: context_x86_64.S, context_aarch64.S, or the
+ * portable context_ucontext.c (NTH_CTX_UCONTEXT).
+ */
+#ifndef NTH_CONTEXT_H
+#define NTH_CONTEXT_H
+
+#include "config.h"
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef NTH_CTX_UCONTEXT
+#include <ucontext.h>
+#endif
+
+typedef struct nth_ctx {
+    void *sp;                 /* saved stack pointer (assembly switch) */
+#ifdef NTH_CTX_UCONTEXT
+    ucontext_t uc;
+#endif
+} nth_ctx_t;
+
+void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to);
+void nth_ctx_make(nth_ctx_t *ctx, void *stack_lo, size_t size,
+                  void (*entry)(void *), void *arg);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * context_aarch64.S -- context switch for aarch64 (AAPCS64).
+ * Frame on the old stack (176 bytes, 16-aligned), low to high:
+ *   x19..x30 (96), d8..d15 (64), fpcr (8), pad (8)
+ * nth_ctx_make() in context_asm.c builds the same frame for a new context.
+ */
+    .text
+
+/* void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to)  x0 = &from->sp, x1 = &to->sp */
+    .globl nth_ctx_switch
+    .hidden nth_ctx_switch
+    .type nth_ctx_switch, %function
+    .p2align 4
+nth_ctx_switch:
+    .cfi_startproc
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mrs x9, fpcr
+    str x9, [sp, #160]
+    mov x9, sp
+    str x9, [x0]
+    ldr x9, [x1]
+    mov sp, x9
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    ldr x9, [sp, #160]
+    msr fpcr, x9
+    add sp, sp, #176
+    ret
+    .cfi_endproc
+    .size nth_ctx_switch, .-nth_ctx_switch
+
+/* First code run by a new context: x19 = arg, x20 = entry. */
+    .globl nth_ctx_trampoline
+    .hidden nth_ctx_trampoline
+    .type nth_ctx_trampoline, %function
+    .p2align 4
+nth_ctx_trampoline:
+    .cfi_startproc
+    .cfi_undefined x30
+    mov x29, #0
+    mov x0, x19
+    blr x20
+    brk #0
+    .cfi_endproc
+    .size nth_ctx_trampoline, .-nth_ctx_trampoline
+
+    .section .note.GNU-stack,"",%progbits

@@ -1,0 +1,63 @@
+/*
+ * context_x86_64.S -- context switch for x86-64 (System V ABI).
+ * Frame pushed on the old stack, low to high:
+ *   [mxcsr:4 x87cw:2 pad:2] r15 r14 r13 r12 rbx rbp <return address>
+ * nth_ctx_make() in context_asm.c builds the same frame for a new context.
+ */
+    .text
+
+/* void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to)  rdi = &from->sp, rsi = &to->sp */
+    .globl nth_ctx_switch
+    .hidden nth_ctx_switch
+    .type nth_ctx_switch, @function
+    .p2align 4
+nth_ctx_switch:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_adjust_cfa_offset 8
+    pushq %rbx
+    .cfi_adjust_cfa_offset 8
+    pushq %r12
+    .cfi_adjust_cfa_offset 8
+    pushq %r13
+    .cfi_adjust_cfa_offset 8
+    pushq %r14
+    .cfi_adjust_cfa_offset 8
+    pushq %r15
+    .cfi_adjust_cfa_offset 8
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq (%rsi), %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .cfi_endproc
+    .size nth_ctx_switch, .-nth_ctx_switch
+
+/* First code run by a new context: r12 = arg, r13 = entry. The return
+ * address is undefined so unwinders stop here. */
+    .globl nth_ctx_trampoline
+    .hidden nth_ctx_trampoline
+    .type nth_ctx_trampoline, @function
+    .p2align 4
+nth_ctx_trampoline:
+    .cfi_startproc
+    .cfi_undefined rip
+    xorl %ebp, %ebp
+    movq %r12, %rdi
+    call *%r13
+    ud2
+    .cfi_endproc
+    .size nth_ctx_trampoline, .-nth_ctx_trampoline
+
+    .section .note.GNU-stack,"",@progbits

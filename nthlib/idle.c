@@ -1,0 +1,106 @@
+/*
+ * idle.c -- the idle loop of a VP: spin NTH_SPIN_US looking for work, then
+ * park on the VP's futex (DESIGN invariant 3: an idle application burns no
+ * CPU). Runs in the VP's idle context (its own small stack), never on a
+ * nano-thread's stack: a blocked nano-thread may be resumed by another VP
+ * as soon as it is switched out, so nobody may linger on its stack.
+ *
+ * Lost wake-ups are avoided Dekker-style: the parker clears its futex word,
+ * publishes itself in nparked, then re-checks every queue; an enqueuer
+ * publishes its node, then reads nparked (nth_sched_enqueue). A disabled VP
+ * (its CPU taken away) hands its ready nano-threads to the global queue and
+ * parks until nth_vps_set_allowed() gives it a CPU again.
+ */
+#include "internal.h"
+#include <time.h>
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void nth_vp_drain_local(struct nth_vp *vp)
+{
+    struct nth_thread *t;
+    while ((t = nth_rq_pop(&vp->rq)) != NULL)
+        nth_sched_enqueue(NULL, t);
+}
+
+static int any_work(struct nth_vp *vp)
+{
+    if (!cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
+        !cds_wfcq_empty(&nth_rt.grq.head, &nth_rt.grq.tail))
+        return 1;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_rq *q = &nth_rt.vps[i]->rq;
+        if (!cds_wfcq_empty(&q->head, &q->tail))
+            return 1;
+    }
+    return 0;
+}
+
+static void park(struct nth_vp *vp, int was_spinning)
+{
+    __atomic_store_n(&vp->park_word, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&vp->parked, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
+    if (was_spinning)
+        __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    int disabled = __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE);
+    if (disabled || !any_work(vp)) {
+        int64_t timeout = -1;
+        nth_idle_timeout_fn f = __atomic_load_n(&nth_idle_timeout, __ATOMIC_ACQUIRE);
+        if (f && !disabled)
+            timeout = f(vp);
+        if (timeout != 0)
+            nth_futex_wait(&vp->park_word, 0, timeout);
+    }
+    __atomic_store_n(&vp->parked, 0, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
+}
+
+void nth_idle_loop(struct nth_vp *vp)
+{
+    for (;;) {
+        if (__atomic_load_n(&vp->rebind, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+            nth_vp_bind(vp);
+        }
+        if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            nth_vp_drain_local(vp);
+            park(vp, 0);
+            continue;
+        }
+        nth_sched_point(vp, NTH_SP_IDLE);
+        struct nth_thread *t = nth_sched_pick(vp);
+        if (t) {
+            nth_sched_switch(vp, t, NTH_PS_NONE);
+            continue;
+        }
+        __atomic_fetch_add(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
+        int64_t until = now_ns() + nth_rt.spin_ns;
+        do {
+            nth_cpu_relax();
+            if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+                break;
+            t = nth_sched_pick(vp);
+        } while (!t && now_ns() < until);
+        if (t) {
+            __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
+            nth_sched_switch(vp, t, NTH_PS_NONE);
+            continue;
+        }
+        park(vp, 1);
+    }
+}
+
+/* Entry of an idle context that has its own stack (VP 0's). */
+void nth_idle_entry(void *arg)
+{
+    struct nth_vp *vp = arg;
+    nth_ctx_first_run(vp);
+    nth_idle_loop(vp);
+}

@@ -1,0 +1,100 @@
+/*
+ * init.c -- starting the runtime, explicitly (nth_init) or lazily on the
+ * first nthlib call. The starting kernel thread becomes VP 0 and the code
+ * that called becomes a nano-thread (main's, id 1) that keeps running on the
+ * process stack; returning from main or calling exit() ends the process as
+ * usual, whatever the other VPs are doing.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef NTH_TSAN
+void *__tsan_get_current_fiber(void);
+#endif
+
+struct nth_runtime nth_rt;
+struct nth_thread nth_main_thread;
+
+static int start(const nth_config_t *cfg)
+{
+    nth_rt.cfg = *cfg;
+    nth_rt.spin_ns = (int64_t)cfg->spin_us * 1000;
+    nth_rt.next_id = 2;
+    nth_rt.live = 1;
+    nth_rq_init(&nth_rt.grq);
+
+    struct nth_thread *m = &nth_main_thread;
+    m->magic = NTH_MAGIC_LIVE;
+    m->state = NTH_ST_RUNNING;
+    m->on_cpu = 1;
+    m->jstate = NTH_J_JOINABLE;
+    m->id = 1;
+    m->home_vp = NTH_VP_ANY;
+    m->flags = NTH_TF_MAIN;
+    strcpy(m->name, "main");
+#ifdef NTH_TSAN
+    m->tsan_fiber = __tsan_get_current_fiber();
+#endif
+    int r = nth_overflow_install();
+    if (r)
+        return r;
+    r = nth_vps_start(cfg);
+    if (r)
+        return r;
+    __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int nth_init(const nth_config_t *cfg)
+{
+    nth_config_t c;
+    if (cfg) {
+        c = *cfg;
+    } else {
+        nth_config_from_env(&c);   /* bad variables: told on stderr, default kept */
+    }
+    if (nth_config_check(&c))
+        return EINVAL;
+    int zero = 0;
+    if (!__atomic_compare_exchange_n(&nth_rt.starting, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return EBUSY;
+    int r = start(&c);
+    if (r)
+        __atomic_store_n(&nth_rt.starting, 0, __ATOMIC_RELEASE);
+    return r;
+}
+
+void nth_ensure_started(void)
+{
+    if (__builtin_expect(nth_started(), 1))
+        return;
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&nth_rt.starting, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        nth_config_t c;
+        nth_config_from_env(&c);
+        if (start(&c) != 0) {
+            /* Lazy start has no caller to tell: say it once and stop, since
+             * every API call from here on would have no runtime under it. */
+            fprintf(stderr, "nthlib: cannot start the runtime (out of memory or kernel threads)\n");
+            abort();
+        }
+        return;
+    }
+    while (!nth_started())
+        nth_cpu_relax();
+}
+
+int nth_num_vps(void)
+{
+    nth_ensure_started();
+    return nth_rt.nvps;
+}
+
+int nth_vp_id(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    return vp ? vp->id : -1;
+}

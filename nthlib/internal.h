@@ -1,0 +1,304 @@
+/*
+ * internal.h -- declarations shared by the parts of nthlib (not installed).
+ *
+ * Stability: other parts (sync, timers, cpumgr client, tracing, shim) build on
+ * these declarations. Add to them; do not rename or remove.
+ */
+#ifndef NTH_INTERNAL_H
+#define NTH_INTERNAL_H
+
+#ifndef _LGPL_SOURCE
+#define _LGPL_SOURCE
+#endif
+#include "config.h"
+#include <hwloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <urcu/compiler.h>
+#include <urcu/lfstack.h>
+#include <urcu/wfcqueue.h>
+
+#include "nth.h"
+#include "context.h"
+#include "futex_lock.h"
+
+#define NTH_HIDDEN __attribute__((visibility("hidden")))
+#define NTH_CACHELINE 64
+
+/* ---- nano-thread descriptor ------------------------------------------ */
+
+/* Scheduling state word (nth_thread.state): one of RUNNING/BLOCKED/READY/
+ * EXITED plus the PERMIT bit. Every change is a CAS so nth_wait/nth_to_rq
+ * racing on two VPs agree on exactly one enqueue (permit semantics after
+ * LockSupport.park/unpark). */
+enum {
+    NTH_ST_RUNNING = 0,   /* on a VP (or being switched away from) */
+    NTH_ST_BLOCKED = 1,   /* in nth_wait, in no ready queue */
+    NTH_ST_READY = 2,     /* in exactly one ready queue */
+    NTH_ST_EXITED = 3,    /* finished; waits to be joined or freed */
+    NTH_ST_MASK = 3,
+    NTH_ST_PERMIT = 4,    /* an nth_to_rq came before the nth_wait */
+};
+
+/* nth_thread.jstate: join/detach coordination; otherwise the joiner's
+ * descriptor pointer (aligned, so low bits are free). */
+#define NTH_J_JOINABLE ((uintptr_t)0)
+#define NTH_J_DETACHED ((uintptr_t)1)
+#define NTH_J_EXITED ((uintptr_t)2)
+#define NTH_J_REAPED ((uintptr_t)3)   /* joined or freed: handle is stale */
+
+#define NTH_MAGIC_LIVE 0x6e74686c6976653aULL  /* "nthlive:" */
+#define NTH_MAGIC_FREE 0x6e746866726565ULL
+
+struct nth_vp;
+struct nth_stack_class;
+
+struct nth_thread {
+    nth_ctx_t ctx;                  /* first: the switch saves sp here */
+    uint64_t magic;
+    int state;                      /* NTH_ST_* | NTH_ST_PERMIT (atomic) */
+    int on_cpu;                     /* 1 until its context is fully saved */
+    struct cds_wfcq_node rq_node;   /* link in one ready queue */
+    uintptr_t jstate;               /* NTH_J_* or joiner (atomic) */
+    void *(*fn)(void *);
+    void *arg;
+    void *result;
+    uint64_t id;                    /* never reused; main = 1 */
+    struct nth_vp *vp;              /* VP it last ran on */
+    int home_vp;                    /* NTH_VP_ANY or the VP it was created for */
+    unsigned flags;                 /* NTH_TF_* */
+    char *stack_lo;                 /* lowest usable byte (above the guard) */
+    size_t stack_size;              /* usable bytes below the descriptor */
+    struct nth_stack_class *cls;    /* size class of its stack unit */
+    struct nth_thread *next_free;   /* link in a per-VP cache */
+    struct cds_lfs_node pool_node;  /* link in the global pool */
+    char name[NTH_NAME_MAX];
+    /* Reserved for other parts. */
+    void *specific;                 /* thread-specific data (sync/keys) */
+    void *trace;                    /* tracing state */
+    void *user[4];                  /* spare slots for later parts */
+    /* Tooling. */
+    void *asan_fake;
+    const void *asan_bottom;
+    size_t asan_size;
+    void *tsan_fiber;
+    unsigned vg_stack_id;
+};
+
+enum {
+    NTH_TF_MAIN = 1,   /* main's nano-thread, on the process stack */
+    NTH_TF_IDLE = 2,   /* a VP's idle context, never a user handle */
+};
+
+/* ---- ready queues ------------------------------------------------------ */
+
+/* A ready queue: liburcu wait-free enqueue (any thread), dequeue serialised
+ * by our own spin lock (owner and stealers), never a pthread mutex. */
+struct nth_rq {
+    struct __cds_wfcq_head head;
+    nth_spinlock_t lock;
+    long n;                          /* approximate length (atomic) */
+    char pad[NTH_CACHELINE];
+    struct cds_wfcq_tail tail;
+} __attribute__((aligned(NTH_CACHELINE)));
+
+NTH_HIDDEN void nth_rq_init(struct nth_rq *q);
+NTH_HIDDEN void nth_rq_push(struct nth_rq *q, struct nth_thread *t);
+NTH_HIDDEN struct nth_thread *nth_rq_pop(struct nth_rq *q);
+NTH_HIDDEN struct nth_thread *nth_rq_trypop(struct nth_rq *q);
+static inline int nth_rq_empty(struct nth_rq *q)
+{
+    return __atomic_load_n(&q->n, __ATOMIC_RELAXED) <= 0;
+}
+
+/* ---- virtual processors ----------------------------------------------- */
+
+#define NTH_CACHE_SLOTS 4
+
+struct nth_unit_cache {
+    struct nth_stack_class *cls;
+    struct nth_thread *head;
+    int n;
+};
+
+struct nth_vp {
+    struct nth_rq rq;                 /* local ready queue */
+    int id;
+    int cpu;                          /* OS index of its PU, -1 unbound */
+    struct nth_thread *current;       /* running nano-thread (or &idle) */
+    struct nth_thread *prev;          /* for the post-switch hook */
+    int prev_action;                  /* NTH_PS_* */
+    struct nth_thread idle;           /* the idle/scheduler context */
+    int *steal_order;                 /* other VPs, nearest first */
+    int nsteal;
+    int park_word;                    /* futex: 0 parked/ing, 1 woken */
+    int parked;                       /* 1 while in the kernel (atomic) */
+    int disabled;                     /* CPU taken away (nth_vps_set_allowed) */
+    int rebind;                       /* rebind to cpu at next idle loop */
+    pthread_t kthread;
+    void *altstack;                   /* SIGSEGV alternate stack */
+    void *timerq;                     /* reserved: the per-VP timer queue */
+    void *trace;                      /* reserved: the per-VP trace buffer */
+    void *cpumgr;                     /* reserved: cpumgr client state */
+    uint64_t nstarted;                /* nano-threads first run here (stats) */
+    uint64_t nswitch;                 /* context switches (stats) */
+    struct nth_unit_cache cache[NTH_CACHE_SLOTS];
+} __attribute__((aligned(NTH_CACHELINE)));
+
+/* Post-switch actions, run on the new stack by whoever runs next. */
+enum {
+    NTH_PS_NONE = 0,
+    NTH_PS_YIELD,      /* enqueue prev on this VP's local queue */
+    NTH_PS_GLOBAL,     /* enqueue prev on the global queue (VP disabled) */
+    NTH_PS_FREE,       /* release prev's stack (detached exit) */
+    NTH_PS_EXITED,     /* prev exited joinable: only clear on_cpu */
+};
+
+/* ---- the runtime ------------------------------------------------------- */
+
+struct nth_runtime {
+    int started;                      /* 1 when running (acquire) */
+    int starting;
+    nth_config_t cfg;
+    int nvps;
+    struct nth_vp **vps;
+    struct nth_rq grq;                /* global ready queue */
+    hwloc_topology_t topo;            /* restricted to the allowed CPUs */
+    int npus;
+    int nspinning;                    /* VPs in the idle spin (atomic) */
+    int nparked;                      /* VPs parked in the kernel (atomic) */
+    uint64_t next_id;                 /* atomic */
+    long live;                        /* live nano-threads incl. main (atomic) */
+    int main_exited;                  /* main called nth_exit */
+    int64_t spin_ns;
+    nth_futex_lock_t vps_lock;        /* serialises nth_vps_set_allowed */
+    pthread_attr_t vp_attr;
+};
+
+NTH_HIDDEN extern struct nth_runtime nth_rt;
+NTH_HIDDEN extern struct nth_thread nth_main_thread;
+
+/* The VP of the calling kernel thread, NULL if it is none. Deliberately not
+ * inline: a nano-thread can resume on another kernel thread, and the compiler
+ * would otherwise reuse a thread-pointer-based address computed before a
+ * switch. Call it again after anything that may switch. */
+NTH_HIDDEN struct nth_vp *nth_vp_self(void);
+NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
+
+/* Start the runtime if it is not running (cheap when it is). */
+NTH_HIDDEN void nth_ensure_started(void);
+static inline int nth_started(void)
+{
+    return __atomic_load_n(&nth_rt.started, __ATOMIC_ACQUIRE);
+}
+
+/* ---- scheduler (sched.c) ---------------------------------------------- */
+
+/* Make t (READY) runnable on vp's local queue, or the global queue when vp
+ * is NULL or disabled; unpark a VP if none is spinning. */
+NTH_HIDDEN void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t);
+/* Switch from the running nano-thread to the next ready one (or the idle
+ * context); action is done by the post-switch hook. */
+NTH_HIDDEN void nth_sched_block(struct nth_vp *vp, int action);
+NTH_HIDDEN struct nth_thread *nth_sched_pick(struct nth_vp *vp);
+NTH_HIDDEN void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action);
+NTH_HIDDEN void nth_post_switch(struct nth_vp *vp);
+NTH_HIDDEN void nth_thread_entry(void *desc);
+/* First code of a fresh context: tool annotations, then the post-switch hook. */
+NTH_HIDDEN void nth_ctx_first_run(struct nth_vp *vp);
+NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
+NTH_HIDDEN int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj_t *pus);
+NTH_HIDDEN void nth_idle_loop(struct nth_vp *vp) __attribute__((noreturn));
+NTH_HIDDEN void nth_idle_entry(void *vp);
+NTH_HIDDEN void nth_wake_one(struct nth_vp *prefer);
+NTH_HIDDEN void nth_vp_drain_local(struct nth_vp *vp);
+NTH_HIDDEN int nth_thread_try_run(struct nth_thread *t);
+NTH_HIDDEN void nth_thread_set_ready(struct nth_thread *t);
+
+/* Sanitizer/valgrind annotations around a switch (sched.c). */
+NTH_HIDDEN void nth_tool_thread_created(struct nth_thread *t);
+NTH_HIDDEN void nth_tool_thread_freed(struct nth_thread *t);
+
+/* ---- stacks and descriptors (stack.c) --------------------------------- */
+
+NTH_HIDDEN struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size);
+NTH_HIDDEN void nth_unit_free(struct nth_vp *vp, struct nth_thread *t);
+/* t if it is a live nano-thread descriptor, NULL otherwise; never
+ * dereferences memory outside the registered slabs. */
+NTH_HIDDEN struct nth_thread *nth_desc_check(const void *t);
+/* The descriptor whose guard page holds addr, or NULL (signal-safe). */
+NTH_HIDDEN struct nth_thread *nth_guard_owner(const void *addr);
+NTH_HIDDEN size_t nth_page_size(void);
+NTH_HIDDEN int nth_guard_uses_madvise(void);
+
+/* ---- configuration (config.c), cgroup (cgroup.c) ---------------------- */
+
+NTH_HIDDEN int nth_config_check(const nth_config_t *cfg);
+/* Parse a byte size: digits with an optional k/K/m/M/g/G suffix. 0 or EINVAL. */
+NTH_HIDDEN int nth_parse_size(const char *s, size_t *out);
+/* CPU cap from cgroup v2 cpu.max along the cgroup path of proc_cgroup (the
+ * contents of /proc/self/cgroup as a file path) under the mount point root:
+ * the tightest ceil(quota/period) of the path's cgroups, 0 when none caps. */
+NTH_HIDDEN int nth_cgroup_cpu_cap(const char *proc_cgroup, const char *root);
+/* Parse one cpu.max line ("max 100000", "50000 100000"). Returns the cap in
+ * CPUs (rounded up), 0 for "max", -1 if malformed. */
+NTH_HIDDEN int nth_cgroup_parse_cpu_max(const char *line);
+
+/* ---- VPs (vp.c), overflow (overflow.c) -------------------------------- */
+
+NTH_HIDDEN int nth_vps_start(const nth_config_t *cfg);
+NTH_HIDDEN void nth_vp_bind(struct nth_vp *vp);
+NTH_HIDDEN int nth_overflow_install(void);
+NTH_HIDDEN int nth_overflow_vp_altstack(struct nth_vp *vp);
+
+/* ---- hooks for the other parts ----------------------------------------- */
+
+/* (1) Scheduling-point hooks: called on the running VP at every scheduling
+ * point (yield, wait, exit) and at each turn of the idle loop, where = one of
+ * NTH_SP_*. Keep them short and non-blocking; they may enqueue (nth_to_rq).
+ * Registration: up to NTH_HOOKS_MAX; 0, ENOSPC, or EINVAL (NULL). Thread-safe. */
+#define NTH_HOOKS_MAX 8
+enum { NTH_SP_YIELD = 1, NTH_SP_WAIT, NTH_SP_EXIT, NTH_SP_IDLE };
+typedef void (*nth_sched_hook_fn)(struct nth_vp *vp, int where);
+NTH_HIDDEN int nth_sched_hook_add(nth_sched_hook_fn fn);
+NTH_HIDDEN int nth_sched_hook_remove(nth_sched_hook_fn fn);
+NTH_HIDDEN extern int nth_nsched_hooks;
+NTH_HIDDEN void nth_run_sched_hooks(struct nth_vp *vp, int where);
+static inline void nth_sched_point(struct nth_vp *vp, int where)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_nsched_hooks, __ATOMIC_RELAXED) != 0, 0))
+        nth_run_sched_hooks(vp, where);
+}
+
+/* (2) Restrict the VPs to cpus (OS indexes): a VP whose CPU is not in the
+ * set parks at its next scheduling point after moving its ready nano-threads
+ * to the global queue; parked VPs are rebound to newly allowed CPUs without
+ * a VP and unparked. No nano-thread is lost or run twice (DESIGN invariant 2).
+ * Returns 0, or EINVAL if cpus has no CPU of the topology. Thread-safe. */
+NTH_HIDDEN int nth_vps_set_allowed(hwloc_const_bitmap_t cpus);
+
+/* (3) Idle-park timeout: the timer queue tells the idle loop how long it may
+ * sleep: fn returns ns until vp's earliest deadline, or -1 for none. The idle
+ * loop parks no longer than that and then runs its scheduling-point hooks. */
+typedef int64_t (*nth_idle_timeout_fn)(struct nth_vp *vp);
+NTH_HIDDEN void nth_idle_timeout_set(nth_idle_timeout_fn fn);
+NTH_HIDDEN extern nth_idle_timeout_fn nth_idle_timeout;
+
+/* Exit hooks: run by a nano-thread at exit (in nth_exit or after its function
+ * returns) before its joiner is woken; key destructors register here.
+ * Up to NTH_HOOKS_MAX; 0, ENOSPC, EINVAL. Thread-safe. */
+typedef void (*nth_exit_hook_fn)(struct nth_thread *t);
+NTH_HIDDEN int nth_exit_hook_add(nth_exit_hook_fn fn);
+
+/* (4) VP hand-off for blocking system calls (DESIGN invariant 4), designed
+ * but not implemented yet: the kernel thread of vp, about to block, would
+ * publish vp in a hand-off slot and unpark a spare kernel thread that adopts
+ * it (sets its TLS VP, runs vp's idle loop on its own stack); on return, the
+ * caller enqueues its nano-thread on the global queue and becomes the spare.
+ * Returns ENOSYS for now. */
+NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
+
+/* The VP's stats for tests. */
+NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * nano_thread.c -- nano-thread life cycle: create, join, detach, exit, and
+ * the two blocking primitives every later construct is built on, nth_wait
+ * and nth_to_rq.
+ *
+ * Join/detach/exit agree through one CAS word (jstate) so that exactly one of
+ * the joiner, the detacher or the exiting thread releases the stack, and a
+ * released descriptor turns stale (magic) so later calls on its handle return
+ * ESRCH instead of touching a reused unit by accident.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+static nth_exit_hook_fn exit_hooks[NTH_HOOKS_MAX];
+static nth_futex_lock_t exit_hooks_lock = NTH_FUTEX_LOCK_INIT;
+
+int nth_exit_hook_add(nth_exit_hook_fn fn)
+{
+    if (!fn)
+        return EINVAL;
+    int r = ENOSPC;
+    nth_futex_lock(&exit_hooks_lock);
+    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+        if (!exit_hooks[i]) {
+            __atomic_store_n(&exit_hooks[i], fn, __ATOMIC_RELEASE);
+            r = 0;
+            break;
+        }
+    }
+    nth_futex_unlock(&exit_hooks_lock);
+    return r;
+}
+
+/* ---- attributes --------------------------------------------------------- */
+
+#define STACK_MAX ((size_t)1 << 30)
+
+int nth_attr_init(nth_attr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    memset(attr, 0, sizeof(*attr));
+    attr->vp = NTH_VP_ANY;
+    return 0;
+}
+
+int nth_attr_setstacksize(nth_attr_t *attr, size_t bytes)
+{
+    if (!attr || bytes < NTH_STACK_MIN || bytes > STACK_MAX)
+        return EINVAL;
+    attr->stack_size = bytes;
+    return 0;
+}
+
+int nth_attr_getstacksize(const nth_attr_t *attr, size_t *bytes)
+{
+    if (!attr || !bytes)
+        return EINVAL;
+    *bytes = attr->stack_size;
+    return 0;
+}
+
+int nth_attr_setdetached(nth_attr_t *attr, int detached)
+{
+    if (!attr || (detached != 0 && detached != 1))
+        return EINVAL;
+    attr->detached = detached;
+    return 0;
+}
+
+int nth_attr_getdetached(const nth_attr_t *attr, int *detached)
+{
+    if (!attr || !detached)
+        return EINVAL;
+    *detached = attr->detached;
+    return 0;
+}
+
+int nth_attr_setvp(nth_attr_t *attr, int vp)
+{
+    if (!attr || (vp != NTH_VP_ANY && vp < 0))
+        return EINVAL;
+    attr->vp = vp;
+    return 0;
+}
+
+int nth_attr_getvp(const nth_attr_t *attr, int *vp)
+{
+    if (!attr || !vp)
+        return EINVAL;
+    *vp = attr->vp;
+    return 0;
+}
+
+int nth_attr_setname(nth_attr_t *attr, const char *name)
+{
+    if (!attr || !name)
+        return EINVAL;
+    strncpy(attr->name, name, NTH_NAME_MAX - 1);
+    attr->name[NTH_NAME_MAX - 1] = '\0';
+    return 0;
+}
+
+static int attr_check(const nth_attr_t *a)
+{
+    if (a->stack_size && (a->stack_size < NTH_STACK_MIN || a->stack_size > STACK_MAX))
+        return EINVAL;
+    if (a->detached != 0 && a->detached != 1)
+        return EINVAL;
+    if (a->vp != NTH_VP_ANY && (a->vp < 0 || a->vp >= nth_rt.nvps))
+        return EINVAL;
+    if (memchr(a->name, '\0', NTH_NAME_MAX) == NULL)
+        return EINVAL;
+    return 0;
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    if (!out || !fn)
+        return EINVAL;
+    nth_ensure_started();
+    if (attr && attr_check(attr))
+        return EINVAL;
+    struct nth_vp *vp = nth_vp_self();
+    size_t size = attr && attr->stack_size ? attr->stack_size : nth_rt.cfg.stack_size;
+    struct nth_thread *t = nth_unit_alloc(vp, size);
+    if (!t)
+        return EAGAIN;
+    t->state = NTH_ST_READY;
+    t->on_cpu = 0;
+    t->jstate = attr && attr->detached ? NTH_J_DETACHED : NTH_J_JOINABLE;
+    t->fn = fn;
+    t->arg = arg;
+    t->result = NULL;
+    t->id = __atomic_fetch_add(&nth_rt.next_id, 1, __ATOMIC_RELAXED);
+    t->vp = NULL;
+    t->home_vp = attr ? attr->vp : NTH_VP_ANY;
+    t->flags = 0;
+    if (attr)
+        memcpy(t->name, attr->name, NTH_NAME_MAX);
+    else
+        t->name[0] = '\0';
+    t->specific = NULL;
+    t->trace = NULL;
+    memset(t->user, 0, sizeof(t->user));
+    nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
+    nth_tool_thread_created(t);
+    __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->magic, NTH_MAGIC_LIVE, __ATOMIC_RELEASE);
+    *out = t;
+    struct nth_vp *target = attr && attr->vp != NTH_VP_ANY ? nth_rt.vps[attr->vp] : vp;
+    nth_sched_enqueue(target, t);
+    return 0;
+}
+
+/* ---- release ------------------------------------------------------------ */
+
+/* Free an exited nano-thread once its context is saved; the caller won the
+ * jstate CAS to NTH_J_REAPED. */
+static void reap(struct nth_thread *t)
+{
+    while (__atomic_load_n(&t->on_cpu, __ATOMIC_ACQUIRE))
+        nth_cpu_relax();
+    if (t->flags & NTH_TF_MAIN) {
+        __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
+        return;
+    }
+    nth_tool_thread_freed(t);
+    nth_unit_free(nth_vp_self(), t);
+}
+
+int nth_join(nth_t th, void **ret)
+{
+    nth_ensure_started();
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t)
+        return ESRCH;
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *self = vp ? vp->current : NULL;
+    if (t == self)
+        return EDEADLK;
+    uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (j == NTH_J_DETACHED)
+            return EINVAL;
+        if (j == NTH_J_REAPED)
+            return ESRCH;
+        if (j == NTH_J_EXITED) {
+            if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_REAPED, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                break;
+            continue;
+        }
+        if (j != NTH_J_JOINABLE)
+            return EINVAL;              /* another nano-thread joins it */
+        uintptr_t me = self ? (uintptr_t)self : (uintptr_t)4;
+        if (!__atomic_compare_exchange_n(&t->jstate, &j, me, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        /* Registered: sleep until the exit sets EXITED (nth_wait may return
+         * early on a stale permit, so re-check). */
+        while ((j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE)) != NTH_J_EXITED) {
+            if (self)
+                nth_wait();
+            else
+                sched_yield();          /* a kernel thread that is no VP */
+        }
+        __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
+        break;
+    }
+    if (ret)
+        *ret = t->result;
+    reap(t);
+    return 0;
+}
+
+int nth_detach(nth_t th)
+{
+    nth_ensure_started();
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t)
+        return ESRCH;
+    uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (j == NTH_J_JOINABLE) {
+            if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_DETACHED, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return 0;
+        } else if (j == NTH_J_EXITED) {
+            if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_REAPED, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                reap(t);
+                return 0;
+            }
+        } else if (j == NTH_J_REAPED) {
+            return ESRCH;
+        } else {
+            return EINVAL;              /* detached, or being joined */
+        }
+    }
+}
+
+/* ---- exit --------------------------------------------------------------- */
+
+void nth_exit(void *ret)
+{
+    nth_ensure_started();
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp) {
+        /* A kernel thread that is no VP has no nano-thread to end. */
+        pthread_exit(ret);
+    }
+    struct nth_thread *t = vp->current;
+    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+        nth_exit_hook_fn f = __atomic_load_n(&exit_hooks[i], __ATOMIC_ACQUIRE);
+        if (f)
+            f(t);
+    }
+    vp = nth_vp_self();                 /* hooks may have switched */
+    nth_sched_point(vp, NTH_SP_EXIT);
+    vp = nth_vp_self();
+    t->result = ret;
+    if (t->flags & NTH_TF_MAIN)
+        __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_sub_fetch(&nth_rt.live, 1, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_load_n(&nth_rt.main_exited, __ATOMIC_SEQ_CST))
+        exit(0);                        /* after pthread_exit from main */
+    __atomic_store_n(&t->state, NTH_ST_EXITED, __ATOMIC_RELEASE);
+    int action = NTH_PS_EXITED;
+    uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (j == NTH_J_DETACHED) {
+            if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_REAPED, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                action = NTH_PS_FREE;
+                break;
+            }
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            if (j != NTH_J_JOINABLE && j != (uintptr_t)4)
+                nth_to_rq((nth_t)j);    /* wake the joiner */
+            break;
+        }
+    }
+    nth_sched_block(vp, action);
+    __builtin_unreachable();
+}
+
+/* ---- blocking ----------------------------------------------------------- */
+
+void nth_wait(void)
+{
+    nth_ensure_started();
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp)
+        return;                          /* no nano-thread to block */
+    struct nth_thread *self = vp->current;
+    nth_sched_point(vp, NTH_SP_WAIT);
+    vp = nth_vp_self();
+    int s = __atomic_load_n(&self->state, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (s & NTH_ST_PERMIT) {
+            if (__atomic_compare_exchange_n(&self->state, &s, s & ~NTH_ST_PERMIT, 1,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return;
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&self->state, &s, NTH_ST_BLOCKED, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    nth_sched_block(vp, NTH_PS_NONE);
+}
+
+int nth_to_rq(nth_t th)
+{
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t)
+        return ESRCH;
+    int s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+    for (;;) {
+        int st = s & NTH_ST_MASK;
+        if (st == NTH_ST_BLOCKED) {
+            if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_READY, 1,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                nth_sched_enqueue(nth_vp_self(), t);
+                return 0;
+            }
+            continue;
+        }
+        if (st == NTH_ST_EXITED || (s & NTH_ST_PERMIT))
+            return 0;
+        if (__atomic_compare_exchange_n(&t->state, &s, s | NTH_ST_PERMIT, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return 0;
+    }
+}
+
+int nth_yield(void)
+{
+    nth_ensure_started();
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp)
+        return sched_yield() ? errno : 0;
+    nth_sched_point(vp, NTH_SP_YIELD);
+    vp = nth_vp_self();
+    struct nth_thread *self = vp->current;
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+        nth_vp_bind(vp);
+    }
+    if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
+        /* Our CPU was taken away: leave through the idle loop, which parks. */
+        nth_thread_set_ready(self);
+        nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);
+        return 0;
+    }
+    struct nth_thread *next = nth_rq_pop(&vp->rq);
+    if (!next)
+        next = nth_rq_pop(&nth_rt.grq);
+    if (!next)
+        return 0;                        /* nothing else to run: go on */
+    nth_thread_try_run(next);
+    nth_thread_set_ready(self);
+    nth_sched_switch(vp, next, NTH_PS_YIELD);
+    return 0;
+}
+
+/* ---- identity ----------------------------------------------------------- */
+
+nth_t nth_self(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (__builtin_expect(!vp, 0)) {
+        nth_ensure_started();
+        vp = nth_vp_self();
+        if (!vp)
+            return NULL;                 /* a kernel thread that is no VP */
+    }
+    return vp->current;
+}
+
+int nth_equal(nth_t a, nth_t b)
+{
+    return a == b;
+}
+
+uint64_t nth_id(nth_t th)
+{
+    struct nth_thread *t = nth_desc_check(th);
+    return t ? t->id : 0;
+}
+
+int nth_getname(nth_t th, char *buf, size_t len)
+{
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t)
+        return ESRCH;
+    if (!buf)
+        return EINVAL;
+    size_t n = strnlen(t->name, NTH_NAME_MAX);
+    if (len < n + 1)
+        return ERANGE;
+    memcpy(buf, t->name, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+int nth_setname(nth_t th, const char *name)
+{
+    if (!name)
+        return EINVAL;
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t)
+        return ESRCH;
+    strncpy(t->name, name, NTH_NAME_MAX - 1);
+    t->name[NTH_NAME_MAX - 1] = '\0';
+    return 0;
+}

@@ -1,0 +1,334 @@
+/*
+ * sched.c -- the switch path: pick the next nano-thread, switch to it
+ * directly (one switch per yield), and run the deferred actions of the
+ * previous one in the post-switch hook, on the new stack.
+ *
+ * Why a post-switch hook: until nth_ctx_switch() has saved the previous
+ * nano-thread's registers, no other VP may resume it, and its stack may not
+ * be released. So "enqueue me" (yield) and "free me" (detached exit) are done
+ * by whoever runs next, and every switched-out descriptor carries an on_cpu
+ * flag that the next context clears (store-release); a VP that picks a
+ * nano-thread whose flag is still set waits for it (rare: only when an
+ * nth_to_rq from another VP races with the switch-out of an nth_wait).
+ */
+#include "internal.h"
+#include <errno.h>
+#include <stdlib.h>
+
+#ifdef NTH_ASAN
+#include <sanitizer/common_interface_defs.h>
+#include <sanitizer/asan_interface.h>
+#endif
+#ifdef NTH_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+#include <valgrind/valgrind.h>
+#endif
+
+static __thread struct nth_vp *tls_vp __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline)) struct nth_vp *nth_vp_self(void)
+{
+    __asm__ __volatile__("" ::: "memory");
+    return tls_vp;
+}
+
+void nth_vp_self_set(struct nth_vp *vp)
+{
+    tls_vp = vp;
+}
+
+/* errno lives in the kernel thread's TLS and __errno_location() is declared
+ * const, so the compiler may reuse its address across a switch; these
+ * out-of-line helpers recompute it on the kernel thread we run on now. */
+static __attribute__((noinline)) int errno_get(void)
+{
+    __asm__ __volatile__("" ::: "memory");
+    return errno;
+}
+
+static __attribute__((noinline)) void errno_set(int e)
+{
+    __asm__ __volatile__("" ::: "memory");
+    errno = e;
+}
+
+/* ---- tooling ------------------------------------------------------------ */
+
+void nth_tool_thread_created(struct nth_thread *t)
+{
+    t->asan_fake = NULL;
+    t->asan_bottom = t->stack_lo;
+    t->asan_size = t->stack_size;
+#ifdef NTH_ASAN
+    /* A reused stack may still carry a previous owner's poisoning. */
+    __asan_unpoison_memory_region(t->stack_lo, t->stack_size);
+#endif
+#ifdef NTH_TSAN
+    t->tsan_fiber = __tsan_create_fiber(0);
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    t->vg_stack_id = VALGRIND_STACK_REGISTER(t->stack_lo, (char *)t->stack_lo + t->stack_size);
+#endif
+}
+
+void nth_tool_thread_freed(struct nth_thread *t)
+{
+    (void)t;
+#ifdef NTH_TSAN
+    if (t->tsan_fiber)
+        __tsan_destroy_fiber(t->tsan_fiber);
+    t->tsan_fiber = NULL;
+#endif
+#ifdef HAVE_VALGRIND_VALGRIND_H
+    VALGRIND_STACK_DEREGISTER(t->vg_stack_id);
+#endif
+}
+
+static inline void tool_before(struct nth_thread *self, struct nth_thread *next, int dying)
+{
+    (void)self; (void)next; (void)dying;
+#ifdef NTH_ASAN
+    __sanitizer_start_switch_fiber(dying ? NULL : &self->asan_fake,
+                                   next->asan_bottom, next->asan_size);
+#endif
+#ifdef NTH_TSAN
+    __tsan_switch_to_fiber(next->tsan_fiber, 0);
+#endif
+}
+
+static inline void tool_after(struct nth_thread *self, struct nth_vp *vp)
+{
+    (void)self; (void)vp;
+#ifdef NTH_ASAN
+    const void *b; size_t s;
+    __sanitizer_finish_switch_fiber(self ? self->asan_fake : NULL, &b, &s);
+    struct nth_thread *p = vp->prev;
+    /* Stacks we did not allocate (main's, a VP's own) learn their bounds here. */
+    if (p && !p->asan_bottom) {
+        p->asan_bottom = b;
+        p->asan_size = s;
+    }
+#endif
+}
+
+/* ---- state transitions -------------------------------------------------- */
+
+/* READY(|PERMIT) -> RUNNING(|PERMIT), by the one VP that dequeued t. */
+int nth_thread_try_run(struct nth_thread *t)
+{
+    int s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+    for (;;) {
+        int n = (s & NTH_ST_PERMIT) | NTH_ST_RUNNING;
+        if (__atomic_compare_exchange_n(&t->state, &s, n, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return 1;
+    }
+}
+
+/* RUNNING(|PERMIT) -> READY(|PERMIT), by the running thread itself. */
+void nth_thread_set_ready(struct nth_thread *t)
+{
+    int s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+    for (;;) {
+        int n = (s & NTH_ST_PERMIT) | NTH_ST_READY;
+        if (__atomic_compare_exchange_n(&t->state, &s, n, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+/* ---- enqueue and wake-up ----------------------------------------------- */
+
+void nth_wake_one(struct nth_vp *prefer)
+{
+    int n = nth_rt.nvps;
+    int start = prefer ? prefer->id : 0;
+    for (int i = 0; i < n; i++) {
+        struct nth_vp *v = nth_rt.vps[(start + i) % n];
+        if (!__atomic_load_n(&v->parked, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&v->disabled, __ATOMIC_RELAXED))
+            continue;
+        int zero = 0;
+        if (__atomic_compare_exchange_n(&v->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            nth_futex_wake(&v->park_word, 1);
+            return;
+        }
+    }
+}
+
+void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
+{
+    struct nth_rq *q = (vp && !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+                           ? &vp->rq : &nth_rt.grq;
+    nth_rq_push(q, t);
+    /* Dekker with the idle loop: it publishes nparked, then re-checks the
+     * queues; we publish the node, then read nparked. One of us sees the other. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
+        __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
+        nth_wake_one(vp);
+}
+
+/* ---- picking ------------------------------------------------------------ */
+
+NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
+
+struct nth_thread *nth_sched_pick(struct nth_vp *vp)
+{
+    struct nth_thread *t = nth_rq_pop(&vp->rq);
+    if (!t)
+        t = nth_rq_pop(&nth_rt.grq);
+    if (!t)
+        t = nth_steal(vp);
+    if (t)
+        nth_thread_try_run(t);
+    return t;
+}
+
+/* ---- switching ---------------------------------------------------------- */
+
+void nth_post_switch(struct nth_vp *vp)
+{
+    struct nth_thread *p = vp->prev;
+    if (!p)
+        return;
+    vp->prev = NULL;
+    switch (vp->prev_action) {
+    case NTH_PS_YIELD:
+        __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+        nth_sched_enqueue(vp, p);
+        break;
+    case NTH_PS_GLOBAL:
+        __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+        nth_sched_enqueue(NULL, p);
+        break;
+    case NTH_PS_FREE:
+        p->on_cpu = 0;
+        if (!(p->flags & NTH_TF_MAIN)) {
+            nth_tool_thread_freed(p);
+            nth_unit_free(vp, p);
+        }
+        break;
+    default:
+        __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+        break;
+    }
+}
+
+void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
+{
+    struct nth_thread *self = vp->current;
+    while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
+        nth_cpu_relax();
+    next->on_cpu = 1;
+    next->vp = vp;
+    vp->prev = self;
+    vp->prev_action = action;
+    vp->current = next;
+    vp->nswitch++;
+    int e = errno_get();
+    tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
+    nth_ctx_switch(&self->ctx, &next->ctx);
+    /* Resumed, possibly on another VP's kernel thread. */
+    vp = nth_vp_self();
+    tool_after(self, vp);
+    errno_set(e);
+    nth_post_switch(vp);
+}
+
+void nth_sched_block(struct nth_vp *vp, int action)
+{
+    struct nth_thread *next = NULL;
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+        nth_vp_bind(vp);
+    }
+    if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+        next = nth_sched_pick(vp);
+    if (next == vp->current)
+        return;              /* woken before we left: just go on */
+    if (!next)
+        next = &vp->idle;
+    nth_sched_switch(vp, next, action);
+}
+
+void nth_ctx_first_run(struct nth_vp *vp)
+{
+    tool_after(NULL, vp);
+    nth_post_switch(vp);
+}
+
+/* First code of every nano-thread, called by the context trampoline. */
+void nth_thread_entry(void *desc)
+{
+    struct nth_thread *t = desc;
+    struct nth_vp *vp = nth_vp_self();
+    nth_ctx_first_run(vp);
+    vp->nstarted++;
+    nth_exit(t->fn(t->arg));
+}
+
+/* ---- scheduling-point hooks --------------------------------------------- */
+
+int nth_nsched_hooks;
+static nth_sched_hook_fn sched_hooks[NTH_HOOKS_MAX];
+static nth_futex_lock_t hooks_lock = NTH_FUTEX_LOCK_INIT;
+
+void nth_run_sched_hooks(struct nth_vp *vp, int where)
+{
+    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+        nth_sched_hook_fn f = __atomic_load_n(&sched_hooks[i], __ATOMIC_ACQUIRE);
+        if (f)
+            f(vp, where);
+    }
+}
+
+int nth_sched_hook_add(nth_sched_hook_fn fn)
+{
+    if (!fn)
+        return EINVAL;
+    int r = ENOSPC;
+    nth_futex_lock(&hooks_lock);
+    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+        if (!sched_hooks[i]) {
+            __atomic_store_n(&sched_hooks[i], fn, __ATOMIC_RELEASE);
+            __atomic_fetch_add(&nth_nsched_hooks, 1, __ATOMIC_RELEASE);
+            r = 0;
+            break;
+        }
+    }
+    nth_futex_unlock(&hooks_lock);
+    return r;
+}
+
+int nth_sched_hook_remove(nth_sched_hook_fn fn)
+{
+    int r = ESRCH;
+    nth_futex_lock(&hooks_lock);
+    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+        if (sched_hooks[i] == fn) {
+            __atomic_store_n(&sched_hooks[i], NULL, __ATOMIC_RELEASE);
+            __atomic_fetch_sub(&nth_nsched_hooks, 1, __ATOMIC_RELEASE);
+            r = 0;
+            break;
+        }
+    }
+    nth_futex_unlock(&hooks_lock);
+    return r;
+}
+
+nth_idle_timeout_fn nth_idle_timeout;
+
+void nth_idle_timeout_set(nth_idle_timeout_fn fn)
+{
+    __atomic_store_n(&nth_idle_timeout, fn, __ATOMIC_RELEASE);
+}
+
+int nth_vp_handoff(struct nth_vp *vp)
+{
+    (void)vp;
+    return ENOSYS;
+}

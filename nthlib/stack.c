@@ -1,0 +1,265 @@
+/*
+ * stack.c -- nano-thread stacks and descriptors, carved from large slabs.
+ *
+ * A unit is [guard page][stack ........ descriptor]: the descriptor sits at
+ * the top of its own stack, so creating a nano-thread touches one page. Units
+ * come from slabs of a few MiB mapped with one mmap each; the guard page of
+ * each unit is a Linux 6.13+ guard region (madvise MADV_GUARD_INSTALL), which
+ * does not split the mapping, so 100 000 stacks stay a few hundred VMAs under
+ * vm.max_map_count. Older kernels get mprotect(PROT_NONE): two VMAs per unit.
+ *
+ * Freed units go to a per-VP cache per size class (no atomics: only the
+ * owner VP touches it, and a nano-thread is never switched inside these
+ * calls), overflowing to a global pool per class, a liburcu lock-free stack
+ * (cds_lfs: push is lock-free; pop is serialised by our spin lock against
+ * ABA). Memory is never returned to the OS: that is what lets
+ * nth_desc_check() validate a handle against the slab registry without
+ * touching wild memory.
+ */
+#include "internal.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+#define SLAB_BYTES (4u << 20)       /* a slab holds about this much */
+#define SLAB_MIN_UNITS 4
+#define MAX_SLABS (1 << 16)
+#define MAX_CLASSES 16
+#define CACHE_MAX 64                /* units per VP cache slot */
+#define DESC_SIZE ((sizeof(struct nth_thread) + 63) & ~(size_t)63)
+
+struct nth_stack_class {
+    size_t stack_size;              /* requested bytes, rounded to pages */
+    size_t unit;                    /* guard + stack */
+    struct __cds_lfs_stack pool;
+    nth_spinlock_t pop_lock;
+    nth_futex_lock_t grow_lock;
+    int slab;                       /* slab being carved, -1 none */
+    size_t bump;                    /* next unit index in it */
+};
+
+struct slab {
+    char *base;                     /* NULL until published */
+    size_t len;
+    size_t unit;
+    struct nth_stack_class *cls;
+};
+
+static struct nth_stack_class classes[MAX_CLASSES];
+static int nclasses;
+static nth_futex_lock_t classes_lock = NTH_FUTEX_LOCK_INIT;
+static struct slab slabs[MAX_SLABS];
+static int nslabs;
+static int guard_mode;              /* 0 unknown, 1 madvise, 2 mprotect */
+static size_t pagesz;
+
+size_t nth_page_size(void)
+{
+    if (!pagesz)
+        pagesz = (size_t)sysconf(_SC_PAGESIZE);
+    return pagesz;
+}
+
+int nth_guard_uses_madvise(void)
+{
+    return guard_mode == 1;
+}
+
+static struct nth_stack_class *class_for(size_t stack_size)
+{
+    size_t pg = nth_page_size();
+    size_t sz = (stack_size + pg - 1) & ~(pg - 1);
+    int n = __atomic_load_n(&nclasses, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (classes[i].stack_size == sz)
+            return &classes[i];
+    nth_futex_lock(&classes_lock);
+    struct nth_stack_class *c = NULL;
+    for (int i = 0; i < nclasses; i++)
+        if (classes[i].stack_size == sz)
+            c = &classes[i];
+    if (!c && nclasses < MAX_CLASSES) {
+        c = &classes[nclasses];
+        c->stack_size = sz;
+        c->unit = sz + pg;
+        __cds_lfs_init(&c->pool);
+        c->pop_lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
+        c->grow_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+        c->slab = -1;
+        __atomic_store_n(&nclasses, nclasses + 1, __ATOMIC_RELEASE);
+    }
+    nth_futex_unlock(&classes_lock);
+    return c;
+}
+
+static int guard_install(char *p, size_t len)
+{
+    if (guard_mode != 2) {
+        if (madvise(p, len, MADV_GUARD_INSTALL) == 0) {
+            guard_mode = 1;
+            return 0;
+        }
+        if (guard_mode == 1)
+            return -1;
+        guard_mode = 2;  /* kernel older than 6.13: fall back for good */
+    }
+    return mprotect(p, len, PROT_NONE);
+}
+
+/* Map a new slab for c; called with c->grow_lock held. */
+static int slab_new(struct nth_stack_class *c)
+{
+    size_t units = SLAB_BYTES / c->unit;
+    if (units < SLAB_MIN_UNITS)
+        units = SLAB_MIN_UNITS;
+    int idx = __atomic_load_n(&nslabs, __ATOMIC_RELAXED);
+    if (idx >= MAX_SLABS)
+        return EAGAIN;
+    size_t len = units * c->unit;
+    char *base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED)
+        return EAGAIN;
+    for (size_t i = 0; i < units; i++) {
+        if (guard_install(base + i * c->unit, nth_page_size()) != 0) {
+            munmap(base, len);
+            return EAGAIN;
+        }
+    }
+    idx = __atomic_fetch_add(&nslabs, 1, __ATOMIC_RELAXED);
+    if (idx >= MAX_SLABS) {
+        munmap(base, len);
+        return EAGAIN;
+    }
+    slabs[idx].len = len;
+    slabs[idx].unit = c->unit;
+    slabs[idx].cls = c;
+    __atomic_store_n(&slabs[idx].base, base, __ATOMIC_RELEASE);
+    c->slab = idx;
+    c->bump = 0;
+    return 0;
+}
+
+static struct nth_thread *desc_of_unit(char *unit_base, struct nth_stack_class *c)
+{
+    return (struct nth_thread *)(unit_base + c->unit - DESC_SIZE);
+}
+
+static struct nth_thread *carve(struct nth_stack_class *c)
+{
+    struct nth_thread *t = NULL;
+    nth_futex_lock(&c->grow_lock);
+    if (c->slab < 0 || c->bump * c->unit >= slabs[c->slab].len) {
+        if (slab_new(c) != 0)
+            goto out;
+    }
+    struct slab *s = &slabs[c->slab];
+    t = desc_of_unit(s->base + c->bump * c->unit, c);
+    c->bump++;
+    t->cls = c;
+    t->stack_lo = (char *)t + DESC_SIZE - c->unit + nth_page_size();
+    t->stack_size = (size_t)((char *)t - t->stack_lo);
+out:
+    nth_futex_unlock(&c->grow_lock);
+    return t;
+}
+
+struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
+{
+    struct nth_stack_class *c = class_for(stack_size);
+    if (!c)
+        return NULL;
+    struct nth_thread *t = NULL;
+    if (vp) {
+        for (int i = 0; i < NTH_CACHE_SLOTS; i++) {
+            struct nth_unit_cache *uc = &vp->cache[i];
+            if (uc->cls == c && uc->head) {
+                t = uc->head;
+                uc->head = t->next_free;
+                uc->n--;
+                break;
+            }
+        }
+    }
+    if (!t && !cds_lfs_empty(&c->pool)) {
+        nth_spin_lock(&c->pop_lock);
+        struct cds_lfs_node *n = __cds_lfs_pop(&c->pool);
+        nth_spin_unlock(&c->pop_lock);
+        if (n)
+            t = caa_container_of(n, struct nth_thread, pool_node);
+    }
+    if (!t)
+        t = carve(c);
+    return t;
+}
+
+void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
+{
+    struct nth_stack_class *c = t->cls;
+    __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
+    if (vp) {
+        struct nth_unit_cache *slot = NULL;
+        for (int i = 0; i < NTH_CACHE_SLOTS; i++) {
+            if (vp->cache[i].cls == c) { slot = &vp->cache[i]; break; }
+            if (!slot && !vp->cache[i].cls)
+                slot = &vp->cache[i];
+        }
+        if (slot && slot->cls != c && slot->cls == NULL)
+            slot->cls = c;
+        if (slot && slot->cls == c && slot->n < CACHE_MAX) {
+            t->next_free = slot->head;
+            slot->head = t;
+            slot->n++;
+            return;
+        }
+    }
+    cds_lfs_node_init(&t->pool_node);
+    cds_lfs_push(&c->pool, &t->pool_node);
+}
+
+static struct slab *slab_of(uintptr_t a)
+{
+    int n = __atomic_load_n(&nslabs, __ATOMIC_ACQUIRE);
+    if (n > MAX_SLABS)
+        n = MAX_SLABS;
+    for (int i = n - 1; i >= 0; i--) {
+        char *b = __atomic_load_n(&slabs[i].base, __ATOMIC_ACQUIRE);
+        if (b && a >= (uintptr_t)b && a < (uintptr_t)b + slabs[i].len)
+            return &slabs[i];
+    }
+    return NULL;
+}
+
+struct nth_thread *nth_desc_check(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (!p)
+        return NULL;
+    if (p == &nth_main_thread)
+        return &nth_main_thread;
+    struct slab *s = slab_of(a);
+    if (!s || (a - (uintptr_t)s->base) % s->unit != s->unit - DESC_SIZE)
+        return NULL;
+    struct nth_thread *t = (struct nth_thread *)p;
+    if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != NTH_MAGIC_LIVE)
+        return NULL;
+    return t;
+}
+
+struct nth_thread *nth_guard_owner(const void *addr)
+{
+    uintptr_t a = (uintptr_t)addr;
+    struct slab *s = slab_of(a);
+    if (!s)
+        return NULL;
+    size_t off = (a - (uintptr_t)s->base) % s->unit;
+    if (off >= nth_page_size())
+        return NULL;
+    uintptr_t unit = a - off;
+    return (struct nth_thread *)(unit + s->unit - DESC_SIZE);
+}

@@ -1,0 +1,81 @@
+/*
+ * steal.c -- work stealing, nearest victim first.
+ *
+ * Each VP keeps a precomputed list of the other VPs sorted by topological
+ * distance from its PU: the deeper the common hwloc ancestor, the nearer
+ * (same core, then same cache, then same NUMA node, then the rest), ties
+ * broken by VP index rotated from the thief so thieves spread over victims.
+ * Stealing takes the oldest ready nano-thread of the victim with a trylock:
+ * a busy victim is skipped, never waited for.
+ */
+#include "internal.h"
+#include <stdlib.h>
+
+struct victim {
+    int vp;
+    int depth;
+    int rot;
+};
+
+static int victim_cmp(const void *a, const void *b)
+{
+    const struct victim *x = a, *y = b;
+    if (x->depth != y->depth)
+        return y->depth - x->depth;
+    return x->rot - y->rot;
+}
+
+/* pus[i]: the PU object of VP i (NULL when unknown). Returns 0 or ENOMEM. */
+NTH_HIDDEN int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj_t *pus);
+
+int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj_t *pus)
+{
+    struct victim *v = calloc(n > 1 ? (size_t)n : 1, sizeof(*v));
+    if (!v)
+        return ENOMEM;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int j = 0; j < n; j++) {
+            if (j == i)
+                continue;
+            int depth = 0;
+            if (pus[i] && pus[j]) {
+                hwloc_obj_t a = pus[i] == pus[j] ? pus[i]
+                                : hwloc_get_common_ancestor_obj(topo, pus[i], pus[j]);
+                depth = a ? a->depth + 1 : 0;
+            }
+            v[k].vp = j;
+            v[k].depth = depth;
+            v[k].rot = (j - i + n) % n;
+            k++;
+        }
+        qsort(v, (size_t)k, sizeof(*v), victim_cmp);
+        free(vps[i]->steal_order);
+        vps[i]->steal_order = malloc((size_t)(k > 0 ? k : 1) * sizeof(int));
+        if (!vps[i]->steal_order) {
+            free(v);
+            return ENOMEM;
+        }
+        for (int j = 0; j < k; j++)
+            vps[i]->steal_order[j] = v[j].vp;
+        vps[i]->nsteal = k;
+    }
+    free(v);
+    (void)topo;
+    return 0;
+}
+
+NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
+
+struct nth_thread *nth_steal(struct nth_vp *vp)
+{
+    for (int i = 0; i < vp->nsteal; i++) {
+        struct nth_vp *victim = nth_rt.vps[vp->steal_order[i]];
+        if (nth_rq_empty(&victim->rq))
+            continue;
+        struct nth_thread *t = nth_rq_trypop(&victim->rq);
+        if (t)
+            return t;
+    }
+    return NULL;
+}

@@ -1,0 +1,226 @@
+/*
+ * vp.c -- virtual processors: one kernel thread per allowed CPU, bound to
+ * it with hwloc.
+ *
+ * The topology is restricted to the process's CPU binding (taskset, cgroup
+ * cpuset, Slurm), so no VP is ever placed on a CPU the process may not use;
+ * the count is then capped by the cgroup v2 CPU quota (cpu.max) and may be
+ * overridden by NTH_VPS. VP kernel threads come from libc's real
+ * pthread_create, found once with dlsym(RTLD_NEXT): the pthread shim will
+ * interpose pthread_create, and a VP must not become a nano-thread of itself.
+ */
+#include "internal.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#ifdef NTH_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+#endif
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static pthread_create_fn real_pthread_create(void)
+{
+    static pthread_create_fn fn;
+    if (!fn) {
+        fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (!fn)
+            fn = pthread_create;
+    }
+    return fn;
+}
+
+void nth_vp_bind(struct nth_vp *vp)
+{
+    if (!nth_rt.cfg.bind || vp->cpu < 0)
+        return;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set)
+        return;
+    hwloc_bitmap_only(set, (unsigned)vp->cpu);
+    /* Best effort: a failed binding leaves the VP running unbound, which is
+     * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
+    (void)hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(set);
+}
+
+static void *vp_main(void *arg)
+{
+    struct nth_vp *vp = arg;
+    nth_vp_self_set(vp);
+    nth_vp_bind(vp);
+    nth_overflow_vp_altstack(vp);
+    vp->idle.flags = NTH_TF_IDLE;
+    vp->idle.on_cpu = 1;
+    vp->current = &vp->idle;
+#ifdef NTH_TSAN
+    vp->idle.tsan_fiber = __tsan_get_current_fiber();
+#endif
+    nth_idle_loop(vp);
+}
+
+static int load_topology(void)
+{
+    if (hwloc_topology_init(&nth_rt.topo) != 0)
+        return EAGAIN;
+    hwloc_topology_set_flags(nth_rt.topo, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                                          HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING);
+    if (hwloc_topology_load(nth_rt.topo) != 0) {
+        hwloc_topology_destroy(nth_rt.topo);
+        return EAGAIN;
+    }
+    return 0;
+}
+
+int nth_vps_start(const nth_config_t *cfg)
+{
+    int r = load_topology();
+    if (r)
+        return r;
+    int npus = hwloc_get_nbobjs_by_type(nth_rt.topo, HWLOC_OBJ_PU);
+    if (npus < 1)
+        npus = 1;
+    nth_rt.npus = npus;
+    int n = npus;
+    int cap = nth_cgroup_cpu_cap("/proc/self/cgroup", "/sys/fs/cgroup");
+    if (cap > 0 && cap < n)
+        n = cap;
+    if (cfg->vps) {
+        n = (int)cfg->vps;
+        if (n > npus)
+            fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPUs this process may use; VPs will share CPUs\n",
+                    n, npus);
+    }
+    struct nth_vp **vps = calloc((size_t)n, sizeof(*vps));
+    hwloc_obj_t *pus = calloc((size_t)n, sizeof(*pus));
+    if (!vps || !pus)
+        goto nomem;
+    for (int i = 0; i < n; i++) {
+        vps[i] = aligned_alloc(NTH_CACHELINE, sizeof(struct nth_vp));
+        if (!vps[i])
+            goto nomem;
+        memset(vps[i], 0, sizeof(struct nth_vp));
+        struct nth_vp *vp = vps[i];
+        vp->id = i;
+        nth_rq_init(&vp->rq);
+        pus[i] = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, (unsigned)(i % npus));
+        vp->cpu = pus[i] ? (int)pus[i]->os_index : -1;
+        vp->idle.flags = NTH_TF_IDLE;
+    }
+    if (nth_steal_order(vps, n, nth_rt.topo, pus) != 0)
+        goto nomem;
+    free(pus);
+    pus = NULL;
+    nth_rt.vps = vps;
+    nth_rt.nvps = n;
+
+    /* VP 0 is the calling kernel thread; its idle context needs a stack of
+     * its own because the caller's stack now belongs to a nano-thread. */
+    struct nth_vp *vp0 = vps[0];
+    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
+    if (!u)
+        goto nomem;
+    vp0->idle.stack_lo = u->stack_lo;
+    vp0->idle.stack_size = u->stack_size;
+    vp0->idle.asan_bottom = u->stack_lo;
+    vp0->idle.asan_size = u->stack_size;
+#ifdef NTH_TSAN
+    vp0->idle.tsan_fiber = __tsan_create_fiber(0);
+#endif
+    nth_ctx_make(&vp0->idle.ctx, u->stack_lo, u->stack_size, nth_idle_entry, vp0);
+    vp0->current = &nth_main_thread;
+    nth_main_thread.vp = vp0;
+    nth_vp_self_set(vp0);
+    nth_vp_bind(vp0);
+    nth_overflow_vp_altstack(vp0);
+
+    for (int i = 1; i < n; i++) {
+        if (real_pthread_create()(&vps[i]->kthread, NULL, vp_main, vps[i]) != 0) {
+            /* Carry on with the VPs we have; the others never run. */
+            fprintf(stderr, "nthlib: could not start VP %d of %d; running with %d\n", i, n, i);
+            nth_rt.nvps = i;
+            break;
+        }
+    }
+    return 0;
+nomem:
+    if (vps)
+        for (int i = 0; i < n; i++)
+            free(vps[i]);
+    free(vps);
+    free(pus);
+    hwloc_topology_destroy(nth_rt.topo);
+    return EAGAIN;
+}
+
+uint64_t nth_vp_nstarted(int vp)
+{
+    if (vp < 0 || vp >= nth_rt.nvps)
+        return 0;
+    return __atomic_load_n(&nth_rt.vps[vp]->nstarted, __ATOMIC_RELAXED);
+}
+
+static void enable(struct nth_vp *vp, int cpu)
+{
+    if (vp->cpu != cpu) {
+        vp->cpu = cpu;
+        __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&vp->disabled, 0, __ATOMIC_SEQ_CST);
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&vp->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        nth_futex_wake(&vp->park_word, 1);
+}
+
+int nth_vps_set_allowed(hwloc_const_bitmap_t cpus)
+{
+    if (!cpus)
+        return EINVAL;
+    nth_ensure_started();
+    int nallowed = 0, npus = nth_rt.npus;
+    for (int i = 0; i < npus; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, (unsigned)i);
+        if (pu && hwloc_bitmap_isset(cpus, pu->os_index))
+            nallowed++;
+    }
+    if (nallowed == 0)
+        return EINVAL;
+    nth_futex_lock(&nth_rt.vps_lock);
+    int n = nth_rt.nvps;
+    /* Shrink: a VP whose CPU is gone parks at its next scheduling point. */
+    for (int i = 0; i < n; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        int ok = vp->cpu >= 0 && hwloc_bitmap_isset(cpus, (unsigned)vp->cpu);
+        if (!ok)
+            __atomic_store_n(&vp->disabled, 1, __ATOMIC_SEQ_CST);
+        else if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+            enable(vp, vp->cpu);
+    }
+    /* Grow: give each allowed CPU without a VP one of the disabled VPs. */
+    for (int i = 0; i < npus; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, (unsigned)i);
+        if (!pu || !hwloc_bitmap_isset(cpus, pu->os_index))
+            continue;
+        int has = 0;
+        struct nth_vp *spare = NULL;
+        for (int j = 0; j < n; j++) {
+            struct nth_vp *vp = nth_rt.vps[j];
+            int dis = __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED);
+            if (!dis && vp->cpu == (int)pu->os_index)
+                has = 1;
+            if (dis && !spare)
+                spare = vp;
+        }
+        if (!has && spare)
+            enable(spare, (int)pu->os_index);
+    }
+    /* Work on the disabled VPs' queues must find a running VP. */
+    nth_wake_one(NULL);
+    nth_futex_unlock(&nth_rt.vps_lock);
+    return 0;
+}

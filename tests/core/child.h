@@ -1,0 +1,106 @@
+/*
+ * child.h -- run a test case in a forked child with a fresh runtime.
+ *
+ * The runtime is process-global (VPs, the initial thread as VP 0), so cases
+ * that need their own configuration run in a child; the cmocka parent never
+ * starts the runtime. Inside the child, CHECK() reports the failing
+ * condition on stderr and exits 99; the parent asserts on the exit status.
+ */
+#ifndef NTH_TEST_CHILD_H
+#define NTH_TEST_CHILD_H
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "nth.h"
+
+#define CHECK(cond)                                                          \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                  \
+            fflush(stderr);                                                  \
+            _exit(99);                                                       \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                       \
+    do {                                                                     \
+        long long a_ = (long long)(a), b_ = (long long)(b);                  \
+        if (a_ != b_) {                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n",\
+                    __FILE__, __LINE__, #a, #b, a_, b_);                     \
+            fflush(stderr);                                                  \
+            _exit(99);                                                       \
+        }                                                                    \
+    } while (0)
+
+/* Start the runtime in the child with vps VPs (0 = default). */
+static inline void child_init(unsigned vps)
+{
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = vps;
+    CHECK_EQ(nth_init(&c), 0);
+}
+
+/* Fork, run fn(arg) in the child with stderr sent to err_path (NULL: kept),
+ * and return the wait status. The child dies after timeout_s seconds. */
+static inline int run_child(void (*fn)(void *), void *arg, const char *err_path, unsigned timeout_s)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (getenv("NTH_TEST_NOFORK")) {     /* debugging one case under gdb */
+        fn(arg);
+        return 0;
+    }
+    pid_t p = fork();
+    if (p == 0) {
+        if (err_path && !freopen(err_path, "w", stderr))
+            _exit(98);
+        /* cmocka's handlers longjmp into the parent's runner: not here. */
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        alarm(timeout_s);
+        fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p)
+        return -1;
+    return st;
+}
+
+#define assert_child_ok(fn, arg)                                             \
+    do {                                                                     \
+        int st_ = run_child((fn), (arg), NULL, 30);                          \
+        if (WIFSIGNALED(st_))                                                \
+            fail_msg("child killed by signal %d", WTERMSIG(st_));            \
+        assert_true(WIFEXITED(st_));                                         \
+        assert_int_equal(WEXITSTATUS(st_), 0);                               \
+    } while (0)
+
+/* NTH_TEST_FILTER=pattern runs only the matching cases (with
+ * NTH_TEST_NOFORK=1, in the test process itself, for gdb). */
+static inline void child_filter(void)
+{
+    const char *f = getenv("NTH_TEST_FILTER");
+    if (f)
+        cmocka_set_test_filter(f);
+}
+
+#endif

@@ -1,0 +1,225 @@
+/* Create/join of 1, 1 000 and 100 000 nano-threads; attributes; ids; names;
+ * detach; main returning while nano-threads exist. */
+#include "child.h"
+#include <errno.h>
+
+static void *add_one(void *a)
+{
+    return (void *)((uintptr_t)a + 1);
+}
+
+static void create_join_n(unsigned vps, int n, size_t stack)
+{
+    child_init(vps);
+    nth_t *t = calloc((size_t)n, sizeof(*t));
+    CHECK(t != NULL);
+    nth_attr_t attr;
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    if (stack)
+        CHECK_EQ(nth_attr_setstacksize(&attr, stack), 0);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(nth_create(&t[i], &attr, add_one, (void *)(uintptr_t)(i * 3)), 0);
+    for (int i = 0; i < n; i++) {
+        void *r = NULL;
+        CHECK_EQ(nth_join(t[i], &r), 0);
+        CHECK_EQ((uintptr_t)r, (uintptr_t)(i * 3 + 1));
+    }
+    free(t);
+}
+
+static void c_one(void *a) { (void)a; create_join_n(1, 1, 0); }
+static void c_thousand(void *a) { (void)a; create_join_n(2, 1000, 0); }
+static void c_hundred_k(void *a) { (void)a; create_join_n(2, 100000, NTH_STACK_MIN); }
+
+static void test_create_join_1(void **s) { (void)s; assert_child_ok(c_one, NULL); }
+static void test_create_join_1000(void **s) { (void)s; assert_child_ok(c_thousand, NULL); }
+static void test_create_join_100000(void **s) { (void)s; assert_child_ok(c_hundred_k, NULL); }
+
+/* ---- ids, names, attributes ---------------------------------------------- */
+
+static void *report_self(void *a)
+{
+    nth_t *out = a;
+    *out = nth_self();
+    return NULL;
+}
+
+static void c_identity(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_t me = nth_self();
+    CHECK(me != NULL);
+    CHECK_EQ(nth_id(me), 1);
+    char buf[NTH_NAME_MAX];
+    CHECK_EQ(nth_getname(me, buf, sizeof buf), 0);
+    CHECK(strcmp(buf, "main") == 0);
+    CHECK(nth_vp_id() >= 0 && nth_vp_id() < nth_num_vps());
+    CHECK_EQ(nth_num_vps(), 2);
+
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    CHECK_EQ(nth_attr_setname(&attr, "a-rather-long-name-that-is-over-thirty-two-bytes"), 0);
+    CHECK_EQ(nth_attr_setvp(&attr, 1), 0);
+    nth_t t, seen = NULL;
+    CHECK_EQ(nth_create(&t, &attr, report_self, &seen), 0);
+    CHECK_EQ(nth_getname(t, buf, sizeof buf), 0);
+    CHECK_EQ(strlen(buf), NTH_NAME_MAX - 1);
+    CHECK_EQ(nth_getname(t, buf, 4), ERANGE);
+    CHECK_EQ(nth_setname(t, "worker"), 0);
+    CHECK_EQ(nth_getname(t, buf, sizeof buf), 0);
+    CHECK(strcmp(buf, "worker") == 0);
+    uint64_t id = nth_id(t);
+    CHECK(id > 1);
+    CHECK_EQ(nth_join(t, NULL), 0);
+    CHECK(nth_equal(seen, t));
+    CHECK(!nth_equal(seen, me));
+    /* ids are never reused, even when the descriptor is. */
+    nth_t u;
+    CHECK_EQ(nth_create(&u, NULL, report_self, &seen), 0);
+    CHECK(nth_id(u) > id);
+    CHECK_EQ(nth_join(u, NULL), 0);
+    size_t sz;
+    int d, vp;
+    nth_attr_init(&attr);
+    CHECK_EQ(nth_attr_setstacksize(&attr, 128 * 1024), 0);
+    CHECK_EQ(nth_attr_getstacksize(&attr, &sz), 0);
+    CHECK_EQ(sz, 128 * 1024);
+    CHECK_EQ(nth_attr_setdetached(&attr, 1), 0);
+    CHECK_EQ(nth_attr_getdetached(&attr, &d), 0);
+    CHECK_EQ(d, 1);
+    CHECK_EQ(nth_attr_getvp(&attr, &vp), 0);
+    CHECK_EQ(vp, NTH_VP_ANY);
+}
+
+static void test_identity(void **s) { (void)s; assert_child_ok(c_identity, NULL); }
+
+/* ---- detach --------------------------------------------------------------- */
+
+static int detached_done;
+
+static void *count_done(void *a)
+{
+    (void)a;
+    nth_yield();
+    __atomic_fetch_add(&detached_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void c_detach(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    nth_attr_setdetached(&attr, 1);
+    enum { N = 2000 };
+    for (int i = 0; i < N; i++) {
+        nth_t t;
+        if (i % 2) {
+            CHECK_EQ(nth_create(&t, &attr, count_done, NULL), 0);
+        } else {
+            CHECK_EQ(nth_create(&t, NULL, count_done, NULL), 0);
+            CHECK_EQ(nth_detach(t), 0);
+        }
+    }
+    while (__atomic_load_n(&detached_done, __ATOMIC_SEQ_CST) != N)
+        nth_yield();
+}
+
+static void test_detach(void **s) { (void)s; assert_child_ok(c_detach, NULL); }
+
+/* ---- leaving main ----------------------------------------------------------- */
+
+static void *spin_forever(void *a)
+{
+    (void)a;
+    for (;;)
+        nth_yield();
+    return NULL;
+}
+
+static void c_main_returns(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_t t;
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(nth_create(&t, NULL, spin_forever, NULL), 0);
+    nth_yield();
+    exit(7);  /* as returning 7 from main does */
+}
+
+static void test_main_returns(void **s)
+{
+    (void)s;
+    int st = run_child(c_main_returns, NULL, NULL, 30);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 7);
+}
+
+static int exit_seen;
+
+static void *late_worker(void *a)
+{
+    (void)a;
+    for (int i = 0; i < 100; i++)
+        nth_yield();
+    if (__atomic_add_fetch(&exit_seen, 1, __ATOMIC_SEQ_CST) == 3) {
+        ssize_t w = write(1, "all-workers-done\n", 17);
+        (void)w;
+    }
+    return NULL;
+}
+
+static void c_main_nth_exit(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_t t;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(nth_create(&t, NULL, late_worker, NULL), 0);
+        CHECK_EQ(nth_detach(t), 0);
+    }
+    nth_exit(NULL);  /* the others go on; the process exits 0 after them */
+}
+
+static void test_main_nth_exit(void **s)
+{
+    (void)s;
+    char path[] = "/tmp/nth-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        dup2(fd, 1);
+        alarm(30);
+        c_main_nth_exit(NULL);
+        _exit(42);  /* not reached */
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    char buf[64] = {0};
+    assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
+    assert_non_null(strstr(buf, "all-workers-done"));
+    close(fd);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_join_1),
+        cmocka_unit_test(test_create_join_1000),
+        cmocka_unit_test(test_create_join_100000),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_detach),
+        cmocka_unit_test(test_main_returns),
+        cmocka_unit_test(test_main_nth_exit),
+    };
+    child_filter();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

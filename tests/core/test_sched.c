@@ -1,0 +1,552 @@
+/* Scheduling: yield fairness, errno and FP control state across switches,
+ * stealing, nth_wait/nth_to_rq permit races, parking, nth_vps_set_allowed,
+ * and the hooks other parts register. */
+#include "child.h"
+#include "internal.h"
+#include <errno.h>
+#include <fenv.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* ---- yield fairness ------------------------------------------------------- */
+
+enum { FAIR_N = 8, FAIR_K = 200 };
+static int fair_log[FAIR_N * FAIR_K];
+static int fair_pos;
+
+static void *fair_worker(void *a)
+{
+    int id = (int)(uintptr_t)a;
+    for (int k = 0; k < FAIR_K; k++) {
+        fair_log[fair_pos++] = id;
+        CHECK_EQ(nth_yield(), 0);
+    }
+    return NULL;
+}
+
+static void c_yield_fairness(void *a)
+{
+    (void)a;
+    child_init(1);
+    nth_t t[FAIR_N];
+    for (int i = 0; i < FAIR_N; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, fair_worker, (void *)(uintptr_t)i), 0);
+    for (int i = 0; i < FAIR_N; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    CHECK_EQ(fair_pos, FAIR_N * FAIR_K);
+    /* One VP, FIFO local queue: every round runs each nano-thread once, in
+     * creation order. */
+    for (int r = 0; r < FAIR_K; r++)
+        for (int i = 0; i < FAIR_N; i++)
+            CHECK_EQ(fair_log[r * FAIR_N + i], i);
+}
+
+static void test_yield_fairness(void **s) { (void)s; assert_child_ok(c_yield_fairness, NULL); }
+
+static void *yield_alone(void *a)
+{
+    (void)a;
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ(nth_yield(), 0);
+    return NULL;
+}
+
+static void c_yield_alone(void *a)
+{
+    (void)a;
+    child_init(1);
+    /* Nothing else ready: nth_yield returns at once. */
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ(nth_yield(), 0);
+    nth_t t;
+    CHECK_EQ(nth_create(&t, NULL, yield_alone, NULL), 0);
+    CHECK_EQ(nth_join(t, NULL), 0);
+}
+
+static void test_yield_alone(void **s) { (void)s; assert_child_ok(c_yield_alone, NULL); }
+
+/* ---- errno and FP control state ------------------------------------------ */
+
+/* errno's address is that of the kernel thread we run on; read it fresh. */
+static __attribute__((noinline)) int get_errno(void) { __asm__ __volatile__("" ::: "memory"); return errno; }
+static __attribute__((noinline)) void set_errno(int e) { __asm__ __volatile__("" ::: "memory"); errno = e; }
+
+static void *errno_worker(void *a)
+{
+    int mine = (int)(uintptr_t)a;
+    for (int i = 0; i < 500; i++) {
+        set_errno(mine + i);
+        nth_yield();
+        CHECK_EQ(get_errno(), mine + i);
+    }
+    return NULL;
+}
+
+static void errno_case(unsigned vps)
+{
+    child_init(vps);
+    nth_t t[6];
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, errno_worker, (void *)(uintptr_t)(1000 * (i + 1))), 0);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+}
+
+static void c_errno1(void *a) { (void)a; errno_case(1); }
+static void c_errno2(void *a) { (void)a; errno_case(2); }
+static void test_errno_one_vp(void **s) { (void)s; assert_child_ok(c_errno1, NULL); }
+static void test_errno_two_vps(void **s) { (void)s; assert_child_ok(c_errno2, NULL); }
+
+static const int modes[] = { FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO, FE_TONEAREST };
+
+static double third(void)
+{
+    volatile double one = 1.0, three = 3.0;
+    return one / three;
+}
+
+static void *fp_worker(void *a)
+{
+    int m = modes[(uintptr_t)a];
+    CHECK_EQ(fesetround(m), 0);
+    double mine = third();
+    for (int i = 0; i < 200; i++) {
+        nth_yield();
+        CHECK_EQ(fegetround(), m);
+        CHECK(third() == mine);
+#if defined(__x86_64__)
+        /* Both units: the SSE rounding field and the x87 control word. */
+        unsigned mx = __builtin_ia32_stmxcsr();
+        unsigned short cw;
+        __asm__ __volatile__("fnstcw %0" : "=m"(cw));
+        CHECK_EQ((mx >> 13) & 3, (cw >> 10) & 3);
+#endif
+    }
+    return NULL;
+}
+
+static void c_fp(void *a)
+{
+    (void)a;
+    child_init(1);
+    nth_t t[4];
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, fp_worker, (void *)(uintptr_t)i), 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    /* A new nano-thread starts with the ABI's default mode. */
+    CHECK_EQ(fegetround(), FE_TONEAREST);
+}
+
+static void test_fp_control(void **s) { (void)s; assert_child_ok(c_fp, NULL); }
+
+/* ---- stealing ------------------------------------------------------------- */
+
+static int ran_on[2];
+
+static void *busy(void *a)
+{
+    (void)a;
+    int vp = nth_vp_id();
+    CHECK(vp == 0 || vp == 1);
+    __atomic_fetch_add(&ran_on[vp], 1, __ATOMIC_RELAXED);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 200000);
+    return NULL;
+}
+
+static void c_steal(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    nth_attr_setvp(&attr, 0);
+    enum { N = 200 };
+    nth_t t[N];
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(nth_create(&t[i], &attr, busy, NULL), 0);
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    CHECK_EQ(ran_on[0] + ran_on[1], N);
+    CHECK(ran_on[0] > 0);
+    CHECK(ran_on[1] > 0);
+}
+
+static void test_stealing(void **s) { (void)s; assert_child_ok(c_steal, NULL); }
+
+/* ---- nth_wait / nth_to_rq ---------------------------------------------------- */
+
+enum { RING = 8, ROUNDS = 4000 };
+static nth_t ring[RING];
+static int token;              /* whose turn */
+static int inside[RING];
+static long turns[RING];
+static int stop_noise;
+
+static void *ring_worker(void *a)
+{
+    int me = (int)(uintptr_t)a;
+    for (int r = 0; r < ROUNDS; r++) {
+        while (__atomic_load_n(&token, __ATOMIC_ACQUIRE) != me)
+            nth_wait();
+        CHECK_EQ(__atomic_exchange_n(&inside[me], 1, __ATOMIC_SEQ_CST), 0);
+        __atomic_fetch_add(&turns[me], 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&inside[me], 0, __ATOMIC_SEQ_CST);
+        int next = (me + 1) % RING;
+        __atomic_store_n(&token, next, __ATOMIC_RELEASE);
+        CHECK_EQ(nth_to_rq(ring[next]), 0);
+    }
+    return NULL;
+}
+
+/* Spurious nth_to_rq calls: they may only leave permits behind. */
+static void *noise(void *a)
+{
+    (void)a;
+    unsigned x = 12345;
+    while (!__atomic_load_n(&stop_noise, __ATOMIC_ACQUIRE)) {
+        x = x * 1103515245 + 12345;
+        CHECK_EQ(nth_to_rq(ring[(x >> 16) % RING]), 0);
+        nth_yield();
+    }
+    return NULL;
+}
+
+static void c_permit_race(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    /* Alternate VPs so every hand-off crosses kernel threads at first;
+     * stealing mixes them further. */
+    token = -1;
+    for (int i = 0; i < RING; i++) {
+        nth_attr_setvp(&attr, i % 2);
+        CHECK_EQ(nth_create(&ring[i], &attr, ring_worker, (void *)(uintptr_t)i), 0);
+    }
+    nth_t n;
+    CHECK_EQ(nth_create(&n, NULL, noise, NULL), 0);
+    __atomic_store_n(&token, 0, __ATOMIC_RELEASE);
+    CHECK_EQ(nth_to_rq(ring[0]), 0);
+    /* Reap nobody until every turn is done: nth_to_rq on an exited but
+     * unjoined nano-thread is fine, on a joined one it is ESRCH. */
+    long done;
+    do {
+        nth_yield();
+        done = 0;
+        for (int i = 0; i < RING; i++)
+            done += __atomic_load_n(&turns[i], __ATOMIC_RELAXED);
+    } while (done < (long)RING * ROUNDS);
+    __atomic_store_n(&stop_noise, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(nth_join(n, NULL), 0);
+    for (int i = 0; i < RING; i++)
+        CHECK_EQ(nth_join(ring[i], NULL), 0);
+    for (int i = 0; i < RING; i++)
+        CHECK_EQ(turns[i], ROUNDS);
+}
+
+static void test_permit_race(void **s) { (void)s; assert_child_ok(c_permit_race, NULL); }
+
+static void *wait_once(void *a)
+{
+    int *flag = a;
+    while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+        nth_wait();
+    return NULL;
+}
+
+static void c_permit_basic(void *a)
+{
+    (void)a;
+    child_init(1);
+    /* A permit given to a running nano-thread makes its next wait return. */
+    CHECK_EQ(nth_to_rq(nth_self()), 0);
+    CHECK_EQ(nth_to_rq(nth_self()), 0);   /* permits do not accumulate */
+    nth_wait();                           /* returns at once */
+    /* nth_to_rq on a ready nano-thread: no second enqueue. */
+    int flag = 0;
+    nth_t t;
+    CHECK_EQ(nth_create(&t, NULL, wait_once, &flag), 0);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ(nth_to_rq(t), 0);
+    nth_yield();                          /* t runs, uses its permit, blocks */
+    nth_yield();
+    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(nth_to_rq(t), 0);
+    CHECK_EQ(nth_join(t, NULL), 0);
+}
+
+static void test_permit_basic(void **s) { (void)s; assert_child_ok(c_permit_basic, NULL); }
+
+/* ---- parking ---------------------------------------------------------------- */
+
+static nth_t park_main;
+
+static void *waker(void *a)
+{
+    (void)a;
+    struct timespec ts = { 1, 0 };
+    nanosleep(&ts, NULL);
+    nth_to_rq(park_main);   /* from a kernel thread that is no VP */
+    return NULL;
+}
+
+static int park_go;
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+static void c_park(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_t t[8];
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, wait_once, &park_go), 0);
+    nth_yield();
+    park_main = nth_self();
+    pthread_t k;
+    double c0 = cpu_s();
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    CHECK_EQ(pthread_create(&k, NULL, waker, NULL), 0);
+    do
+        nth_wait();                       /* every nano-thread now waits */
+    while (clock_gettime(CLOCK_MONOTONIC, &w1), w1.tv_sec - w0.tv_sec < 1 ||
+           (w1.tv_sec - w0.tv_sec == 1 && w1.tv_nsec < w0.tv_nsec));
+    double used = cpu_s() - c0;
+    fprintf(stderr, "park: %.4f s of CPU in 1 s\n", used);
+    CHECK(used < 0.05);
+    pthread_join(k, NULL);
+    __atomic_store_n(&park_go, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ(nth_to_rq(t[i]), 0);
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    }
+}
+
+static void test_park(void **s) { (void)s; assert_child_ok(c_park, NULL); }
+
+/* ---- nth_vps_set_allowed -------------------------------------------------- */
+
+enum { SA_N = 32, SA_R = 3000 };
+static long sa_count[SA_N];
+static int sa_inside[SA_N];
+
+static void *sa_worker(void *a)
+{
+    int me = (int)(uintptr_t)a;
+    for (int r = 0; r < SA_R; r++) {
+        CHECK_EQ(__atomic_exchange_n(&sa_inside[me], 1, __ATOMIC_SEQ_CST), 0);
+        sa_count[me]++;
+        __atomic_store_n(&sa_inside[me], 0, __ATOMIC_SEQ_CST);
+        nth_yield();
+    }
+    return NULL;
+}
+
+static int wait_parked(int vp, int want)
+{
+    for (int i = 0; i < 200000; i++) {
+        if (__atomic_load_n(&nth_rt.vps[vp]->parked, __ATOMIC_ACQUIRE) == want)
+            return 1;
+        nth_yield();
+        if (i > 1000)
+            sched_yield();
+    }
+    return 0;
+}
+
+static void c_set_allowed(void *a)
+{
+    (void)a;
+    child_init(2);
+    if (nth_rt.npus < 2) {
+        fprintf(stderr, "set_allowed: one CPU only, shrink/grow not exercised\n");
+        return;
+    }
+    unsigned cpu0 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 0)->os_index;
+    unsigned cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 1)->os_index;
+    hwloc_bitmap_t only0 = hwloc_bitmap_alloc(), only1 = hwloc_bitmap_alloc(),
+                   both = hwloc_bitmap_alloc(), none = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only0, cpu0);
+    hwloc_bitmap_only(only1, cpu1);
+    hwloc_bitmap_or(both, only0, only1);
+    CHECK_EQ(nth_vps_set_allowed(none), EINVAL);
+
+    nth_t t[SA_N];
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, sa_worker, (void *)(uintptr_t)i), 0);
+    nth_yield();
+    /* Shrink to CPU 0: VP 1 parks, work goes on on VP 0. */
+    CHECK_EQ(nth_vps_set_allowed(only0), 0);
+    CHECK(wait_parked(1, 1));
+    CHECK_EQ(nth_vp_id(), 0);
+    long before = 0, after = 0;
+    for (int i = 0; i < SA_N; i++) before += sa_count[i];
+    for (int i = 0; i < 50; i++) nth_yield();
+    for (int i = 0; i < SA_N; i++) after += sa_count[i];
+    CHECK(after > before || after == (long)SA_N * SA_R);
+    /* Move to CPU 1 only: main (on VP 0) moves to VP 1 at its next yield. */
+    CHECK_EQ(nth_vps_set_allowed(only1), 0);
+    for (int i = 0; i < 100 && nth_vp_id() != 1; i++)
+        nth_yield();
+    CHECK_EQ(nth_vp_id(), 1);
+    CHECK(wait_parked(0, 1));
+    /* Grow back to both. */
+    CHECK_EQ(nth_vps_set_allowed(both), 0);
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(sa_count[i], SA_R);
+    hwloc_bitmap_free(only0);
+    hwloc_bitmap_free(only1);
+    hwloc_bitmap_free(both);
+    hwloc_bitmap_free(none);
+}
+
+static void test_set_allowed(void **s) { (void)s; assert_child_ok(c_set_allowed, NULL); }
+
+/* One VP on CPU 0 moved to CPU 1: the parked VP is rebound and unparked. */
+static void c_set_allowed_rebind(void *a)
+{
+    (void)a;
+    child_init(1);
+    if (nth_rt.npus < 2)
+        return;
+    unsigned cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 1)->os_index;
+    hwloc_bitmap_t only1 = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only1, cpu1);
+    nth_t t[SA_N];
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(nth_create(&t[i], NULL, sa_worker, (void *)(uintptr_t)i), 0);
+    CHECK_EQ(nth_vps_set_allowed(only1), 0);
+    CHECK_EQ(nth_rt.vps[0]->cpu, (int)cpu1);
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(nth_join(t[i], NULL), 0);
+    for (int i = 0; i < SA_N; i++)
+        CHECK_EQ(sa_count[i], SA_R);
+    int bound = sched_getcpu();
+    /* Binding may be refused in some sandboxes; where it works, it is CPU 1. */
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    if (hwloc_get_cpubind(nth_rt.topo, cur, HWLOC_CPUBIND_THREAD) == 0 &&
+        hwloc_bitmap_weight(cur) == 1)
+        CHECK_EQ(bound, (int)cpu1);
+    hwloc_bitmap_free(cur);
+    hwloc_bitmap_free(only1);
+}
+
+static void test_set_allowed_rebind(void **s) { (void)s; assert_child_ok(c_set_allowed_rebind, NULL); }
+
+/* ---- hooks ---------------------------------------------------------------- */
+
+static int hook_calls[NTH_SP_IDLE + 1];
+static uint64_t exited_id;
+static int64_t idle_timeout_calls;
+
+static void count_hook(struct nth_vp *vp, int where)
+{
+    CHECK(vp != NULL);
+    CHECK(where >= NTH_SP_YIELD && where <= NTH_SP_IDLE);
+    __atomic_fetch_add(&hook_calls[where], 1, __ATOMIC_RELAXED);
+}
+
+static void exit_hook(struct nth_thread *t)
+{
+    __atomic_store_n(&exited_id, t->id, __ATOMIC_SEQ_CST);
+}
+
+static int64_t one_ms(struct nth_vp *vp)
+{
+    (void)vp;
+    __atomic_fetch_add(&idle_timeout_calls, 1, __ATOMIC_RELAXED);
+    return 1000000;
+}
+
+static nth_t hook_main;
+
+/* Wakes main once the idle loop has parked with the hook's timeout ten
+ * times (or after 5 s, and then the test fails). */
+static void *wake_after_idle_turns(void *a)
+{
+    (void)a;
+    for (int i = 0; i < 5000 && __atomic_load_n(&idle_timeout_calls, __ATOMIC_RELAXED) < 10; i++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    nth_to_rq(hook_main);
+    return NULL;
+}
+
+static void *noop(void *a) { return a; }
+
+static void c_hooks(void *a)
+{
+    (void)a;
+    child_init(1);
+    CHECK_EQ(nth_sched_hook_add(NULL), EINVAL);
+    CHECK_EQ(nth_sched_hook_add(count_hook), 0);
+    CHECK_EQ(nth_exit_hook_add(exit_hook), 0);
+    nth_idle_timeout_set(one_ms);
+    nth_t t;
+    CHECK_EQ(nth_create(&t, NULL, noop, NULL), 0);
+    uint64_t id = nth_id(t);
+    CHECK_EQ(nth_join(t, NULL), 0);
+    CHECK_EQ(exited_id, id);                 /* before the joiner woke */
+    CHECK(hook_calls[NTH_SP_EXIT] >= 1);
+    CHECK(hook_calls[NTH_SP_WAIT] >= 1);
+    int y = hook_calls[NTH_SP_YIELD];
+    nth_yield();
+    CHECK_EQ(hook_calls[NTH_SP_YIELD], y + 1);
+    /* All nano-threads blocked: the idle loop parks at most 1 ms at a time,
+     * as the timeout hook asks, and runs the hooks at each turn. */
+    hook_main = nth_self();
+    pthread_t k;
+    CHECK_EQ(pthread_create(&k, NULL, wake_after_idle_turns, NULL), 0);
+    int idle0 = __atomic_load_n(&hook_calls[NTH_SP_IDLE], __ATOMIC_RELAXED);
+    while (__atomic_load_n(&idle_timeout_calls, __ATOMIC_RELAXED) < 10)
+        nth_wait();                          /* re-check: permits may be stale */
+    pthread_join(k, NULL);
+    CHECK(__atomic_load_n(&idle_timeout_calls, __ATOMIC_RELAXED) >= 10);
+    CHECK(__atomic_load_n(&hook_calls[NTH_SP_IDLE], __ATOMIC_RELAXED) - idle0 >= 10);
+    CHECK_EQ(nth_sched_hook_remove(count_hook), 0);
+    CHECK_EQ(nth_sched_hook_remove(count_hook), ESRCH);
+    nth_idle_timeout_set(NULL);
+    for (int i = 0; i < NTH_HOOKS_MAX; i++)
+        CHECK_EQ(nth_sched_hook_add(count_hook), 0);
+    CHECK_EQ(nth_sched_hook_add(count_hook), ENOSPC);
+    CHECK_EQ(nth_vp_handoff(nth_rt.vps[0]), ENOSYS);
+}
+
+static void test_hooks(void **s) { (void)s; assert_child_ok(c_hooks, NULL); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_yield_fairness),
+        cmocka_unit_test(test_yield_alone),
+        cmocka_unit_test(test_errno_one_vp),
+        cmocka_unit_test(test_errno_two_vps),
+        cmocka_unit_test(test_fp_control),
+        cmocka_unit_test(test_stealing),
+        cmocka_unit_test(test_permit_basic),
+        cmocka_unit_test(test_permit_race),
+        cmocka_unit_test(test_park),
+        cmocka_unit_test(test_set_allowed),
+        cmocka_unit_test(test_set_allowed_rebind),
+        cmocka_unit_test(test_hooks),
+    };
+    child_filter();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
