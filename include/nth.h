@@ -171,7 +171,244 @@ NTH_API int nth_setname(nth_t t, const char *name);
 
 /* ------------------------------------------------------------------------
  * Synchronisation, timers and blocking system calls
+ *
+ * Every object here is built on nth_wait()/nth_to_rq(): a nano-thread that
+ * has to wait leaves its VP to run other nano-threads, and a VP with nothing
+ * to run parks. The object types fit in the corresponding glibc types
+ * (pthread_mutex_t 40 bytes, pthread_cond_t 48, pthread_rwlock_t 56,
+ * pthread_barrier_t 32, sem_t 32 on x86-64) so a pthread shim can place
+ * them inside the application's own objects, and an all-zero object is a
+ * valid default-initialised one (the *_INITIALIZER macros are all zero), so
+ * glibc's static initialisers are recognised.
+ *
+ * Absolute deadlines are struct timespec against the object's clock:
+ * CLOCK_REALTIME unless a clock was chosen (condition variables), checked
+ * like POSIX: EINVAL for tv_nsec outside [0, 1e9) or tv_sec < 0, ETIMEDOUT
+ * at once for a deadline already past. A timed wait never returns
+ * ETIMEDOUT before its deadline. CLOCK_REALTIME deadlines are re-checked
+ * against the wall clock when they fire, so setting the clock back delays
+ * the timeout accordingly; setting it forward is seen when the original
+ * (CLOCK_MONOTONIC) deadline fires.
+ *
+ * None of these calls is async-signal-safe.
  * ------------------------------------------------------------------------ */
+
+/* --- mutex (after pthread_mutex_lock(3p)) ------------------------------ */
+
+#define NTH_MUTEX_NORMAL     0   /* relock deadlocks; no owner checks */
+#define NTH_MUTEX_RECURSIVE  1   /* relock counts; unlock by non-owner EPERM */
+#define NTH_MUTEX_ERRORCHECK 2   /* relock EDEADLK; unlock by non-owner EPERM */
+#define NTH_MUTEX_DEFAULT    NTH_MUTEX_NORMAL
+
+/* 40 bytes: fits pthread_mutex_t. Fields are private. */
+typedef struct nth_mutex {
+    uint32_t __state;            /* 0 free, 1 locked, 2 locked with waiters */
+    uint32_t __lock;             /* wait-queue spinlock */
+    uint32_t __type;             /* NTH_MUTEX_* */
+    uint32_t __count;            /* recursion depth beyond the first lock */
+    void *__owner;               /* nth_t (recursive and error-checking) */
+    void *__head, *__tail;       /* wait queue */
+} nth_mutex_t;
+#define NTH_MUTEX_INITIALIZER { 0, 0, 0, 0, 0, 0, 0 }
+
+typedef struct nth_mutexattr { int __type; int __reserved; } nth_mutexattr_t;
+
+/* Attributes: 0, or EINVAL for a NULL attr or a type that is not NTH_MUTEX_*.
+ * Not thread-safe on one attr object. */
+NTH_API int nth_mutexattr_init(nth_mutexattr_t *attr);
+NTH_API int nth_mutexattr_destroy(nth_mutexattr_t *attr);
+NTH_API int nth_mutexattr_settype(nth_mutexattr_t *attr, int type);
+NTH_API int nth_mutexattr_gettype(const nth_mutexattr_t *attr, int *type);
+
+/* Initialise m (attr NULL: normal). 0; EINVAL for NULL m or a bad attr. */
+NTH_API int nth_mutex_init(nth_mutex_t *m, const nth_mutexattr_t *attr);
+/* 0; EBUSY if m is locked or has waiters (m is left intact). */
+NTH_API int nth_mutex_destroy(nth_mutex_t *m);
+/* Lock m; a nano-thread that finds it taken spins briefly (only when there
+ * is more than one VP) and then blocks. 0; EDEADLK relocking an
+ * error-checking mutex; EAGAIN when a recursive mutex's count would
+ * overflow. A normal mutex relocked by its owner deadlocks, as in POSIX. */
+NTH_API int nth_mutex_lock(nth_mutex_t *m);
+/* Like nth_mutex_lock() without blocking: EBUSY when m is taken (also when
+ * the owner of an error-checking mutex retries). */
+NTH_API int nth_mutex_trylock(nth_mutex_t *m);
+/* Like nth_mutex_lock() until the absolute deadline *abstime
+ * (CLOCK_REALTIME, after pthread_mutex_timedlock(3p)): ETIMEDOUT when it
+ * passes, EINVAL for a bad timespec (checked only if m is taken). */
+NTH_API int nth_mutex_timedlock(nth_mutex_t *m, const struct timespec *abstime);
+/* The same against CLOCK_MONOTONIC or CLOCK_REALTIME (EINVAL otherwise),
+ * after pthread_mutex_clocklock. */
+NTH_API int nth_mutex_clocklock(nth_mutex_t *m, clockid_t clock, const struct timespec *abstime);
+/* Unlock m and make its first waiter ready. 0; EPERM when the caller does
+ * not own a recursive or error-checking mutex. */
+NTH_API int nth_mutex_unlock(nth_mutex_t *m);
+
+/* --- condition variable (after pthread_cond_wait(3p)) ------------------ */
+
+/* 48 bytes: fits pthread_cond_t. Fields are private. */
+typedef struct nth_cond {
+    uint32_t __lock;             /* wait-queue spinlock */
+    uint32_t __clock;            /* clockid_t for timed waits; 0 = REALTIME */
+    void *__head, *__tail;       /* wait queue */
+    uintptr_t __reserved[3];
+} nth_cond_t;
+#define NTH_COND_INITIALIZER { 0, 0, 0, 0, { 0, 0, 0 } }
+
+typedef struct nth_condattr { int __clock; int __reserved; } nth_condattr_t;
+
+/* Attributes: the clock of timed waits, CLOCK_REALTIME (default) or
+ * CLOCK_MONOTONIC. 0, or EINVAL (NULL attr, other clock). */
+NTH_API int nth_condattr_init(nth_condattr_t *attr);
+NTH_API int nth_condattr_destroy(nth_condattr_t *attr);
+NTH_API int nth_condattr_setclock(nth_condattr_t *attr, clockid_t clock);
+NTH_API int nth_condattr_getclock(const nth_condattr_t *attr, clockid_t *clock);
+
+/* 0; EINVAL for NULL c or a bad attr. */
+NTH_API int nth_cond_init(nth_cond_t *c, const nth_condattr_t *attr);
+/* 0; EBUSY while nano-threads wait on c (c is left intact). */
+NTH_API int nth_cond_destroy(nth_cond_t *c);
+/* Atomically unlock m (which the caller holds) and wait until signalled,
+ * then relock m. 0; EPERM if m is recursive or error-checking and not held
+ * by the caller. Spurious wake-ups do not happen in this implementation
+ * but callers should re-check their predicate as POSIX says. */
+NTH_API int nth_cond_wait(nth_cond_t *c, nth_mutex_t *m);
+/* nth_cond_wait() until the absolute deadline *abstime on c's clock.
+ * ETIMEDOUT once it passed (m is relocked either way); EINVAL for a bad
+ * timespec. A signal and a timeout that race are resolved once: the return
+ * value says which won, and a signal that lost goes to another waiter. */
+NTH_API int nth_cond_timedwait(nth_cond_t *c, nth_mutex_t *m, const struct timespec *abstime);
+/* The same with an explicit clock (CLOCK_REALTIME or CLOCK_MONOTONIC,
+ * else EINVAL), after pthread_cond_clockwait. */
+NTH_API int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
+                               const struct timespec *abstime);
+/* Wake the first waiter / all waiters. 0. Callable from any kernel thread. */
+NTH_API int nth_cond_signal(nth_cond_t *c);
+NTH_API int nth_cond_broadcast(nth_cond_t *c);
+
+/* --- barrier (after pthread_barrier_wait(3p)) --------------------------- */
+
+#define NTH_BARRIER_SERIAL_THREAD (-1)
+
+/* 32 bytes: fits pthread_barrier_t. Fields are private. */
+typedef struct nth_barrier {
+    uint32_t __lock, __count, __arrived, __generation;
+    void *__head, *__tail;
+} nth_barrier_t;
+
+/* count nano-threads meet at b. 0; EINVAL for NULL b or count 0. */
+NTH_API int nth_barrier_init(nth_barrier_t *b, unsigned count);
+/* 0; EBUSY while nano-threads wait at b. */
+NTH_API int nth_barrier_destroy(nth_barrier_t *b);
+/* Wait until count nano-threads have arrived. Returns
+ * NTH_BARRIER_SERIAL_THREAD to one of them (the last to arrive), 0 to the
+ * others; b is then ready for the next round. */
+NTH_API int nth_barrier_wait(nth_barrier_t *b);
+
+/* --- read-write lock (after pthread_rwlock_rdlock(3p)) ------------------ */
+
+/* 56 bytes: fits pthread_rwlock_t. Fields are private. Writers are not
+ * starved: once a writer waits, new readers queue behind it; when a writer
+ * unlocks, the readers that queued meanwhile go first, then the next
+ * writer (phase-fair). The lock is handed over directly to the woken. */
+typedef struct nth_rwlock {
+    uint32_t __lock;             /* wait-queue spinlock */
+    uint32_t __readers;          /* readers holding it */
+    uint32_t __writer;           /* 1 while a writer holds it */
+    uint32_t __writers_waiting;
+    void *__owner;               /* writer's nth_t */
+    void *__rhead, *__rtail;     /* waiting readers */
+    void *__whead, *__wtail;     /* waiting writers */
+} nth_rwlock_t;
+#define NTH_RWLOCK_INITIALIZER { 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/* 0; EINVAL for NULL rw. (No attributes: pass NULL.) */
+NTH_API int nth_rwlock_init(nth_rwlock_t *rw, const void *attr);
+/* 0; EBUSY while held or waited on. */
+NTH_API int nth_rwlock_destroy(nth_rwlock_t *rw);
+/* 0; EDEADLK if the caller holds it for writing; EAGAIN when the reader
+ * count would overflow. */
+NTH_API int nth_rwlock_rdlock(nth_rwlock_t *rw);
+/* 0; EBUSY if a writer holds it or waits. */
+NTH_API int nth_rwlock_tryrdlock(nth_rwlock_t *rw);
+/* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
+NTH_API int nth_rwlock_timedrdlock(nth_rwlock_t *rw, const struct timespec *abstime);
+/* 0; EDEADLK if the caller already holds it for writing. */
+NTH_API int nth_rwlock_wrlock(nth_rwlock_t *rw);
+/* 0; EBUSY if held. */
+NTH_API int nth_rwlock_trywrlock(nth_rwlock_t *rw);
+/* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
+NTH_API int nth_rwlock_timedwrlock(nth_rwlock_t *rw, const struct timespec *abstime);
+/* Release a read or write hold. 0; EPERM if it is held neither for writing
+ * by the caller nor for reading by anyone. */
+NTH_API int nth_rwlock_unlock(nth_rwlock_t *rw);
+
+/* --- counting semaphore (after sem_wait(3p)) ---------------------------- */
+
+#define NTH_SEM_VALUE_MAX 0x7fffffff
+
+/* 32 bytes: fits sem_t. Fields are private. */
+typedef struct nth_sem {
+    uint32_t __value;
+    uint32_t __lock;             /* wait-queue spinlock */
+    void *__head, *__tail;       /* wait queue */
+    uint64_t __reserved;
+} nth_sem_t;
+
+/* 0; EINVAL for NULL s or value > NTH_SEM_VALUE_MAX. */
+NTH_API int nth_sem_init(nth_sem_t *s, unsigned value);
+/* 0; EBUSY while nano-threads wait on s. */
+NTH_API int nth_sem_destroy(nth_sem_t *s);
+/* Decrement, waiting while the value is 0. 0. */
+NTH_API int nth_sem_wait(nth_sem_t *s);
+/* 0; EAGAIN when the value is 0 (as sem_trywait). */
+NTH_API int nth_sem_trywait(nth_sem_t *s);
+/* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
+NTH_API int nth_sem_timedwait(nth_sem_t *s, const struct timespec *abstime);
+/* The same with CLOCK_REALTIME or CLOCK_MONOTONIC (else EINVAL). */
+NTH_API int nth_sem_clockwait(nth_sem_t *s, clockid_t clock, const struct timespec *abstime);
+/* Increment, or hand the unit straight to the first waiter. 0; EOVERFLOW
+ * if the value would pass NTH_SEM_VALUE_MAX (POSIX sem_post's code). */
+NTH_API int nth_sem_post(nth_sem_t *s);
+/* The value now (0 while nano-threads wait). 0; EINVAL for NULL. */
+NTH_API int nth_sem_getvalue(nth_sem_t *s, int *value);
+
+/* --- once (after pthread_once(3p)) --------------------------------------- */
+
+typedef int nth_once_t;          /* 4 bytes, as pthread_once_t */
+#define NTH_ONCE_INIT 0
+
+/* Run routine exactly once for *once however many nano-threads race; the
+ * others wait (leaving their VP) until it has returned. 0; EINVAL for NULL
+ * arguments. */
+NTH_API int nth_once(nth_once_t *once, void (*routine)(void));
+
+/* --- nano-thread-specific data (after pthread_key_create(3p)) ----------- */
+
+typedef unsigned nth_key_t;
+#define NTH_KEYS_MAX 1024
+#define NTH_DESTRUCTOR_ITERATIONS 4   /* = PTHREAD_DESTRUCTOR_ITERATIONS */
+
+/* Create a key; destructor (may be NULL) runs at a nano-thread's exit on
+ * each non-NULL value, repeated while values remain, at most
+ * NTH_DESTRUCTOR_ITERATIONS rounds. 0; EAGAIN when NTH_KEYS_MAX keys exist. */
+NTH_API int nth_key_create(nth_key_t *key, void (*destructor)(void *));
+/* Delete key; values stay where they are, destructors are not called.
+ * 0; EINVAL for an unknown key. */
+NTH_API int nth_key_delete(nth_key_t key);
+/* 0; EINVAL for an unknown key; ENOMEM if the caller's table cannot grow. */
+NTH_API int nth_setspecific(nth_key_t key, const void *value);
+/* The caller's value, NULL if none or key unknown. */
+NTH_API void *nth_getspecific(nth_key_t key);
+
+/* --- sleeping ------------------------------------------------------------ */
+
+/* Leave the VP for at least ns nanoseconds. 0. Not interrupted by signals. */
+NTH_API int nth_sleep_ns(uint64_t ns);
+/* Leave the VP until the absolute time *abstime on clock (CLOCK_REALTIME or
+ * CLOCK_MONOTONIC). 0 (also when it is already past); EINVAL for a bad
+ * clock or timespec. After clock_nanosleep(3p) with TIMER_ABSTIME. */
+NTH_API int nth_sleep_until(clockid_t clock, const struct timespec *abstime);
+
 
 /* ------------------------------------------------------------------------
  * CPU manager

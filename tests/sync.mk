@@ -1,1 +1,22 @@
-# Build fragment for tests/sync: add sources, programs and tests with +=.
+# Build fragment for tests/sync: the synchronisation part's unit tests.
+# test-timer-queue: the timer queue alone. test-sync-mock: the sync objects
+# on tests/sync/mock_core.c (kernel threads standing in for nano-threads),
+# so their logic is tested independently of the scheduler.
+check_PROGRAMS += tests/sync/test-timer-queue tests/sync/test-sync-mock
+TESTS += tests/sync/test-timer-queue tests/sync/test-sync-mock
+
+tests_sync_test_timer_queue_SOURCES = tests/sync/test_timer_queue.c nthlib/timer_queue.c nthlib/timer_queue.h
+tests_sync_test_timer_queue_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_timer_queue_LDADD = $(CMOCKA_LIBS)
+
+tests_sync_test_sync_mock_SOURCES = tests/sync/test_sync.c tests/sync/mock_core.c $(NTH_SYNC_SOURCES)
+tests_sync_test_sync_mock_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TEST_MOCK
+tests_sync_test_sync_mock_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_sync_test_sync_mock_LDADD = $(CMOCKA_LIBS) -lpthread
+
+# The same semantics on the real runtime (1000 nano-threads on the VPs).
+check_PROGRAMS += tests/sync/test-sync
+TESTS += tests/sync/test-sync
+tests_sync_test_sync_SOURCES = tests/sync/test_sync.c
+tests_sync_test_sync_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_sync_LDADD = $(TEST_LIBS)

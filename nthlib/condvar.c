@@ -1,0 +1,173 @@
+/*
+ * condvar.c -- condition variables, after pthread_cond_wait(3p) and
+ * pthread_cond_timedwait(3p), with pthread_cond_clockwait's explicit clock.
+ *
+ * A waiter queues itself under the condvar's spinlock before it releases
+ * the mutex, so a signal sent after the release always finds it. signal
+ * claims the first waiter that its alarm has not already claimed: a signal
+ * that races a timeout goes to a waiter that will really wake, never lost.
+ */
+#include <errno.h>
+#include "sync_core.h"
+#include "wait_queue.h"
+#include "mutex_internal.h"
+
+int nth_condattr_init(nth_condattr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    attr->__clock = CLOCK_REALTIME;
+    attr->__reserved = 0;
+    return 0;
+}
+
+int nth_condattr_destroy(nth_condattr_t *attr)
+{
+    return attr ? 0 : EINVAL;
+}
+
+int nth_condattr_setclock(nth_condattr_t *attr, clockid_t clock)
+{
+    if (!attr || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+        return EINVAL;
+    attr->__clock = clock;
+    return 0;
+}
+
+int nth_condattr_getclock(const nth_condattr_t *attr, clockid_t *clock)
+{
+    if (!attr || !clock)
+        return EINVAL;
+    *clock = attr->__clock;
+    return 0;
+}
+
+int nth_cond_init(nth_cond_t *c, const nth_condattr_t *attr)
+{
+    if (!c || (attr && attr->__clock != CLOCK_REALTIME && attr->__clock != CLOCK_MONOTONIC))
+        return EINVAL;
+    *c = (nth_cond_t)NTH_COND_INITIALIZER;
+    c->__clock = attr ? (uint32_t)attr->__clock : CLOCK_REALTIME;
+    return 0;
+}
+
+int nth_cond_destroy(nth_cond_t *c)
+{
+    if (!c)
+        return EINVAL;
+    nth_olock(&c->__lock);
+    int busy = c->__head != NULL;
+    nth_ounlock(&c->__lock);
+    return busy ? EBUSY : 0;
+}
+
+static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
+{
+    if (!c || !m)
+        return EINVAL;
+    if (abs) {
+        int e = nth_check_abs(clock, abs);
+        if (e)
+            return e;
+        /* Already past: the mutex is still held, as POSIX requires. */
+        if (nth_abs_passed(clock, abs))
+            return ETIMEDOUT;
+    }
+    struct nth_waiter w;
+    nth_waiter_init(&w, nth_self());
+    nth_olock(&c->__lock);
+    nth_wq_push(&c->__head, &c->__tail, &w);
+    if (abs)
+        nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
+    nth_ounlock(&c->__lock);
+    uint32_t depth;
+    int e = nth__mutex_release(m, &depth);
+    if (e) {
+        /* Not the caller's mutex: leave the queue again. */
+        int exp = NTH_W_WAITING;
+        if (atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
+            nth_olock(&c->__lock);
+            if (w.queued)
+                nth_wq_remove(&c->__head, &c->__tail, &w);
+            nth_ounlock(&c->__lock);
+            nth_waiter_disarm(&w);
+            return e;
+        }
+        /* Signalled or timed out meanwhile: a signal we took must not be
+         * lost, so pass it on. */
+        int s = nth_waiter_block(&w);
+        nth_waiter_disarm(&w);
+        if (s == NTH_W_WOKEN)
+            nth_cond_signal(c);
+        return e;
+    }
+    int s = nth_waiter_block(&w);
+    nth_waiter_disarm(&w);
+    nth__mutex_reacquire(m, depth);
+    return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
+}
+
+int nth_cond_wait(nth_cond_t *c, nth_mutex_t *m)
+{
+    return cond_wait(c, m, CLOCK_REALTIME, NULL);
+}
+
+int nth_cond_timedwait(nth_cond_t *c, nth_mutex_t *m, const struct timespec *abstime)
+{
+    if (!c)
+        return EINVAL;
+    if (!abstime)
+        return EINVAL;
+    return cond_wait(c, m, (clockid_t)c->__clock, abstime);
+}
+
+int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
+                       const struct timespec *abstime)
+{
+    if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+        return EINVAL;
+    return cond_wait(c, m, clock, abstime);
+}
+
+int nth_cond_signal(nth_cond_t *c)
+{
+    if (!c)
+        return EINVAL;
+    if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
+        return 0;  /* no waiter: waiters queue before releasing the mutex */
+    nth_olock(&c->__lock);
+    struct nth_waiter *w = nth_wq_claim(&c->__head, &c->__tail);
+    nth_ounlock(&c->__lock);
+    if (w)
+        nth_waiter_wake(w);
+    return 0;
+}
+
+int nth_cond_broadcast(nth_cond_t *c)
+{
+    if (!c)
+        return EINVAL;
+    if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
+        return 0;
+    struct nth_waiter *list = NULL, *w;
+    nth_olock(&c->__lock);
+    while ((w = nth_wq_claim(&c->__head, &c->__tail)) != NULL) {
+        w->next = list;
+        list = w;
+    }
+    nth_ounlock(&c->__lock);
+    /* Reverse to wake in arrival order. */
+    struct nth_waiter *fifo = NULL;
+    while (list) {
+        w = list;
+        list = w->next;
+        w->next = fifo;
+        fifo = w;
+    }
+    while (fifo) {
+        w = fifo;
+        fifo = w->next;  /* read before the wake frees w */
+        nth_waiter_wake(w);
+    }
+    return 0;
+}

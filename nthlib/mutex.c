@@ -1,0 +1,264 @@
+/*
+ * mutex.c -- nano-thread mutexes: normal, recursive, error-checking.
+ * Semantics after pthread_mutex_lock(3p), pthread_mutex_timedlock(3p).
+ *
+ * __state: 0 free, 1 locked, 2 locked and someone may be queued. The
+ * uncontended path is one CAS to lock and one to unlock. Under contention
+ * the lock is handed over: unlock gives ownership straight to the first
+ * waiter that can still be woken (FIFO), so a woken nano-thread never finds
+ * the mutex taken again and a timed-out waiter never takes a hand-off.
+ */
+#include <errno.h>
+#include "sync_core.h"
+#include "sync_spin.h"
+#include "wait_queue.h"
+#include "mutex_internal.h"
+
+static unsigned spin_iters = ~0u;
+
+unsigned nth__sync_spin_iters(void)
+{
+    unsigned s = __atomic_load_n(&spin_iters, __ATOMIC_RELAXED);
+    if (s == ~0u) {
+        s = nth_num_vps() > 1 ? NTH_SYNC_SPIN_ITERS : 0;
+        __atomic_store_n(&spin_iters, s, __ATOMIC_RELAXED);
+    }
+    return s;
+}
+
+int nth_mutexattr_init(nth_mutexattr_t *attr)
+{
+    if (!attr)
+        return EINVAL;
+    attr->__type = NTH_MUTEX_DEFAULT;
+    attr->__reserved = 0;
+    return 0;
+}
+
+int nth_mutexattr_destroy(nth_mutexattr_t *attr)
+{
+    return attr ? 0 : EINVAL;
+}
+
+int nth_mutexattr_settype(nth_mutexattr_t *attr, int type)
+{
+    if (!attr || type < NTH_MUTEX_NORMAL || type > NTH_MUTEX_ERRORCHECK)
+        return EINVAL;
+    attr->__type = type;
+    return 0;
+}
+
+int nth_mutexattr_gettype(const nth_mutexattr_t *attr, int *type)
+{
+    if (!attr || !type)
+        return EINVAL;
+    *type = attr->__type;
+    return 0;
+}
+
+int nth_mutex_init(nth_mutex_t *m, const nth_mutexattr_t *attr)
+{
+    if (!m || (attr && (attr->__type < NTH_MUTEX_NORMAL || attr->__type > NTH_MUTEX_ERRORCHECK)))
+        return EINVAL;
+    *m = (nth_mutex_t)NTH_MUTEX_INITIALIZER;
+    m->__type = attr ? (uint32_t)attr->__type : NTH_MUTEX_DEFAULT;
+    return 0;
+}
+
+int nth_mutex_destroy(nth_mutex_t *m)
+{
+    if (!m)
+        return EINVAL;
+    if (__atomic_load_n(&m->__state, __ATOMIC_ACQUIRE) != 0)
+        return EBUSY;
+    return 0;
+}
+
+static inline int try_fast(nth_mutex_t *m)
+{
+    uint32_t z = 0;
+    return __atomic_compare_exchange_n(&m->__state, &z, 1, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+/* Checks for the owner-aware types before locking: 0 to go on and lock,
+ * -1 when a recursive relock was counted, or an error code. */
+static int owner_relock(nth_mutex_t *m, nth_t self, int try)
+{
+    if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != self)
+        return 0;
+    if (m->__type == NTH_MUTEX_RECURSIVE) {
+        if (m->__count == UINT32_MAX)
+            return EAGAIN;
+        m->__count++;
+        return -1;
+    }
+    return try ? EBUSY : EDEADLK;
+}
+
+/* If the queue emptied when a timed waiter left, say so in __state so the
+ * owner's unlock can take the fast path again. Under the lock. */
+static void mutex_waiter_left(struct nth_waiter *w)
+{
+    nth_mutex_t *m = (nth_mutex_t *)(void *)((char *)w->olock - offsetof(nth_mutex_t, __lock));
+    uint32_t two = 2;
+    /* A free mutex (0) stays free: unlock may have skipped w already. */
+    if (!m->__head)
+        __atomic_compare_exchange_n(&m->__state, &two, 1, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+}
+
+static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct timespec *abs)
+{
+    for (unsigned i = nth__sync_spin_iters(); i > 0; i--) {
+        if (__atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0 && try_fast(m))
+            return 0;
+        nth_sync_relax();
+    }
+    if (abs) {
+        int e = nth_check_abs(clock, abs);
+        if (e)
+            return e;
+    }
+    struct nth_waiter w;
+    nth_waiter_init(&w, self);
+    nth_olock(&m->__lock);
+    /* Mark contended; if it was free meanwhile we own it (state 2 costs
+     * one harmless trip through unlock's slow path). */
+    if (__atomic_exchange_n(&m->__state, 2, __ATOMIC_ACQUIRE) == 0) {
+        if (!m->__head)
+            __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
+        nth_ounlock(&m->__lock);
+        return 0;
+    }
+    if (abs && nth_abs_passed(clock, abs)) {
+        if (!m->__head)
+            __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
+        nth_ounlock(&m->__lock);
+        return ETIMEDOUT;
+    }
+    nth_wq_push(&m->__head, &m->__tail, &w);
+    if (abs) {
+        w.on_timeout = mutex_waiter_left;
+        nth_waiter_arm(&w, &m->__lock, &m->__head, &m->__tail, clock, abs);
+    }
+    nth_ounlock(&m->__lock);
+    int s = nth_waiter_block(&w);
+    nth_waiter_disarm(&w);
+    /* WOKEN: unlock handed us the mutex (state stays nonzero). */
+    return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
+}
+
+static int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
+{
+    if (!m)
+        return EINVAL;
+    if (m->__type == NTH_MUTEX_NORMAL) {
+        if (__builtin_expect(try_fast(m), 1))
+            return 0;
+        return lock_slow(m, nth_self(), clock, abs);
+    }
+    nth_t self = nth_self();
+    int e = owner_relock(m, self, 0);
+    if (e)
+        return e < 0 ? 0 : e;
+    if (!try_fast(m) && (e = lock_slow(m, self, clock, abs)) != 0)
+        return e;
+    __atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+    m->__count = 0;
+    return 0;
+}
+
+int nth_mutex_lock(nth_mutex_t *m)
+{
+    return lock_common(m, CLOCK_REALTIME, NULL);
+}
+
+int nth_mutex_timedlock(nth_mutex_t *m, const struct timespec *abstime)
+{
+    return nth_mutex_clocklock(m, CLOCK_REALTIME, abstime);
+}
+
+int nth_mutex_clocklock(nth_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+    if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+        return EINVAL;
+    if (!abstime)
+        return EINVAL;
+    return lock_common(m, clock, abstime);
+}
+
+int nth_mutex_trylock(nth_mutex_t *m)
+{
+    if (!m)
+        return EINVAL;
+    if (m->__type == NTH_MUTEX_NORMAL)
+        return try_fast(m) ? 0 : EBUSY;
+    nth_t self = nth_self();
+    int e = owner_relock(m, self, 1);
+    if (e)
+        return e < 0 ? 0 : e;
+    if (!try_fast(m))
+        return EBUSY;
+    __atomic_store_n(&m->__owner, self, __ATOMIC_RELAXED);
+    m->__count = 0;
+    return 0;
+}
+
+static void unlock_slow(nth_mutex_t *m)
+{
+    nth_olock(&m->__lock);
+    struct nth_waiter *w = nth_wq_claim(&m->__head, &m->__tail);
+    if (!w) {
+        __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
+        nth_ounlock(&m->__lock);
+        return;
+    }
+    /* Hand-off: the mutex stays locked, now on behalf of w. */
+    __atomic_store_n(&m->__state, m->__head ? 2 : 1, __ATOMIC_RELAXED);
+    if (m->__type != NTH_MUTEX_NORMAL)
+        __atomic_store_n(&m->__owner, w->t, __ATOMIC_RELAXED);
+    nth_ounlock(&m->__lock);
+    nth_waiter_wake(w);
+}
+
+int nth_mutex_unlock(nth_mutex_t *m)
+{
+    if (!m)
+        return EINVAL;
+    if (m->__type != NTH_MUTEX_NORMAL) {
+        if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self() ||
+            __atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0)
+            return EPERM;
+        if (m->__count > 0) {
+            m->__count--;
+            return 0;
+        }
+        __atomic_store_n(&m->__owner, NULL, __ATOMIC_RELAXED);
+    }
+    uint32_t one = 1;
+    if (__builtin_expect(__atomic_compare_exchange_n(&m->__state, &one, 0, 0, __ATOMIC_RELEASE,
+                                                     __ATOMIC_RELAXED), 1))
+        return 0;
+    unlock_slow(m);
+    return 0;
+}
+
+int nth__mutex_release(nth_mutex_t *m, uint32_t *depth)
+{
+    *depth = 0;
+    if (m->__type != NTH_MUTEX_NORMAL) {
+        if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self())
+            return EPERM;
+        *depth = m->__count;
+        m->__count = 0;
+    }
+    return nth_mutex_unlock(m);
+}
+
+void nth__mutex_reacquire(nth_mutex_t *m, uint32_t depth)
+{
+    nth_mutex_lock(m);
+    if (m->__type != NTH_MUTEX_NORMAL)
+        m->__count = depth;
+}

@@ -1,0 +1,123 @@
+/*
+ * sync_glue.c -- where the synchronisation part plugs into the runtime
+ * core: per-VP timer queues fired by the core's scheduling-point hook and
+ * bounding its idle park, alarms of disabled VPs moved to running ones, and
+ * key destructors run by the core's exit hook.
+ *
+ * The hooks are registered on first use (first timed wait or sleep, first
+ * key), so a program that never uses timers pays nothing at its
+ * scheduling points.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include "internal.h"
+#include "sync_core.h"
+
+static int hooks_state; /* 0 none, 1 installing, 2 installed */
+
+static int64_t earliest_ns(struct nth_vp *vp);
+
+/* Fire what is due on vp's queue and on the shared fallback queue; in the
+ * idle loop also adopt the alarms of VPs whose CPU was taken away, since a
+ * disabled VP parks without a timeout and would never fire them. */
+static void timer_hook(struct nth_vp *vp, int where)
+{
+    if (where == NTH_SP_IDLE) {
+        struct nth_tq *mine = vp->timerq;
+        for (int i = 0; mine && i < nth_rt.nvps; i++) {
+            struct nth_vp *o = nth_rt.vps[i];
+            struct nth_tq *q = __atomic_load_n((struct nth_tq **)&o->timerq, __ATOMIC_ACQUIRE);
+            if (o != vp && q && __atomic_load_n(&o->disabled, __ATOMIC_RELAXED) &&
+                nth_tq_next_deadline(q) != NTH_TQ_NONE)
+                nth_tq_move(q, mine);
+        }
+    }
+    struct nth_tq *q = vp->timerq;
+    /* The common case, nothing queued, costs no clock read. */
+    if ((!q || nth_tq_next_deadline(q) == NTH_TQ_NONE) &&
+        nth_tq_next_deadline(nth__sync_fallback_tq()) == NTH_TQ_NONE)
+        return;
+    nth__timers_poll(q);
+}
+
+static int64_t earliest_ns(struct nth_vp *vp)
+{
+    uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
+    struct nth_tq *q = vp->timerq;
+    if (q && nth_tq_next_deadline(q) < next)
+        next = nth_tq_next_deadline(q);
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *o = nth_rt.vps[i];
+        struct nth_tq *oq = __atomic_load_n((struct nth_tq **)&o->timerq, __ATOMIC_ACQUIRE);
+        if (o != vp && oq && __atomic_load_n(&o->disabled, __ATOMIC_RELAXED) &&
+            nth_tq_next_deadline(oq) < next)
+            next = 0; /* wake to adopt them */
+    }
+    if (next == NTH_TQ_NONE)
+        return -1;
+    uint64_t now = nth_now_ns();
+    return next <= now ? 0 : (int64_t)(next - now);
+}
+
+static void install_timer_hooks(void)
+{
+    if (__atomic_load_n(&hooks_state, __ATOMIC_ACQUIRE) == 2)
+        return;
+    int z = 0;
+    if (__atomic_compare_exchange_n(&hooks_state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        nth_idle_timeout_set(earliest_ns);
+        nth_sched_hook_add(timer_hook);
+        __atomic_store_n(&hooks_state, 2, __ATOMIC_RELEASE);
+        /* Parked VPs computed their timeout without us: wake them to
+         * recompute it. */
+        for (int i = 0; i < nth_rt.nvps; i++)
+            if (__atomic_load_n(&nth_rt.vps[i]->parked, __ATOMIC_ACQUIRE))
+                nth_wake_one(nth_rt.vps[i]);
+        return;
+    }
+    while (__atomic_load_n(&hooks_state, __ATOMIC_ACQUIRE) != 2)
+        nth_cpu_relax();
+}
+
+struct nth_tq *nth__vp_timer_queue(void)
+{
+    nth_ensure_started();
+    install_timer_hooks();
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp)
+        return NULL;
+    struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
+    if (q)
+        return q;
+    q = malloc(sizeof *q);
+    if (!q)
+        return NULL; /* the shared fallback queue serves */
+    nth_tq_init(q);
+    void *expected = NULL;
+    if (!__atomic_compare_exchange_n(&vp->timerq, &expected, q, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        free(q);
+        q = expected;
+    }
+    return q;
+}
+
+void **nth__specific_slot(void)
+{
+    struct nth_thread *t = (struct nth_thread *)nth_self();
+    return t ? &t->specific : NULL;
+}
+
+static void keys_exit_hook(struct nth_thread *t)
+{
+    nth__keys_exit(&t->specific);
+}
+
+void nth__keys_exit_hook_install(void)
+{
+    static int installed;
+    int z = 0;
+    nth_ensure_started();
+    if (__atomic_compare_exchange_n(&installed, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        nth_exit_hook_add(keys_exit_hook);
+}

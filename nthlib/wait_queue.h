@@ -1,0 +1,166 @@
+/*
+ * wait_queue.h -- per-object wait queues of nano-threads, and the waiter
+ * record every blocking construct uses.
+ *
+ * A waiter lives on the waiting nano-thread's stack. Under the object's
+ * spinlock it enqueues itself, releases the lock, then nth_wait()s until its
+ * state is final. Waking is decided by one CAS on w->state (WAITING ->
+ * CLAIMED): a waker (signal, unlock, post) and a timeout alarm may race for
+ * the same waiter, and exactly one wins. The winner finishes the wake-up
+ * (nth_to_rq) and only then stores the final state, so the waiter never
+ * returns, and frees its record, while a waker still uses it.
+ *
+ * The queue is doubly linked so a timed-out waiter can be removed from the
+ * middle. w->queued says, under the object lock, whether w is still in it
+ * (a waker may have dequeued it and then lost the CAS).
+ */
+#ifndef NTH_WAIT_QUEUE_H
+#define NTH_WAIT_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+#include "nth.h"
+#include "olock.h"
+#include "timer_queue.h"
+
+enum {
+    NTH_W_WAITING = 0,
+    NTH_W_CLAIMED_WAKE,      /* a waker won, nth_to_rq in progress */
+    NTH_W_CLAIMED_TIMEOUT,   /* the alarm won, removal in progress */
+    NTH_W_WOKEN,             /* final */
+    NTH_W_TIMEDOUT,          /* final */
+};
+
+struct nth_waiter {
+    struct nth_waiter *next, *prev;
+    nth_t t;
+    _Atomic int state;
+    int queued;               /* under the object lock */
+    uintptr_t data;           /* per object: reader/writer, once key, ... */
+    /* Timed waits only: */
+    struct nth_alarm alarm;
+    uint32_t *olock;          /* object lock guarding the queue */
+    void **qhead, **qtail;    /* the queue w is in */
+    clockid_t clock;          /* the deadline's clock */
+    struct timespec abs;      /* the deadline, on clock */
+    /* Called by the alarm after removal, under the object lock, e.g. to
+     * pass on a hand-off the timed-out waiter can no longer take. */
+    void (*on_timeout)(struct nth_waiter *w);
+};
+
+static inline void nth_waiter_init(struct nth_waiter *w, nth_t self)
+{
+    w->next = w->prev = NULL;
+    w->t = self;
+    atomic_store_explicit(&w->state, NTH_W_WAITING, memory_order_relaxed);
+    w->queued = 0;
+    w->data = 0;
+    w->alarm.state = NTH_ALARM_IDLE;
+    w->olock = NULL;
+    w->on_timeout = NULL;
+}
+
+static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
+{
+    struct nth_waiter *t = (struct nth_waiter *)*tail;
+    w->next = NULL;
+    w->prev = t;
+    if (t)
+        t->next = w;
+    else
+        *head = w;
+    *tail = w;
+    w->queued = 1;
+}
+
+static inline void nth_wq_remove(void **head, void **tail, struct nth_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        *head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        *tail = w->prev;
+    w->next = w->prev = NULL;
+    w->queued = 0;
+}
+
+static inline struct nth_waiter *nth_wq_pop(void **head, void **tail)
+{
+    struct nth_waiter *w = (struct nth_waiter *)*head;
+    if (w)
+        nth_wq_remove(head, tail, w);
+    return w;
+}
+
+/* Under the object lock: take the first waiter that can still be woken
+ * (CAS WAITING -> CLAIMED_WAKE); waiters that lost to their alarm are left
+ * to it. Returns NULL when none. The caller, after dropping the lock, calls
+ * nth_waiter_wake(). */
+static inline struct nth_waiter *nth_wq_claim(void **head, void **tail)
+{
+    struct nth_waiter *w;
+    while ((w = nth_wq_pop(head, tail)) != NULL) {
+        int exp = NTH_W_WAITING;
+        if (atomic_compare_exchange_strong_explicit(&w->state, &exp, NTH_W_CLAIMED_WAKE,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire))
+            return w;
+    }
+    return NULL;
+}
+
+/* Finish waking a claimed waiter (without any lock). */
+static inline void nth_waiter_wake(struct nth_waiter *w)
+{
+    nth_t t = w->t;
+    /* Store the final state first would let the waiter return and reuse
+     * its stack before we read w; t was read above, and a waiter that sees
+     * WOKEN early only meets a spare permit at its next nth_wait. But t's
+     * descriptor must outlive this call, so the waiter waits for FINAL. */
+    nth_to_rq(t);
+    atomic_store_explicit(&w->state, NTH_W_WOKEN, memory_order_release);
+}
+
+/* Block the caller until w's state is final; returns NTH_W_WOKEN or
+ * NTH_W_TIMEDOUT. */
+static inline int nth_waiter_block(struct nth_waiter *w)
+{
+    unsigned spins = 0;
+    for (;;) {
+        int s = atomic_load_explicit(&w->state, memory_order_acquire);
+        if (s == NTH_W_WOKEN || s == NTH_W_TIMEDOUT)
+            return s;
+        if (s == NTH_W_WAITING) {
+            nth_wait();
+        } else if (++spins % 64) {
+            nth_sync_relax();  /* a waker or the alarm is mid-way... */
+        } else {
+            nth_yield();      /* ...and its kernel thread may be preempted */
+        }
+    }
+}
+
+/* Timed waits (timeout.c). Validate a deadline: 0 or EINVAL. */
+int nth_check_abs(clockid_t clock, const struct timespec *abs)
+    __attribute__((visibility("hidden")));
+/* 1 if the deadline has passed now. */
+int nth_abs_passed(clockid_t clock, const struct timespec *abs)
+    __attribute__((visibility("hidden")));
+/* Arm w's alarm for (clock, abs) on the caller's VP; w must be queued in
+ * (head, tail) guarded by olock before the alarm can fire, i.e. arm after
+ * enqueueing, before releasing olock (the alarm callback takes olock). */
+void nth_waiter_arm(struct nth_waiter *w, uint32_t *olock, void **head, void **tail,
+                    clockid_t clock, const struct timespec *abs)
+    __attribute__((visibility("hidden")));
+/* After nth_waiter_block(): make sure the alarm is gone. */
+static inline void nth_waiter_disarm(struct nth_waiter *w)
+{
+    if (w->olock)
+        nth_tq_cancel(&w->alarm);
+}
+
+#endif

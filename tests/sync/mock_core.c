@@ -1,0 +1,130 @@
+/*
+ * mock_core.c -- a stand-in for the runtime core, for testing the sync
+ * objects' logic before (and independently of) the real scheduler.
+ *
+ * Each "nano-thread" is a kernel thread; nth_wait/nth_to_rq are a futex
+ * permit with the same semantics as the core's (a wake before the wait is
+ * kept; returns may be spurious). A waiting thread fires expired alarms
+ * itself and sleeps no longer than the earliest deadline, like a parked VP.
+ * Only this test harness uses pthreads; the library under test does not.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "nth.h"
+#include "sync_core.h"
+
+struct nth_thread {
+    uint32_t permit;
+    pthread_t pt;
+    void *(*fn)(void *);
+    void *arg;
+    void *ret;
+    void *specific;
+};
+
+static __thread struct nth_thread *self_t;
+
+static void futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tp = &ts;
+    }
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+}
+
+nth_t nth_self(void)
+{
+    if (!self_t)
+        self_t = calloc(1, sizeof *self_t);
+    return self_t;
+}
+
+void nth_wait(void)
+{
+    nth_t me = nth_self();
+    for (;;) {
+        if (__atomic_exchange_n(&me->permit, 0, __ATOMIC_ACQUIRE))
+            return;
+        uint64_t next = nth__timers_poll(NULL);
+        if (__atomic_exchange_n(&me->permit, 0, __ATOMIC_ACQUIRE))
+            return;
+        uint64_t now = nth_now_ns();
+        /* Poll at least every 2 ms: another thread may arm an earlier
+         * alarm meanwhile, and it has no way to shorten our sleep. */
+        uint64_t t = next == UINT64_MAX || next - now > 2000000 ? 2000000
+                     : next > now ? next - now : 0;
+        if (t)
+            futex_wait(&me->permit, 0, t);
+    }
+}
+
+int nth_to_rq(nth_t t)
+{
+    if (!t)
+        return ESRCH;
+    __atomic_store_n(&t->permit, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &t->permit, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    return 0;
+}
+
+int nth_yield(void)
+{
+    nth__timers_poll(NULL);
+    sched_yield();
+    return 0;
+}
+
+int nth_num_vps(void) { return 2; }
+int nth_vp_id(void) { return 0; }
+
+void **nth__specific_slot(void)
+{
+    return &nth_self()->specific;
+}
+
+static void *trampoline(void *p)
+{
+    struct nth_thread *t = p;
+    self_t = t;
+    t->ret = t->fn(t->arg);
+    nth__keys_exit(&t->specific);
+    return NULL;
+}
+
+int nth_create(nth_t *t, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    (void)attr;
+    struct nth_thread *n = calloc(1, sizeof *n);
+    if (!n)
+        return EAGAIN;
+    n->fn = fn;
+    n->arg = arg;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    int e = pthread_create(&n->pt, &a, trampoline, n);
+    pthread_attr_destroy(&a);
+    if (e) {
+        free(n);
+        return EAGAIN;
+    }
+    *t = n;
+    return 0;
+}
+
+int nth_join(nth_t t, void **ret)
+{
+    pthread_join(t->pt, NULL);
+    if (ret)
+        *ret = t->ret;
+    free(t);
+    return 0;
+}

@@ -1,0 +1,850 @@
+/*
+ * test_sync.c -- semantics, error codes and bounded stress of the
+ * synchronisation objects, timed waits and sleeping. Uses only nth.h, so
+ * it runs both on the real runtime and on mock_core.c (kernel threads as
+ * nano-threads, NTH_TEST_MOCK), which has fewer threads to spare.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "nth.h"
+
+
+/* Every case runs in a forked child that starts its own runtime: cmocka
+ * keeps its state in __thread variables and longjmps on failure, which
+ * breaks once main's nano-thread resumes on another VP's kernel thread.
+ * Inside the child, a failed T_* check prints the condition and exits 99;
+ * the cmocka parent asserts on the exit status. */
+#define T_FAIL(fmt, ...) do { \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr); _exit(99); } while (0)
+#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
+#define T_PEQ(a, b) do { const void *_a = (a), *_b = (b); \
+        if (_a != _b) T_FAIL("%s == %p, expected %p", #a, _a, _b); } while (0)
+#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
+
+static void run_case(void (*fn)(void **), unsigned timeout_s)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        alarm(timeout_s);
+        fn(NULL);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    if (WIFSIGNALED(st))
+        fail_msg("case died of signal %d%s", WTERMSIG(st),
+                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock?)" : "");
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+#ifdef NTH_TEST_MOCK
+#define STRESS_N 64
+#else
+#define STRESS_N 1000
+#endif
+
+_Static_assert(sizeof(nth_mutex_t) <= sizeof(pthread_mutex_t), "mutex fits glibc");
+_Static_assert(sizeof(nth_cond_t) <= sizeof(pthread_cond_t), "cond fits glibc");
+_Static_assert(sizeof(nth_rwlock_t) <= sizeof(pthread_rwlock_t), "rwlock fits glibc");
+_Static_assert(sizeof(nth_barrier_t) <= sizeof(pthread_barrier_t), "barrier fits glibc");
+_Static_assert(sizeof(nth_sem_t) <= sizeof(sem_t), "sem fits glibc");
+_Static_assert(sizeof(nth_once_t) == sizeof(pthread_once_t), "once fits glibc");
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec in_ns(clockid_t clock, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / 1000000000u);
+    ts.tv_nsec = (long)(t % 1000000000u);
+    return ts;
+}
+
+static int ts_passed(clockid_t clock, const struct timespec *d)
+{
+    struct timespec now;
+    clock_gettime(clock, &now);
+    return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec >= d->tv_nsec);
+}
+
+static nth_t spawn(void *(*fn)(void *), void *arg)
+{
+    nth_t t;
+    T_EQ(nth_create(&t, NULL, fn, arg), 0);
+    return t;
+}
+
+static void *join(nth_t t)
+{
+    void *r;
+    T_EQ(nth_join(t, &r), 0);
+    return r;
+}
+
+/* ---- mutex ------------------------------------------------------------ */
+
+static nth_mutex_t gm;
+
+static void *try_then_ret(void *p)
+{
+    return (void *)(intptr_t)nth_mutex_trylock(p);
+}
+
+static void *unlock_ret(void *p)
+{
+    return (void *)(intptr_t)nth_mutex_unlock(p);
+}
+
+static void test_mutex_basic(void **st)
+{
+    (void)st;
+    nth_mutex_t z;
+    memset(&z, 0, sizeof z);       /* all-zero = NTH_MUTEX_INITIALIZER */
+    T_EQ(nth_mutex_lock(&z), 0);
+    T_EQ(nth_mutex_destroy(&z), EBUSY);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &z)), EBUSY);
+    T_EQ(nth_mutex_unlock(&z), 0);
+    T_EQ(nth_mutex_trylock(&z), 0);
+    T_EQ(nth_mutex_unlock(&z), 0);
+    T_EQ(nth_mutex_destroy(&z), 0);
+
+    nth_mutexattr_t a;
+    T_EQ(nth_mutexattr_init(&a), 0);
+    T_EQ(nth_mutexattr_settype(&a, 7), EINVAL);
+    T_EQ(nth_mutexattr_settype(&a, -1), EINVAL);
+    a.__type = 9;
+    T_EQ(nth_mutex_init(&z, &a), EINVAL);
+    T_EQ(nth_mutex_init(NULL, NULL), EINVAL);
+}
+
+static void test_mutex_errorcheck(void **st)
+{
+    (void)st;
+    nth_mutexattr_t a;
+    nth_mutex_t m;
+    nth_mutexattr_init(&a);
+    T_EQ(nth_mutexattr_settype(&a, NTH_MUTEX_ERRORCHECK), 0);
+    int ty;
+    T_EQ(nth_mutexattr_gettype(&a, &ty), 0);
+    T_EQ(ty, NTH_MUTEX_ERRORCHECK);
+    T_EQ(nth_mutex_init(&m, &a), 0);
+    T_EQ(nth_mutex_unlock(&m), EPERM);     /* not locked */
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_lock(&m), EDEADLK);
+    T_EQ(nth_mutex_trylock(&m), EBUSY);
+    T_EQ((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
+    T_EQ(nth_mutex_unlock(&m), 0);
+    T_EQ(nth_mutex_destroy(&m), 0);
+}
+
+static void test_mutex_recursive(void **st)
+{
+    (void)st;
+    nth_mutexattr_t a;
+    nth_mutex_t m;
+    nth_mutexattr_init(&a);
+    nth_mutexattr_settype(&a, NTH_MUTEX_RECURSIVE);
+    T_EQ(nth_mutex_init(&m, &a), 0);
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_lock(&m), 0);
+    T_EQ(nth_mutex_trylock(&m), 0);
+    T_EQ((intptr_t)join(spawn(unlock_ret, &m)), EPERM);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &m)), EBUSY);
+    for (int i = 0; i < 3; i++)
+        T_EQ(nth_mutex_unlock(&m), 0);
+    T_EQ(nth_mutex_unlock(&m), EPERM);
+    T_EQ((intptr_t)join(spawn(try_then_ret, &m)), 0); /* the child exits holding it */
+    T_EQ(nth_mutex_destroy(&m), EBUSY);
+}
+
+static void *hold_then_release(void *p)
+{
+    nth_mutex_t *m = p;
+    nth_mutex_lock(m);
+    nth_sleep_ns(60 * 1000 * 1000);
+    nth_mutex_unlock(m);
+    return NULL;
+}
+
+static void test_mutex_timedlock(void **st)
+{
+    (void)st;
+    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    struct timespec bad = { 0, 1000000000L }, past = { 1, 0 };
+    /* Free mutex: the deadline is not even looked at. */
+    T_EQ(nth_mutex_timedlock(&m, &past), 0);
+    T_EQ(nth_mutex_timedlock(&m, &bad), EINVAL);
+    bad.tv_nsec = -1;
+    T_EQ(nth_mutex_timedlock(&m, &bad), EINVAL);
+    T_EQ(nth_mutex_timedlock(&m, &past), ETIMEDOUT);
+    T_EQ(nth_mutex_clocklock(&m, 12345, &past), EINVAL);
+    nth_mutex_unlock(&m);
+
+    nth_t h = spawn(hold_then_release, &m);
+    while (nth_mutex_trylock(&m) == 0) {  /* wait until the child holds it */
+        nth_mutex_unlock(&m);
+        nth_yield();
+    }
+    struct timespec d = in_ns(CLOCK_REALTIME, 10 * 1000 * 1000);
+    T_EQ(nth_mutex_timedlock(&m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));    /* never early */
+    d = in_ns(CLOCK_MONOTONIC, 5ull * 1000 * 1000 * 1000);
+    T_EQ(nth_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0); /* gets it on release */
+    nth_mutex_unlock(&m);
+    join(h);
+}
+
+static long counter;
+enum { ROUNDS = 200 };
+
+static void *count_worker(void *p)
+{
+    nth_mutex_t *m = p;
+    for (int i = 0; i < ROUNDS; i++) {
+        T_EQ(nth_mutex_lock(m), 0);
+        long c = counter;
+        if (i % 7 == 0)
+            nth_yield();               /* hold it across a switch */
+        counter = c + 1;
+        T_EQ(nth_mutex_unlock(m), 0);
+    }
+    return NULL;
+}
+
+static void *count_worker_timed(void *p)
+{
+    nth_mutex_t *m = p;
+    int got = 0;
+    while (got < ROUNDS) {
+        struct timespec d = in_ns(CLOCK_MONOTONIC, (uint64_t)(rand() % 50) * 1000);
+        int e = nth_mutex_clocklock(m, CLOCK_MONOTONIC, &d);
+        if (e == ETIMEDOUT)
+            continue;
+        T_EQ(e, 0);
+        counter++;
+        got++;
+        nth_mutex_unlock(m);
+    }
+    return NULL;
+}
+
+static void test_mutex_stress(void **st)
+{
+    (void)st;
+    static nth_t t[STRESS_N];
+    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    counter = 0;
+    for (int i = 0; i < STRESS_N; i++)
+        t[i] = spawn(i % 4 == 3 ? count_worker_timed : count_worker, &m);
+    for (int i = 0; i < STRESS_N; i++)
+        join(t[i]);
+    T_EQ(counter, (long)STRESS_N * ROUNDS);
+    T_EQ(nth_mutex_destroy(&m), 0);
+}
+
+/* ---- condition variable ------------------------------------------------ */
+
+static nth_cond_t gc;
+static int ready_flag;
+
+static void *cond_waiter(void *p)
+{
+    (void)p;
+    nth_mutex_lock(&gm);
+    while (!ready_flag)
+        T_EQ(nth_cond_wait(&gc, &gm), 0);
+    nth_mutex_unlock(&gm);
+    return NULL;
+}
+
+static void test_cond_broadcast(void **st)
+{
+    (void)st;
+    enum { N = 16 };
+    nth_t t[N];
+    nth_mutex_init(&gm, NULL);
+    nth_cond_init(&gc, NULL);
+    ready_flag = 0;
+    for (int i = 0; i < N; i++)
+        t[i] = spawn(cond_waiter, NULL);
+    for (;;) {               /* wait until someone waits, then check EBUSY */
+        int e = nth_cond_destroy(&gc);
+        if (e == EBUSY)
+            break;
+        T_EQ(e, 0);
+        nth_yield();
+    }
+    nth_mutex_lock(&gm);
+    ready_flag = 1;
+    nth_cond_broadcast(&gc);
+    nth_mutex_unlock(&gm);
+    for (int i = 0; i < N; i++)
+        join(t[i]);
+    T_EQ(nth_cond_destroy(&gc), 0);
+}
+
+static void test_cond_timedwait(void **st)
+{
+    (void)st;
+    nth_cond_t c = NTH_COND_INITIALIZER;
+    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    struct timespec bad = { 0, 1000000000L }, past = { 0, 0 };
+    nth_mutex_lock(&m);
+    T_EQ(nth_cond_timedwait(&c, &m, &bad), EINVAL);
+    uint64_t t0 = mono_ns();
+    T_EQ(nth_cond_timedwait(&c, &m, &past), ETIMEDOUT);
+    T_TRUE(mono_ns() - t0 < 1000000000u);  /* at once, not after a long wait */
+    T_EQ(nth_cond_clockwait(&c, &m, 999, &past), EINVAL);
+    struct timespec d = in_ns(CLOCK_REALTIME, 5 * 1000 * 1000);
+    T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
+    T_EQ(nth_mutex_trylock(&m), EBUSY); /* relocked on return */
+    nth_mutex_unlock(&m);
+
+    /* Error-checking mutex not held: EPERM, and the condvar stays clean. */
+    nth_mutexattr_t a;
+    nth_mutexattr_init(&a);
+    nth_mutexattr_settype(&a, NTH_MUTEX_ERRORCHECK);
+    nth_mutex_t em;
+    nth_mutex_init(&em, &a);
+    T_EQ(nth_cond_wait(&c, &em), EPERM);
+    T_EQ(nth_cond_destroy(&c), 0);
+}
+
+static void test_cond_monotonic(void **st)
+{
+    (void)st;
+    /* A CLOCK_MONOTONIC deadline 30 ms ahead is long past when read as
+     * wall-clock time: the wait lasting >= 30 ms shows the condvar counts
+     * on the monotonic clock, which wall-clock changes do not move. */
+    nth_condattr_t ca;
+    nth_cond_t c;
+    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    T_EQ(nth_condattr_init(&ca), 0);
+    T_EQ(nth_condattr_setclock(&ca, CLOCK_PROCESS_CPUTIME_ID), EINVAL);
+    T_EQ(nth_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
+    clockid_t ck;
+    nth_condattr_getclock(&ca, &ck);
+    T_EQ(ck, CLOCK_MONOTONIC);
+    T_EQ(nth_cond_init(&c, &ca), 0);
+    nth_mutex_lock(&m);
+    struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
+    uint64_t t0 = mono_ns();
+    T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(mono_ns() - t0 >= 30 * 1000 * 1000);
+    nth_mutex_unlock(&m);
+}
+
+/* Signal racing timeout: a waiter with a deadline right now-ish and a
+ * signaller firing at about the same time. Each round: the signal is
+ * delivered at most once, a waiter that returns 0 was really signalled,
+ * and a signal that lost to a timeout is not lost: the predicate wait
+ * below always ends. */
+static nth_mutex_t rm = NTH_MUTEX_INITIALIZER;
+static nth_cond_t rc = NTH_COND_INITIALIZER;
+static int tokens, woke_ok, timed_out;
+
+static void *race_waiter(void *p)
+{
+    (void)p;
+    nth_mutex_lock(&rm);
+    struct timespec d = in_ns(CLOCK_MONOTONIC, (uint64_t)(rand() % 40) * 1000);
+    while (tokens == 0) {
+        int e = nth_cond_clockwait(&rc, &rm, CLOCK_MONOTONIC, &d);
+        if (e == ETIMEDOUT) {
+            timed_out++;
+            d = in_ns(CLOCK_MONOTONIC, 2000000000u); /* now wait for real */
+        } else {
+            T_EQ(e, 0);
+            woke_ok++;
+        }
+    }
+    tokens--;
+    nth_mutex_unlock(&rm);
+    return NULL;
+}
+
+static void test_cond_signal_vs_timeout(void **st)
+{
+    (void)st;
+#ifdef NTH_TEST_MOCK
+    enum { R = 300 };
+#else
+    enum { R = 2000 };
+#endif
+    woke_ok = timed_out = tokens = 0;
+    for (int r = 0; r < R; r++) {
+        nth_t w = spawn(race_waiter, NULL);
+        for (int i = rand() % 3; i > 0; i--)
+            nth_yield();
+        nth_mutex_lock(&rm);
+        tokens++;
+        nth_cond_signal(&rc);
+        nth_mutex_unlock(&rm);
+        join(w);
+    }
+    T_EQ(tokens, 0);
+    T_TRUE(woke_ok <= R);
+    print_message("signal vs timeout: %d woken by signal, %d timeouts in %d rounds\n",
+                  woke_ok, timed_out, R);
+}
+
+/* Semaphore conservation under racing timeouts: every post is taken by
+ * exactly one waiter or stays in the value. */
+static nth_sem_t rs;
+static int sem_taken;
+
+static void *sem_racer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < 50; i++) {
+        struct timespec d = in_ns(CLOCK_MONOTONIC, (uint64_t)(rand() % 30) * 1000);
+        int e = nth_sem_clockwait(&rs, CLOCK_MONOTONIC, &d);
+        if (e == 0)
+            __atomic_fetch_add(&sem_taken, 1, __ATOMIC_RELAXED);
+        else
+            T_EQ(e, ETIMEDOUT);
+    }
+    return NULL;
+}
+
+static void *sem_poster(void *p)
+{
+    for (int i = 0; i < 100; i++) {
+        nth_sem_post(&rs);
+        if (i % 3 == 0)
+            nth_yield();
+    }
+    return p;
+}
+
+static void test_sem_post_vs_timeout(void **st)
+{
+    (void)st;
+    enum { W = 8, P = 4 };
+    nth_t t[W + P];
+    nth_sem_init(&rs, 0);
+    sem_taken = 0;
+    for (int i = 0; i < W + P; i++)
+        t[i] = spawn(i < W ? sem_racer : sem_poster, NULL);
+    for (int i = 0; i < W + P; i++)
+        join(t[i]);
+    int v;
+    nth_sem_getvalue(&rs, &v);
+    T_EQ(sem_taken + v, P * 100);
+    T_EQ(nth_sem_destroy(&rs), 0);
+}
+
+static void test_sem_errors(void **st)
+{
+    (void)st;
+    nth_sem_t s;
+    T_EQ(nth_sem_init(&s, (unsigned)NTH_SEM_VALUE_MAX + 1), EINVAL);
+    T_EQ(nth_sem_init(&s, 1), 0);
+    T_EQ(nth_sem_trywait(&s), 0);
+    T_EQ(nth_sem_trywait(&s), EAGAIN);
+    struct timespec bad = { 0, -5 }, past = { 0, 0 };
+    T_EQ(nth_sem_timedwait(&s, &bad), EINVAL);
+    T_EQ(nth_sem_timedwait(&s, &past), ETIMEDOUT);
+    T_EQ(nth_sem_clockwait(&s, 77, &past), EINVAL);
+    struct timespec d = in_ns(CLOCK_REALTIME, 3 * 1000 * 1000);
+    T_EQ(nth_sem_timedwait(&s, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
+    T_EQ(nth_sem_init(&s, NTH_SEM_VALUE_MAX), 0);
+    T_EQ(nth_sem_post(&s), EOVERFLOW);
+    int v;
+    nth_sem_getvalue(&s, &v);
+    T_EQ(v, NTH_SEM_VALUE_MAX);
+}
+
+/* ---- barrier ------------------------------------------------------------ */
+
+static nth_barrier_t gb;
+enum { BROUNDS = 20 };
+static int arrived[BROUNDS], serials[BROUNDS];
+
+static void *barrier_worker(void *p)
+{
+    int n = (int)(intptr_t)p;
+    for (int r = 0; r < BROUNDS; r++) {
+        __atomic_fetch_add(&arrived[r], 1, __ATOMIC_RELAXED);
+        int e = nth_barrier_wait(&gb);
+        T_TRUE(e == 0 || e == NTH_BARRIER_SERIAL_THREAD);
+        if (e)
+            __atomic_fetch_add(&serials[r], 1, __ATOMIC_RELAXED);
+        /* Nobody passes before everyone arrived. */
+        T_EQ(__atomic_load_n(&arrived[r], __ATOMIC_RELAXED), n);
+    }
+    return NULL;
+}
+
+static void test_barrier(void **st)
+{
+    (void)st;
+    static nth_t t[STRESS_N];
+    T_EQ(nth_barrier_init(&gb, 0), EINVAL);
+    T_EQ(nth_barrier_init(&gb, STRESS_N), 0);
+    memset(arrived, 0, sizeof arrived);
+    memset(serials, 0, sizeof serials);
+    for (int i = 0; i < STRESS_N; i++)
+        t[i] = spawn(barrier_worker, (void *)(intptr_t)STRESS_N);
+    for (int i = 0; i < STRESS_N; i++)
+        join(t[i]);
+    for (int r = 0; r < BROUNDS; r++) {
+        T_EQ(arrived[r], STRESS_N);
+        T_EQ(serials[r], 1);
+    }
+    T_EQ(nth_barrier_destroy(&gb), 0);
+}
+
+static void *barrier_one(void *p)
+{
+    nth_barrier_wait(p);
+    return NULL;
+}
+
+static void test_barrier_busy(void **st)
+{
+    (void)st;
+    nth_barrier_t b;
+    nth_barrier_init(&b, 2);
+    nth_t t = spawn(barrier_one, &b);
+    while (nth_barrier_destroy(&b) == 0)
+        nth_yield();
+    T_EQ(nth_barrier_destroy(&b), EBUSY);
+    T_EQ(nth_barrier_wait(&b), NTH_BARRIER_SERIAL_THREAD);
+    join(t);
+    T_EQ(nth_barrier_destroy(&b), 0);
+}
+
+/* ---- rwlock ----------------------------------------------------------------- */
+
+static nth_rwlock_t grw = NTH_RWLOCK_INITIALIZER;
+static struct { long a, b; } record;
+static int stop_readers;
+static long reader_turns;
+
+static void *rw_reader(void *p)
+{
+    (void)p;
+    int n = 0;
+    while (!__atomic_load_n(&stop_readers, __ATOMIC_RELAXED) || n < 5) {
+        T_EQ(nth_rwlock_rdlock(&grw), 0);
+        long a = record.a;
+        nth_yield();
+        T_EQ(record.b, a);       /* never half-written */
+        __atomic_fetch_add(&reader_turns, 1, __ATOMIC_RELAXED);
+        T_EQ(nth_rwlock_unlock(&grw), 0);
+        n++;
+    }
+    return NULL;
+}
+
+static void *rw_writer(void *p)
+{
+    (void)p;
+    for (int i = 0; i < 20; i++) {
+        T_EQ(nth_rwlock_wrlock(&grw), 0);
+        record.a++;
+        nth_yield();
+        record.b++;
+        T_EQ(nth_rwlock_unlock(&grw), 0);
+        nth_yield();
+    }
+    return NULL;
+}
+
+static void test_rwlock_stress(void **st)
+{
+    (void)st;
+    enum { R = STRESS_N / 2, W = 4 };
+    static nth_t t[R + W];
+    stop_readers = 0;
+    for (int i = 0; i < R + W; i++)
+        t[i] = spawn(i < R ? rw_reader : rw_writer, NULL);
+    for (int i = R; i < R + W; i++)
+        join(t[i]);           /* writers finish although readers never stop */
+    __atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < R; i++)
+        join(t[i]);
+    T_EQ(record.a, W * 20);
+    T_EQ(record.b, W * 20);
+}
+
+/* A waiting writer gets in within a bounded number of reader turns: with
+ * K readers cycling, at most the K holding when it queued. */
+static void *bounded_writer(void *p)
+{
+    long *turns = p;
+    long before = __atomic_load_n(&reader_turns, __ATOMIC_RELAXED);
+    nth_rwlock_wrlock(&grw);
+    *turns = __atomic_load_n(&reader_turns, __ATOMIC_RELAXED) - before;
+    nth_rwlock_unlock(&grw);
+    return NULL;
+}
+
+static void test_rwlock_writer_bounded(void **st)
+{
+    (void)st;
+    enum { K = 8 };
+    nth_t t[K];
+    long turns = -1;
+    stop_readers = 0;
+    reader_turns = 0;
+    for (int i = 0; i < K; i++)
+        t[i] = spawn(rw_reader, NULL);
+    while (__atomic_load_n(&reader_turns, __ATOMIC_RELAXED) < 50)
+        nth_yield();
+    join(spawn(bounded_writer, &turns));
+    __atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < K; i++)
+        join(t[i]);
+    T_TRUE(turns >= 0 && turns <= K);
+}
+
+static void *try_rd(void *p) { return (void *)(intptr_t)nth_rwlock_tryrdlock(p); }
+static void *try_wr(void *p) { return (void *)(intptr_t)nth_rwlock_trywrlock(p); }
+static void *timed_wr(void *p)
+{
+    struct timespec d = in_ns(CLOCK_REALTIME, 5 * 1000 * 1000);
+    int e = nth_rwlock_timedwrlock(p, &d);
+    if (e == ETIMEDOUT && !ts_passed(CLOCK_REALTIME, &d))
+        e = -1;
+    return (void *)(intptr_t)e;
+}
+
+static void test_rwlock_errors(void **st)
+{
+    (void)st;
+    nth_rwlock_t rw;
+    T_EQ(nth_rwlock_init(&rw, NULL), 0);
+    T_EQ(nth_rwlock_unlock(&rw), EPERM);
+    T_EQ(nth_rwlock_wrlock(&rw), 0);
+    T_EQ(nth_rwlock_wrlock(&rw), EDEADLK);
+    T_EQ(nth_rwlock_rdlock(&rw), EDEADLK);
+    T_EQ(nth_rwlock_destroy(&rw), EBUSY);
+    T_EQ((intptr_t)join(spawn(try_rd, &rw)), EBUSY);
+    T_EQ(nth_rwlock_unlock(&rw), 0);
+    T_EQ(nth_rwlock_rdlock(&rw), 0);
+    T_EQ((intptr_t)join(spawn(try_rd, &rw)), 0);   /* two readers now */
+    T_EQ((intptr_t)join(spawn(try_wr, &rw)), EBUSY);
+    T_EQ((intptr_t)join(spawn(timed_wr, &rw)), ETIMEDOUT);
+    /* The timed-out writer no longer blocks new readers. */
+    T_EQ(nth_rwlock_tryrdlock(&rw), 0);
+    struct timespec bad = { 0, 2000000000L };
+    T_EQ(nth_rwlock_timedwrlock(&rw, &bad), EINVAL);
+    for (int i = 0; i < 3; i++)
+        T_EQ(nth_rwlock_unlock(&rw), 0);
+    T_EQ(nth_rwlock_unlock(&rw), EPERM);
+    T_EQ(nth_rwlock_destroy(&rw), 0);
+}
+
+/* ---- once --------------------------------------------------------------- */
+
+static nth_once_t gonce = NTH_ONCE_INIT;
+static int once_runs, once_done;
+
+static void once_routine(void)
+{
+    __atomic_fetch_add(&once_runs, 1, __ATOMIC_RELAXED);
+    nth_yield();                   /* let the others pile up */
+    nth_sleep_ns(1000000);
+    __atomic_store_n(&once_done, 1, __ATOMIC_RELEASE);
+}
+
+static void *once_caller(void *p)
+{
+    (void)p;
+    T_EQ(nth_once(&gonce, once_routine), 0);
+    T_EQ(__atomic_load_n(&once_done, __ATOMIC_ACQUIRE), 1);
+    return NULL;
+}
+
+static void test_once(void **st)
+{
+    (void)st;
+    static nth_t t[STRESS_N];
+    for (int i = 0; i < STRESS_N; i++)
+        t[i] = spawn(once_caller, NULL);
+    for (int i = 0; i < STRESS_N; i++)
+        join(t[i]);
+    T_EQ(once_runs, 1);
+    T_EQ(nth_once(NULL, once_routine), EINVAL);
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+static nth_key_t k1, k2;
+static int d1_calls, d2_calls;
+
+static void d1(void *v)
+{
+    T_TRUE(v);
+    d1_calls++;
+    /* Set a value again: POSIX repeats the destructors for it. */
+    if (d1_calls < 100)
+        nth_setspecific(k1, v);
+}
+
+static void d2(void *v)
+{
+    T_PEQ(v, &d2_calls);
+    d2_calls++;
+}
+
+static void *key_user(void *p)
+{
+    (void)p;
+    T_TRUE(!(nth_getspecific(k1)));
+    T_EQ(nth_setspecific(k1, &d1_calls), 0);
+    T_EQ(nth_setspecific(k2, &d2_calls), 0);
+    T_PEQ(nth_getspecific(k1), &d1_calls);
+    return NULL;
+}
+
+static void test_keys(void **st)
+{
+    (void)st;
+    T_EQ(nth_key_create(&k1, d1), 0);
+    T_EQ(nth_key_create(&k2, d2), 0);
+    d1_calls = d2_calls = 0;
+    join(spawn(key_user, NULL));
+    T_EQ(d1_calls, NTH_DESTRUCTOR_ITERATIONS);
+    T_EQ(d2_calls, 1);
+
+    /* Values are per nano-thread. */
+    T_EQ(nth_setspecific(k2, &k2), 0);
+    join(spawn(key_user, NULL));
+    T_PEQ(nth_getspecific(k2), &k2);
+
+    T_EQ(nth_key_delete(k1), 0);
+    T_EQ(nth_key_delete(k1), EINVAL);
+    T_EQ(nth_setspecific(k1, &k1), EINVAL);
+    T_EQ(nth_key_delete(NTH_KEYS_MAX), EINVAL);
+    T_EQ(nth_key_delete(k2), 0);
+    T_TRUE(!(nth_getspecific(k2)));   /* deleted key: its value is gone */
+
+    /* Exhaust the table: EAGAIN, then everything can be deleted. */
+    static nth_key_t all[NTH_KEYS_MAX];
+    int n = 0, e;
+    while ((e = nth_key_create(&all[n], NULL)) == 0)
+        n++;
+    T_EQ(e, EAGAIN);
+    T_TRUE(n <= NTH_KEYS_MAX && n >= NTH_KEYS_MAX - 8);
+    for (int i = 0; i < n; i++)
+        T_EQ(nth_key_delete(all[i]), 0);
+}
+
+/* ---- sleep and errno -------------------------------------------------------- */
+
+static void test_sleep(void **st)
+{
+    (void)st;
+    uint64_t t0 = mono_ns();
+    T_EQ(nth_sleep_ns(3 * 1000 * 1000), 0);
+    T_TRUE(mono_ns() - t0 >= 3 * 1000 * 1000);
+    struct timespec past = { 0, 0 }, bad = { 0, 1000000000L };
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &past), 0);
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &bad), EINVAL);
+    T_EQ(nth_sleep_until(CLOCK_BOOTTIME + 100, &past), EINVAL);
+    struct timespec d = in_ns(CLOCK_REALTIME, 2 * 1000 * 1000);
+    T_EQ(nth_sleep_until(CLOCK_REALTIME, &d), 0);
+    T_TRUE(ts_passed(CLOCK_REALTIME, &d));
+}
+
+static void *errno_setter(void *p)
+{
+    for (int i = 0; i < 50; i++) {
+        errno = (int)(intptr_t)p + i;
+        nth_yield();
+        T_EQ(errno, (int)(intptr_t)p + i);
+    }
+    return NULL;
+}
+
+static void test_errno_per_nano_thread(void **st)
+{
+    (void)st;
+    nth_t a = spawn(errno_setter, (void *)1000), b = spawn(errno_setter, (void *)2000);
+    join(a);
+    join(b);
+}
+
+static void case_test_mutex_basic(void **st) { (void)st; run_case(test_mutex_basic, 30); }
+static void case_test_mutex_errorcheck(void **st) { (void)st; run_case(test_mutex_errorcheck, 30); }
+static void case_test_mutex_recursive(void **st) { (void)st; run_case(test_mutex_recursive, 30); }
+static void case_test_mutex_timedlock(void **st) { (void)st; run_case(test_mutex_timedlock, 30); }
+static void case_test_mutex_stress(void **st) { (void)st; run_case(test_mutex_stress, 30); }
+static void case_test_cond_broadcast(void **st) { (void)st; run_case(test_cond_broadcast, 30); }
+static void case_test_cond_timedwait(void **st) { (void)st; run_case(test_cond_timedwait, 30); }
+static void case_test_cond_monotonic(void **st) { (void)st; run_case(test_cond_monotonic, 30); }
+static void case_test_cond_signal_vs_timeout(void **st) { (void)st; run_case(test_cond_signal_vs_timeout, 30); }
+static void case_test_sem_post_vs_timeout(void **st) { (void)st; run_case(test_sem_post_vs_timeout, 30); }
+static void case_test_sem_errors(void **st) { (void)st; run_case(test_sem_errors, 30); }
+static void case_test_barrier(void **st) { (void)st; run_case(test_barrier, 30); }
+static void case_test_barrier_busy(void **st) { (void)st; run_case(test_barrier_busy, 30); }
+static void case_test_rwlock_stress(void **st) { (void)st; run_case(test_rwlock_stress, 30); }
+static void case_test_rwlock_writer_bounded(void **st) { (void)st; run_case(test_rwlock_writer_bounded, 30); }
+static void case_test_rwlock_errors(void **st) { (void)st; run_case(test_rwlock_errors, 30); }
+static void case_test_once(void **st) { (void)st; run_case(test_once, 30); }
+static void case_test_keys(void **st) { (void)st; run_case(test_keys, 30); }
+static void case_test_sleep(void **st) { (void)st; run_case(test_sleep, 30); }
+static void case_test_errno_per_nano_thread(void **st) { (void)st; run_case(test_errno_per_nano_thread, 30); }
+
+int main(void)
+{
+    srand(12345);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(case_test_mutex_basic),
+        cmocka_unit_test(case_test_mutex_errorcheck),
+        cmocka_unit_test(case_test_mutex_recursive),
+        cmocka_unit_test(case_test_mutex_timedlock),
+        cmocka_unit_test(case_test_mutex_stress),
+        cmocka_unit_test(case_test_cond_broadcast),
+        cmocka_unit_test(case_test_cond_timedwait),
+        cmocka_unit_test(case_test_cond_monotonic),
+        cmocka_unit_test(case_test_cond_signal_vs_timeout),
+        cmocka_unit_test(case_test_sem_post_vs_timeout),
+        cmocka_unit_test(case_test_sem_errors),
+        cmocka_unit_test(case_test_barrier),
+        cmocka_unit_test(case_test_barrier_busy),
+        cmocka_unit_test(case_test_rwlock_stress),
+        cmocka_unit_test(case_test_rwlock_writer_bounded),
+        cmocka_unit_test(case_test_rwlock_errors),
+        cmocka_unit_test(case_test_once),
+        cmocka_unit_test(case_test_keys),
+        cmocka_unit_test(case_test_sleep),
+        cmocka_unit_test(case_test_errno_per_nano_thread),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,133 @@
+/*
+ * test_timer_queue.c -- the timer queue as a data structure: alarms fire in
+ * deadline order, never early, cancel removes from anywhere, re-arm, move.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "timer_queue.h"
+
+static uint64_t fired[4096];
+static int nfired;
+
+static int record(struct nth_alarm *a, uint64_t now)
+{
+    assert_true(a->deadline <= now); /* never early */
+    fired[nfired++] = a->deadline;
+    return 0;
+}
+
+static void test_fires_in_order(void **st)
+{
+    (void)st;
+    enum { N = 2000 };
+    static struct nth_alarm al[N];
+    struct nth_tq q;
+    nth_tq_init(&q);
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        al[i] = (struct nth_alarm){ .deadline = 1 + (uint64_t)(rand() % 100000), .fn = record };
+        nth_tq_arm(&q, &al[i]);
+    }
+    /* Cancel every third one, from anywhere in the heap. */
+    int cancelled = 0;
+    for (int i = 0; i < N; i += 3) {
+        assert_int_equal(nth_tq_cancel(&al[i]), 1);
+        assert_int_equal(nth_tq_cancel(&al[i]), 0); /* second cancel: no-op */
+        cancelled++;
+    }
+    nfired = 0;
+    uint64_t next = nth_tq_fire(&q, 50000);
+    for (int i = 0; i < nfired; i++) {
+        assert_true(fired[i] <= 50000);
+        if (i)
+            assert_true(fired[i - 1] <= fired[i]);
+    }
+    assert_true(next > 50000);
+    assert_int_equal(nth_tq_next_deadline(&q), next);
+    int first = nfired;
+    nth_tq_fire(&q, UINT64_MAX - 1);
+    assert_int_equal(nfired, N - cancelled);
+    for (int i = first; i < nfired; i++)
+        assert_true(fired[i - 1] <= fired[i]);
+    assert_int_equal(nth_tq_next_deadline(&q), NTH_TQ_NONE);
+    for (int i = 1; i < N; i += 3)
+        assert_int_equal(nth_tq_cancel(&al[i]), 0); /* already fired */
+}
+
+static int rearms;
+static int rearm_once(struct nth_alarm *a, uint64_t now)
+{
+    if (rearms++ == 0) {
+        a->deadline = now + 100;
+        return 1;
+    }
+    return 0;
+}
+
+static void test_rearm(void **st)
+{
+    (void)st;
+    struct nth_tq q;
+    nth_tq_init(&q);
+    struct nth_alarm a = { .deadline = 10, .fn = rearm_once };
+    rearms = 0;
+    nth_tq_arm(&q, &a);
+    assert_int_equal(nth_tq_fire(&q, 10), 110);
+    assert_int_equal(a.state, NTH_ALARM_ARMED);
+    assert_int_equal(nth_tq_fire(&q, 109), 110);
+    assert_int_equal(rearms, 1);
+    assert_int_equal(nth_tq_fire(&q, 110), NTH_TQ_NONE);
+    assert_int_equal(rearms, 2);
+    assert_int_equal(a.state, NTH_ALARM_DONE);
+}
+
+static void test_move(void **st)
+{
+    (void)st;
+    struct nth_tq a, b;
+    nth_tq_init(&a);
+    nth_tq_init(&b);
+    struct nth_alarm x[10];
+    for (int i = 0; i < 10; i++) {
+        x[i] = (struct nth_alarm){ .deadline = (uint64_t)(100 - i), .fn = record };
+        nth_tq_arm(i % 2 ? &a : &b, &x[i]);
+    }
+    nth_tq_move(&a, &b);
+    assert_int_equal(nth_tq_next_deadline(&a), NTH_TQ_NONE);
+    assert_int_equal(nth_tq_next_deadline(&b), 91);
+    /* A moved alarm is cancelled in its new queue. */
+    assert_int_equal(nth_tq_cancel(&x[1]), 1);
+    assert_true(atomic_load(&x[3].q) == &b);
+    nfired = 0;
+    assert_int_equal(nth_tq_fire(&a, 1000), NTH_TQ_NONE);
+    assert_int_equal(nfired, 0);
+    nth_tq_fire(&b, 1000);
+    assert_int_equal(nfired, 9);
+}
+
+static void test_abs_to_mono(void **st)
+{
+    (void)st;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t m0 = nth_now_ns();
+    rt.tv_sec += 2;
+    uint64_t m = nth_abs_to_mono(CLOCK_REALTIME, &rt);
+    assert_true(m >= m0 + 1900000000u && m <= m0 + 2100000000u);
+    struct timespec past = { 1, 0 };
+    assert_true(nth_abs_to_mono(CLOCK_REALTIME, &past) <= nth_now_ns());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fires_in_order),
+        cmocka_unit_test(test_rearm),
+        cmocka_unit_test(test_move),
+        cmocka_unit_test(test_abs_to_mono),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
