@@ -139,3 +139,8 @@ tests_shim_symver_probe_LDADD =
 TESTS += tests/shim/symbol-binding.sh
 EXTRA_DIST += tests/shim/symbol-binding.sh pthread-shim/glibc-symbols.txt \
 	pthread-shim/gen-symver.sh pthread-shim/libnth-pthread.map pthread-shim/symver.h
+
+# The runtime's own tests with the shim preloaded.
+TESTS += tests/shim/nthlib-suite.sh
+EXTRA_DIST += tests/shim/nthlib-suite.sh
+CLEANFILES += -r tests/shim/suite-out

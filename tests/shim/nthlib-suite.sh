@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# nthlib-suite.sh -- the runtime's own test programs (every part's tests
+# except the shim's) run with libnth-pthread.so preloaded: the runtime must
+# not trip over the shim (its kernel threads, internal locks and calls to
+# sched_yield/poll/write must still reach libc, not nano-thread versions).
+# Each program runs natively first as the reference; a program that passes
+# natively must pass under the shim.
+# environment: top_builddir, NTH_SHIM_BUILT, NTH_SHIM_LIB (as run-compare.sh)
+set -uo pipefail
+top_builddir=${top_builddir:-$(pwd)}
+if [ "${NTH_SHIM_BUILT:-no}" != yes ]; then
+  echo "SKIP: libnth-pthread.so is not part of the build yet"; exit 77
+fi
+lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
+[ -f "$lib" ] || { echo "FAIL: the build makes the shim but $lib is missing"; exit 1; }
+preload=
+for rt in $(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan|tsan)\.so/ {print $3}'); do
+  preload="$preload${preload:+:}$rt"
+done
+preload="$preload${preload:+:}$lib"
+out=$top_builddir/tests/shim/suite-out
+mkdir -p "$out"
+
+progs=()
+for d in "$top_builddir"/tests/*/; do
+  [ "$(basename "$d")" = shim ] && continue
+  for f in "$d"test*; do
+    [ -f "$f" ] && [ -x "$f" ] && [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && progs+=("$f")
+  done
+done
+[ ${#progs[@]} -gt 0 ] || { echo "FAIL: no runtime test programs found under $top_builddir/tests"; exit 1; }
+
+fail=0
+for p in "${progs[@]}"; do
+  name=${p#"$top_builddir"/tests/}
+  log=$out/${name//\//_}
+  timeout -s KILL 120 "$p" >"$log.native" 2>&1
+  rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "SKIP-ONE $name: fails natively too (status $rc); its own test reports that"
+    continue
+  fi
+  timeout -s KILL 120 env LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 "$p" >"$log.shim" 2>&1
+  rc=$?
+  if [ "$rc" = 0 ]; then
+    echo "PASS $name (natively and under the shim)"
+  else
+    echo "FAIL $name under the shim (status $rc):"
+    grep -E '\[  (FAILED|ERROR)|FAIL|Assert|error' "$log.shim" | head -10 | sed 's/^/  | /'
+    fail=1
+  fi
+done
+exit $fail
