@@ -23,6 +23,19 @@
 #include "futex_lock.h"
 
 #define NTH_HIDDEN __attribute__((visibility("hidden")))
+
+/* ThreadSanitizer cannot see liburcu's atomics (inline assembly, or the
+ * uninstrumented shared library), so hand-offs through a ready queue or the
+ * stack pool are annotated: release before publishing, acquire after taking. */
+#ifdef NTH_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define NTH_TSAN_RELEASE(p) __tsan_release(p)
+#define NTH_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define NTH_TSAN_RELEASE(p) ((void)0)
+#define NTH_TSAN_ACQUIRE(p) ((void)0)
+#endif
 #define NTH_CACHELINE 64
 
 /* ---- nano-thread descriptor ------------------------------------------ */
@@ -31,6 +44,9 @@
  * EXITED plus the PERMIT bit. Every change is a CAS so nth_wait/nth_to_rq
  * racing on two VPs agree on exactly one enqueue (permit semantics after
  * LockSupport.park/unpark). */
+/* A nano-thread that yields stays RUNNING in its queue: for nth_to_rq that
+ * is the same as READY (set the permit, do not enqueue), and it saves two
+ * atomic operations per yield. */
 enum {
     NTH_ST_RUNNING = 0,   /* on a VP (or being switched away from) */
     NTH_ST_BLOCKED = 1,   /* in nth_wait, in no ready queue */
@@ -97,7 +113,7 @@ enum {
 struct nth_rq {
     struct __cds_wfcq_head head;
     nth_spinlock_t lock;
-    long n;                          /* approximate length (atomic) */
+    long n;                          /* reserved (no longer maintained) */
     char pad[NTH_CACHELINE];
     struct cds_wfcq_tail tail;
 } __attribute__((aligned(NTH_CACHELINE)));
@@ -108,7 +124,7 @@ NTH_HIDDEN struct nth_thread *nth_rq_pop(struct nth_rq *q);
 NTH_HIDDEN struct nth_thread *nth_rq_trypop(struct nth_rq *q);
 static inline int nth_rq_empty(struct nth_rq *q)
 {
-    return __atomic_load_n(&q->n, __ATOMIC_RELAXED) <= 0;
+    return cds_wfcq_empty(&q->head, &q->tail);
 }
 
 /* ---- virtual processors ----------------------------------------------- */

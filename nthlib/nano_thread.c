@@ -272,6 +272,7 @@ void nth_exit(void *ret)
         exit(0);                        /* after pthread_exit from main */
     __atomic_store_n(&t->state, NTH_ST_EXITED, __ATOMIC_RELEASE);
     int action = NTH_PS_EXITED;
+    struct nth_thread *joiner = NULL;
     uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);
     for (;;) {
         if (j == NTH_J_DETACHED) {
@@ -285,9 +286,22 @@ void nth_exit(void *ret)
         if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             if (j != NTH_J_JOINABLE && j != (uintptr_t)4)
-                nth_to_rq((nth_t)j);    /* wake the joiner */
+                joiner = (struct nth_thread *)j;
             break;
         }
+    }
+    if (joiner) {
+        /* Hand the VP straight to a joiner that already sleeps: no trip
+         * through a ready queue (the create/join fast path). Otherwise it is
+         * about to sleep, and the permit makes its nth_wait return. */
+        int s = NTH_ST_BLOCKED;
+        if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&joiner->state, &s, NTH_ST_RUNNING, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            nth_sched_switch(vp, joiner, action);
+            __builtin_unreachable();
+        }
+        nth_to_rq(joiner);
     }
     nth_sched_block(vp, action);
     __builtin_unreachable();
@@ -351,24 +365,39 @@ int nth_yield(void)
         return sched_yield() ? errno : 0;
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
-    struct nth_thread *self = vp->current;
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
         __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
         nth_vp_bind(vp);
     }
     if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
         /* Our CPU was taken away: leave through the idle loop, which parks. */
-        nth_thread_set_ready(self);
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);
         return 0;
     }
-    struct nth_thread *next = nth_rq_pop(&vp->rq);
-    if (!next)
-        next = nth_rq_pop(&nth_rt.grq);
+    struct nth_thread *self = vp->current;
+    if (!nth_rq_empty(&vp->rq)) {
+        /* Enqueue ourselves first: the queue then never empties under the
+         * dequeue, which saves liburcu's tail cmpxchg (one atomic operation
+         * of the three a yield would cost). A thief that takes us before the
+         * switch is over waits on our on_cpu flag. */
+        nth_rq_push(&vp->rq, self);
+        struct nth_thread *next = nth_rq_pop(&vp->rq);
+        if (next == self)
+            return 0;                    /* a thief took the other one */
+        if (!next) {
+            /* Thieves took both, us included: the one that has us waits
+             * for our switch-out, so leave through the idle context. */
+            nth_sched_switch(vp, &vp->idle, NTH_PS_NONE);
+            return 0;
+        }
+        nth_thread_try_run(next);
+        nth_sched_switch(vp, next, NTH_PS_NONE);
+        return 0;
+    }
+    struct nth_thread *next = nth_rq_pop(&nth_rt.grq);
     if (!next)
         return 0;                        /* nothing else to run: go on */
     nth_thread_try_run(next);
-    nth_thread_set_ready(self);
     nth_sched_switch(vp, next, NTH_PS_YIELD);
     return 0;
 }

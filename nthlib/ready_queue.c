@@ -5,8 +5,9 @@
  * waiting; dequeuers (the owner VP and stealers) are serialised by a spin
  * lock of ours, because the dequeue side of __cds_wfcq_* needs mutual
  * exclusion and liburcu's own variant takes a pthread mutex, which the shim
- * will replace. The length counter is approximate: it only lets idle VPs
- * skip empty queues without touching their lock.
+ * will replace. Emptiness is read from the queue itself (two loads), so
+ * idle VPs and thieves skip empty queues without touching their lock, and
+ * the hot path pays for no counter.
  */
 #include "internal.h"
 
@@ -20,7 +21,7 @@ void nth_rq_init(struct nth_rq *q)
 void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
 {
     cds_wfcq_node_init(&t->rq_node);
-    __atomic_fetch_add(&q->n, 1, __ATOMIC_RELAXED);
+    NTH_TSAN_RELEASE(t);
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
 }
 
@@ -29,8 +30,9 @@ static struct nth_thread *pop_locked(struct nth_rq *q)
     struct cds_wfcq_node *n = __cds_wfcq_dequeue_blocking(&q->head, &q->tail);
     if (!n)
         return NULL;
-    __atomic_fetch_sub(&q->n, 1, __ATOMIC_RELAXED);
-    return caa_container_of(n, struct nth_thread, rq_node);
+    struct nth_thread *t = caa_container_of(n, struct nth_thread, rq_node);
+    NTH_TSAN_ACQUIRE(t);
+    return t;
 }
 
 struct nth_thread *nth_rq_pop(struct nth_rq *q)

@@ -118,11 +118,14 @@ static inline void tool_after(struct nth_thread *self, struct nth_vp *vp)
 
 /* ---- state transitions -------------------------------------------------- */
 
-/* READY(|PERMIT) -> RUNNING(|PERMIT), by the one VP that dequeued t. */
+/* READY(|PERMIT) -> RUNNING(|PERMIT), by the one VP that dequeued t; a
+ * yielded nano-thread is still RUNNING and needs nothing. */
 int nth_thread_try_run(struct nth_thread *t)
 {
-    int s = __atomic_load_n(&t->state, __ATOMIC_RELAXED);
+    int s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
     for (;;) {
+        if ((s & NTH_ST_MASK) == NTH_ST_RUNNING)
+            return 1;
         int n = (s & NTH_ST_PERMIT) | NTH_ST_RUNNING;
         if (__atomic_compare_exchange_n(&t->state, &s, n, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             return 1;
@@ -166,7 +169,7 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
     nth_rq_push(q, t);
     /* Dekker with the idle loop: it publishes nparked, then re-checks the
      * queues; we publish the node, then read nparked. One of us sees the other. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    nth_full_fence();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
         nth_wake_one(vp);
@@ -198,8 +201,9 @@ void nth_post_switch(struct nth_vp *vp)
     vp->prev = NULL;
     switch (vp->prev_action) {
     case NTH_PS_YIELD:
+        /* No wake-up check: a yield makes no new work, and this VP runs. */
         __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
-        nth_sched_enqueue(vp, p);
+        nth_rq_push(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) ? &nth_rt.grq : &vp->rq, p);
         break;
     case NTH_PS_GLOBAL:
         __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
