@@ -410,6 +410,26 @@ NTH_API int nth_sleep_ns(uint64_t ns);
 NTH_API int nth_sleep_until(clockid_t clock, const struct timespec *abstime);
 
 
+/* --- blocking system calls ---------------------------------------------- */
+
+/* Bracket a system call that may block in the kernel (read on a pipe or
+ * socket, waitpid, ...): nth_blocking_enter() moves the calling nano-thread,
+ * with its stack, onto a spare kernel thread bound to its VP's CPU (created
+ * on demand, then kept in a small cache), so the VP goes on running its
+ * other ready nano-threads; nth_blocking_leave() puts it back in its VP's
+ * ready queue. errno set by the call survives the trip back.
+ * Between the two only system calls and libc are allowed: no other nthlib
+ * call except nth_self(), nth_vp_id() (-1 there) and nth_to_rq().
+ * nth_blocking_enter returns 0; EAGAIN when no spare kernel thread can be
+ * had (the call then blocks the VP: still correct, just slower); EBUSY when
+ * already entered. Called from a kernel thread that is no VP, both are
+ * no-ops returning 0. nth_blocking_leave returns 0 (also without a matching
+ * enter). The cost of the pair is measured as blocking_handoff by
+ * bench/micro-sync. The idea of DESIGN invariant 4, after Go's syscall
+ * hand-off (runtime.entersyscall/exitsyscall). */
+NTH_API int nth_blocking_enter(void);
+NTH_API int nth_blocking_leave(void);
+
 /* ------------------------------------------------------------------------
  * CPU manager
  * ------------------------------------------------------------------------ */

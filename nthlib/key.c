@@ -36,8 +36,7 @@ int nth_key_create(nth_key_t *key, void (*destructor)(void *))
 {
     if (!key)
         return EINVAL;
-    if (nth__keys_exit_hook_install)
-        nth__keys_exit_hook_install();
+    nth__keys_exit_hook_install();
     nth_olock(&keys_lock);
     for (unsigned i = 0; i < NTH_KEYS_MAX; i++) {
         uint64_t s = atomic_load_explicit(&keys[i].seq, memory_order_relaxed);
@@ -71,8 +70,6 @@ int nth_key_delete(nth_key_t key)
 
 static struct specific **my_specific(void)
 {
-    if (!nth__specific_slot)
-        return NULL;
     nth_self(); /* the runtime must be running to have a descriptor */
     return (struct specific **)nth__specific_slot();
 }

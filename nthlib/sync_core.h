@@ -3,11 +3,9 @@
  * in one place.
  *
  * The public half (nth_self, nth_wait, nth_to_rq, nth_yield, nth_num_vps)
- * is in nth.h. The internal half is declared weak so that libnth links and
- * the sync objects work before the core provides it: without a per-VP timer
- * queue, timed waits use one process-wide queue (sync_fallback_tq) fired by
- * every scheduling point that reaches nth__timers_poll(); without a
- * per-descriptor `specific` slot, keys report ENOMEM.
+ * is in nth.h. The internal half is defined by sync_glue.c on the core's
+ * hooks, or by tests/sync/mock_core.c for the tests of the objects alone.
+ * (Not weak symbols: a static link would then leave sync_glue.o out.)
  */
 #ifndef NTH_SYNC_CORE_H
 #define NTH_SYNC_CORE_H
@@ -17,21 +15,21 @@
 
 #define NTH_HIDDEN __attribute__((visibility("hidden")))
 
-/* Core -> sync (core defines these; weak here until it does). */
+/* Core -> sync: sync_glue.c implements these on the core's hooks. */
 
 /* The timer queue of the VP running the caller; NULL when the caller is no
  * VP. Core keeps one per VP, calls nth__timers_poll() on it at every
  * scheduling point and in the idle loop, bounds a park by
  * nth_tq_next_deadline(), and nth_tq_move()s it to a running VP when the VP
  * parks for good or loses its CPU. */
-extern struct nth_tq *nth__vp_timer_queue(void) __attribute__((weak));
+NTH_HIDDEN struct nth_tq *nth__vp_timer_queue(void);
 
 /* The address of the calling nano-thread's `specific` pointer (NULL when
  * the caller is no nano-thread). nth__keys_exit(slot) must run when a
  * nano-thread ends, before its descriptor is reused. */
-extern void **nth__specific_slot(void) __attribute__((weak));
+NTH_HIDDEN void **nth__specific_slot(void);
 /* Make sure nth__keys_exit runs at every nano-thread exit (first key). */
-extern void nth__keys_exit_hook_install(void) __attribute__((weak));
+NTH_HIDDEN void nth__keys_exit_hook_install(void);
 
 /* Sync -> core (sync defines these). */
 

@@ -15,21 +15,24 @@
 
 static int hooks_state; /* 0 none, 1 installing, 2 installed */
 
-static int64_t earliest_ns(struct nth_vp *vp);
+static struct nth_tq *vp_tq(struct nth_vp *vp);
 
-/* Fire what is due on vp's queue and on the shared fallback queue; in the
- * idle loop also adopt the alarms of VPs whose CPU was taken away, since a
- * disabled VP parks without a timeout and would never fire them. */
+/* Fire what is due on vp's queue and on the shared fallback queue; when
+ * idle or about to wait, also adopt the alarms of VPs whose CPU was taken
+ * away, since a disabled VP parks without a timeout and would never fire
+ * them. */
 static void timer_hook(struct nth_vp *vp, int where)
 {
-    if (where == NTH_SP_IDLE) {
-        struct nth_tq *mine = vp->timerq;
-        for (int i = 0; mine && i < nth_rt.nvps; i++) {
+    if (where == NTH_SP_IDLE || where == NTH_SP_WAIT) {
+        for (int i = 0; i < nth_rt.nvps; i++) {
             struct nth_vp *o = nth_rt.vps[i];
             struct nth_tq *q = __atomic_load_n((struct nth_tq **)&o->timerq, __ATOMIC_ACQUIRE);
             if (o != vp && q && __atomic_load_n(&o->disabled, __ATOMIC_RELAXED) &&
-                nth_tq_next_deadline(q) != NTH_TQ_NONE)
-                nth_tq_move(q, mine);
+                nth_tq_next_deadline(q) != NTH_TQ_NONE) {
+                struct nth_tq *mine = vp_tq(vp);
+                if (mine)
+                    nth_tq_move(q, mine);
+            }
         }
     }
     struct nth_tq *q = vp->timerq;
@@ -79,19 +82,16 @@ static void install_timer_hooks(void)
         nth_cpu_relax();
 }
 
-struct nth_tq *nth__vp_timer_queue(void)
+/* vp's timer queue, created on first use (never freed: VPs live as long
+ * as the process). NULL only when out of memory. */
+static struct nth_tq *vp_tq(struct nth_vp *vp)
 {
-    nth_ensure_started();
-    install_timer_hooks();
-    struct nth_vp *vp = nth_vp_self();
-    if (!vp)
-        return NULL;
     struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
     if (q)
         return q;
     q = malloc(sizeof *q);
     if (!q)
-        return NULL; /* the shared fallback queue serves */
+        return NULL;
     nth_tq_init(q);
     void *expected = NULL;
     if (!__atomic_compare_exchange_n(&vp->timerq, &expected, q, 0, __ATOMIC_ACQ_REL,
@@ -100,6 +100,16 @@ struct nth_tq *nth__vp_timer_queue(void)
         q = expected;
     }
     return q;
+}
+
+struct nth_tq *nth__vp_timer_queue(void)
+{
+    nth_ensure_started();
+    install_timer_hooks();
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp || vp->id < 0)
+        return NULL; /* no VP (or a blocking-call spare): the fallback queue */
+    return vp_tq(vp);
 }
 
 void **nth__specific_slot(void)

@@ -78,7 +78,7 @@ struct nth_tq *nth__sync_fallback_tq(void)
 
 struct nth_tq *nth__sync_tq(void)
 {
-    struct nth_tq *q = nth__vp_timer_queue ? nth__vp_timer_queue() : NULL;
+    struct nth_tq *q = nth__vp_timer_queue();
     return q ? q : &fallback_tq;
 }
 

@@ -20,3 +20,19 @@ TESTS += tests/sync/test-sync
 tests_sync_test_sync_SOURCES = tests/sync/test_sync.c
 tests_sync_test_sync_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_sync_LDADD = $(TEST_LIBS)
+
+# Blocking system calls: pipe ping-pong on one VP.
+check_PROGRAMS += tests/sync/test-blocking
+TESTS += tests/sync/test-blocking
+tests_sync_test_blocking_SOURCES = tests/sync/test_blocking.c
+tests_sync_test_blocking_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_blocking_LDADD = $(TEST_LIBS)
+
+# Alarms of a disabled VP move to a running one (reaches the internal
+# nth_vps_set_allowed, hence linked statically like the core's tests).
+check_PROGRAMS += tests/sync/test-timer-migration
+TESTS += tests/sync/test-timer-migration
+tests_sync_test_timer_migration_SOURCES = tests/sync/test_timer_migration.c
+tests_sync_test_timer_migration_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_timer_migration_LDFLAGS = -static
+tests_sync_test_timer_migration_LDADD = $(TEST_LIBS)

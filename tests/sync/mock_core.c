@@ -85,6 +85,11 @@ int nth_yield(void)
 int nth_num_vps(void) { return 2; }
 int nth_vp_id(void) { return 0; }
 
+/* No per-VP queues here: timed waits use the shared fallback queue, which
+ * nth_wait above polls. Key destructors are run by trampoline(). */
+struct nth_tq *nth__vp_timer_queue(void) { return NULL; }
+void nth__keys_exit_hook_install(void) {}
+
 void **nth__specific_slot(void)
 {
     return &nth_self()->specific;

@@ -1,0 +1,172 @@
+/*
+ * test_blocking.c -- nth_blocking_enter/leave: two nano-threads on ONE VP
+ * ping-pong over pipes with blocking read/write inside enter/leave and must
+ * not deadlock; errno survives the trip; the VP keeps running others while
+ * one nano-thread sits in the kernel.
+ * Each case runs in a forked child with its own runtime (see test_sync.c).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "nth.h"
+
+#define T_FAIL(fmt, ...) do { \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr); _exit(99); } while (0)
+#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
+
+static void run_case(void (*fn)(void), unsigned vps, unsigned timeout_s)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        alarm(timeout_s);
+        nth_config_t c;
+        nth_config_default(&c);
+        c.vps = vps;
+        T_EQ(nth_init(&c), 0);
+        fn();
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    if (WIFSIGNALED(st))
+        fail_msg("case died of signal %d%s", WTERMSIG(st),
+                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock)" : "");
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static int ab[2], ba[2];
+enum { ROUNDS = 2000 };
+
+static ssize_t xread(int fd, void *b, size_t n)
+{
+    T_EQ(nth_blocking_enter(), 0);
+    T_EQ(nth_vp_id(), -1);          /* really off the VP */
+    ssize_t r = read(fd, b, n);
+    T_EQ(nth_blocking_leave(), 0);
+    return r;
+}
+
+static ssize_t xwrite(int fd, const void *b, size_t n)
+{
+    T_EQ(nth_blocking_enter(), 0);
+    ssize_t r = write(fd, b, n);
+    T_EQ(nth_blocking_leave(), 0);
+    return r;
+}
+
+static void *pinger(void *p)
+{
+    (void)p;
+    for (int i = 0; i < ROUNDS; i++) {
+        char c = (char)i, d;
+        T_EQ(xwrite(ab[1], &c, 1), 1);
+        T_EQ(xread(ba[0], &d, 1), 1);
+        T_EQ(d, (char)(i + 1));
+    }
+    return NULL;
+}
+
+static void *ponger(void *p)
+{
+    (void)p;
+    for (int i = 0; i < ROUNDS; i++) {
+        char c;
+        T_EQ(xread(ab[0], &c, 1), 1);
+        T_EQ(c, (char)i);
+        c++;
+        T_EQ(xwrite(ba[1], &c, 1), 1);
+        T_EQ(nth_vp_id(), 0);
+    }
+    return NULL;
+}
+
+static void pipe_pingpong(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    T_EQ(pipe(ab), 0);
+    T_EQ(pipe(ba), 0);
+    nth_t a, b;
+    /* The reader first, so it blocks in the kernel before anything is
+     * written: without the hand-off the only VP would be stuck. */
+    T_EQ(nth_create(&b, NULL, ponger, NULL), 0);
+    nth_yield();
+    T_EQ(nth_create(&a, NULL, pinger, NULL), 0);
+    T_EQ(nth_join(a, NULL), 0);
+    T_EQ(nth_join(b, NULL), 0);
+}
+
+static void test_pipe_pingpong_1vp(void **st)
+{
+    (void)st;
+    run_case(pipe_pingpong, 1, 30);
+}
+
+static volatile int ticks;
+
+static void *ticker(void *p)
+{
+    while (!*(volatile int *)p) {
+        ticks++;
+        nth_yield();
+    }
+    return NULL;
+}
+
+static void errno_and_progress(void)
+{
+    /* errno from a failed call inside the bracket survives leave. */
+    T_EQ(nth_blocking_enter(), 0);
+    T_EQ(nth_blocking_enter(), EBUSY);
+    char c;
+    ssize_t r = read(-1, &c, 1);
+    int e = errno;
+    T_EQ(nth_blocking_leave(), 0);
+    T_EQ(r, -1);
+    T_EQ(e, EBADF);
+    T_EQ(errno, EBADF);
+    T_EQ(nth_blocking_leave(), 0);  /* unmatched: no-op */
+
+    /* While main sleeps in the kernel, the only VP runs the ticker. */
+    int stop = 0;
+    nth_t t;
+    T_EQ(nth_create(&t, NULL, ticker, &stop), 0);
+    nth_yield();
+    int before = ticks;
+    T_EQ(nth_blocking_enter(), 0);
+    usleep(50 * 1000);
+    int during = ticks;
+    T_EQ(nth_blocking_leave(), 0);
+    if (during <= before)
+        T_FAIL("ticker made no progress while main was in the kernel (%d, %d)", before, during);
+    stop = 1;
+    T_EQ(nth_join(t, NULL), 0);
+}
+
+static void test_errno_and_progress(void **st)
+{
+    (void)st;
+    run_case(errno_and_progress, 1, 30);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pipe_pingpong_1vp),
+        cmocka_unit_test(test_errno_and_progress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

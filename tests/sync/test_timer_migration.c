@@ -1,0 +1,112 @@
+/*
+ * test_timer_migration.c -- alarms of a VP whose CPU is taken away
+ * (nth_vps_set_allowed, internal) move to a running VP: a nano-thread whose
+ * timed wait was armed on VP 1 still times out after VP 1 is disabled.
+ * Without the move it would never wake (a disabled VP parks with no
+ * timeout) and the case would die of its alarm(). Linked statically to
+ * reach the internal hook, as the core's tests are.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "internal.h"
+
+#define T_FAIL(fmt, ...) do { \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr); _exit(99); } while (0)
+#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
+
+static int armed_on = -2;
+static int result = -1;
+
+static void *timed_waiter(void *p)
+{
+    (void)p;
+    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    nth_cond_t c = NTH_COND_INITIALIZER;
+    for (int i = 0; i < 1000 && nth_vp_id() != 1; i++)
+        nth_yield();   /* stolen to VP 0 before it ran: hope to get back */
+    struct timespec d;
+    clock_gettime(CLOCK_REALTIME, &d);
+    d.tv_nsec += 200 * 1000 * 1000;
+    if (d.tv_nsec >= 1000000000L) {
+        d.tv_sec++;
+        d.tv_nsec -= 1000000000L;
+    }
+    nth_mutex_lock(&m);
+    __atomic_store_n(&armed_on, nth_vp_id(), __ATOMIC_RELEASE);
+    result = nth_cond_timedwait(&c, &m, &d);
+    nth_mutex_unlock(&m);
+    return NULL;
+}
+
+static void migration_case(void)
+{
+    nth_config_t cfg;
+    nth_config_default(&cfg);
+    cfg.vps = 2;
+    T_EQ(nth_init(&cfg), 0);
+    struct nth_vp *vp0 = nth_rt.vps[0], *vp1 = nth_rt.vps[1];
+    if (vp0->cpu < 0 || vp1->cpu < 0 || vp0->cpu == vp1->cpu) {
+        printf("skipped: needs two VPs bound to two CPUs\n");
+        _exit(77);
+    }
+    nth_attr_t a;
+    nth_attr_init(&a);
+    nth_attr_setvp(&a, 1);
+    nth_t t;
+    T_EQ(nth_create(&t, &a, timed_waiter, NULL), 0);
+    while (__atomic_load_n(&armed_on, __ATOMIC_ACQUIRE) == -2)
+        nth_yield();
+    if (armed_on != 1) {
+        printf("skipped: the waiter never ran on VP 1\n");
+        _exit(77);
+    }
+    /* Give it time to block, then take VP 1's CPU away. */
+    nth_sleep_ns(20 * 1000 * 1000);
+    hwloc_bitmap_t only0 = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only0, (unsigned)vp0->cpu);
+    T_EQ(nth_vps_set_allowed(only0), 0);
+    hwloc_bitmap_free(only0);
+    T_EQ(nth_join(t, NULL), 0);
+    T_EQ(result, ETIMEDOUT);
+}
+
+static void test_alarms_move_off_disabled_vp(void **st)
+{
+    (void)st;
+    fflush(stdout);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        alarm(20);
+        migration_case();
+        _exit(0);
+    }
+    int s;
+    assert_int_equal(waitpid(p, &s, 0), p);
+    if (WIFSIGNALED(s))
+        fail_msg("case died of signal %d%s", WTERMSIG(s),
+                 WTERMSIG(s) == SIGALRM ? " (the timed wait never woke)" : "");
+    if (WEXITSTATUS(s) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(s), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alarms_move_off_disabled_vp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
