@@ -66,14 +66,8 @@ static const char *find_shim(char *buf, size_t len, char *tried, size_t tlen)
         const char *rel[] = { "/../.libs/" SHIM_SO, "/../../.libs/" SHIM_SO };
         for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
             snprintf(buf, len, "%s%s", dir, rel[i]);
-            if (file_exists(buf)) {
-                char *real = realpath(buf, NULL);
-                if (real) {
-                    snprintf(buf, len, "%s", real);
-                    free(real);
-                }
+            if (file_exists(buf))
                 return buf;
-            }
         }
         snprintf(tried, tlen, "%s/../.libs, ", dir);
     }

@@ -57,7 +57,8 @@ done
 # 4. dynamic binding: every reference binds to the preloaded library
 bindings() {   # bindings LIB PROG [ARGS]: "sym tag" bound to LIB
   local lib=$1; shift
-  LD_PRELOAD=$lib LD_BIND_NOW=1 LD_DEBUG=bindings timeout -s KILL 30 "$@" 2>&1 >/dev/null </dev/null |
+  # (timeout itself must not run under the preloaded library)
+  timeout -s KILL 30 env LD_PRELOAD="$lib" LD_BIND_NOW=1 LD_DEBUG=bindings "$@" 2>&1 >/dev/null </dev/null |
     awk -v lib="$(basename "$lib")" '/binding file/ && index($0, "to " ) {
         to = $0; sub(/.* to /, "", to); sub(/ \[.*/, "", to); n = split(to, parts, "/")
         if (parts[n] != lib) next
