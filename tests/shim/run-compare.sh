@@ -26,11 +26,15 @@ if [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
     echo "FAIL: the build makes the shim but $lib is missing"
     exit 1
   fi
-  # A sanitizer build of the shim needs its runtime first in the list.
-  for rt in $(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan|tsan)\.so/ {print $3}'); do
-    preload="$preload${preload:+:}$rt"
-  done
-  preload="$preload${preload:+:}$lib"
+  if ldd "$lib" 2>/dev/null | grep -qE 'lib(asan|tsan)\.so'; then
+    # A sanitizer's runtime must come first in LD_PRELOAD, and its own
+    # pthread_* interceptors then run ahead of the shim's and assume kernel
+    # threads: preloading a sanitizer build of the shim is not a use we
+    # support. The shim is tested in the plain build.
+    echo "note: $lib is a sanitizer build: runs under the shim skipped (tested in the plain build)"
+  else
+    preload=$lib
+  fi
 else
   echo "note: libnth-pthread.so is not part of the build yet: native runs only"
 fi
