@@ -25,4 +25,8 @@ NTH_SHIM_BUILT = yes
 bin_PROGRAMS += pthread-shim/nthrun
 pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c
 pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"'
+# Never sanitizer-instrumented: it only sets LD_PRELOAD and execs, and an
+# instrumented launcher would refuse a preload list its runtime is not first in.
+pthread_shim_nthrun_CFLAGS = $(WARN_CFLAGS)
+pthread_shim_nthrun_LDFLAGS =
 pthread_shim_nthrun_LDADD =
