@@ -1,1 +1,32 @@
-# Build fragment for pthread-shim/shim: add sources, programs and tests with +=.
+# Build fragment for pthread-shim: libnth-pthread.so, the nthrun launcher.
+
+# libnth-pthread: the POSIX thread API on nano-threads, for LD_PRELOAD or
+# for linking ahead of libc. Its exports get glibc's version tags from
+# libnth-pthread.map (generated with symver.h by gen-symver.sh from
+# glibc-symbols.txt).
+lib_LTLIBRARIES += libnth-pthread.la
+libnth_pthread_la_SOURCES = \
+	pthread-shim/shim.h pthread-shim/symver.h \
+	pthread-shim/runtime.c pthread-shim/thread.c pthread-shim/attr.c \
+	pthread-shim/cancel.c pthread-shim/mutex.c pthread-shim/sync.c \
+	pthread-shim/sem.c pthread-shim/signal.c pthread-shim/blocking.c
+libnth_pthread_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/pthread-shim
+libnth_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+libnth_pthread_la_LIBADD = libnth.la -ldl
+libnth_pthread_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
+	-Wl,--version-script=$(top_srcdir)/pthread-shim/libnth-pthread.map
+EXTRA_libnth_pthread_la_DEPENDENCIES = $(top_srcdir)/pthread-shim/libnth-pthread.map
+
+# "yes" since this fragment builds libnth-pthread.la: the shim tests in
+# tests/shim fail, rather than skip, when the library is missing.
+NTH_SHIM_BUILT = yes
+
+# nthrun: sets NTH_* and LD_PRELOAD, then execs the program.
+bin_PROGRAMS += pthread-shim/nthrun
+pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c
+pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"'
+# Never sanitizer-instrumented: it only sets LD_PRELOAD and execs, and an
+# instrumented launcher would refuse a preload list its runtime is not first in.
+pthread_shim_nthrun_CFLAGS = $(WARN_CFLAGS)
+pthread_shim_nthrun_LDFLAGS =
+pthread_shim_nthrun_LDADD =

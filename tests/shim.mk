@@ -1,1 +1,146 @@
-# Build fragment for tests/shim: add sources, programs and tests with +=.
+# Build fragment for tests/shim: the pthread shim's integration tests.
+#
+# The programs posix-* are plain POSIX programs: compiled with -pthread only,
+# never linked with nthlib and never instrumented with sanitizers (an
+# instrumented program cannot take LD_PRELOAD of a library ahead of its
+# sanitizer runtime). run-compare.sh runs each natively and under
+# LD_PRELOAD=libnth-pthread.so and compares the runs.
+
+shim_posix_cflags = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
+shim_posix_cppflags = -D_GNU_SOURCE
+
+check_PROGRAMS += tests/shim/posix-threads
+tests_shim_posix_threads_SOURCES = tests/shim/threads.c tests/shim/check.h
+tests_shim_posix_threads_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_threads_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_threads_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_threads_LDADD =
+
+check_PROGRAMS += tests/shim/posix-mutex
+tests_shim_posix_mutex_SOURCES = tests/shim/mutex.c tests/shim/check.h
+tests_shim_posix_mutex_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_mutex_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_mutex_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_mutex_LDADD =
+
+check_PROGRAMS += tests/shim/posix-cond
+tests_shim_posix_cond_SOURCES = tests/shim/cond.c tests/shim/check.h
+tests_shim_posix_cond_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cond_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cond_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cond_LDADD =
+
+check_PROGRAMS += tests/shim/posix-rwlock
+tests_shim_posix_rwlock_SOURCES = tests/shim/rwlock.c tests/shim/check.h
+tests_shim_posix_rwlock_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_rwlock_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_rwlock_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_rwlock_LDADD =
+
+check_PROGRAMS += tests/shim/posix-barrier
+tests_shim_posix_barrier_SOURCES = tests/shim/barrier.c tests/shim/check.h
+tests_shim_posix_barrier_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_barrier_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_barrier_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_barrier_LDADD =
+
+check_PROGRAMS += tests/shim/posix-spin
+tests_shim_posix_spin_SOURCES = tests/shim/spin.c tests/shim/check.h
+tests_shim_posix_spin_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_spin_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_spin_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_spin_LDADD =
+
+check_PROGRAMS += tests/shim/posix-keys
+tests_shim_posix_keys_SOURCES = tests/shim/keys.c tests/shim/check.h
+tests_shim_posix_keys_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_keys_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_keys_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_keys_LDADD =
+
+check_PROGRAMS += tests/shim/posix-sem
+tests_shim_posix_sem_SOURCES = tests/shim/sem.c tests/shim/check.h
+tests_shim_posix_sem_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sem_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sem_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sem_LDADD =
+
+check_PROGRAMS += tests/shim/posix-signals
+tests_shim_posix_signals_SOURCES = tests/shim/signals.c tests/shim/check.h
+tests_shim_posix_signals_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_signals_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_signals_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_signals_LDADD =
+
+check_PROGRAMS += tests/shim/posix-cancel
+tests_shim_posix_cancel_SOURCES = tests/shim/cancel.c tests/shim/check.h
+tests_shim_posix_cancel_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cancel_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cancel_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cancel_LDADD =
+
+check_PROGRAMS += tests/shim/posix-blocking
+tests_shim_posix_blocking_SOURCES = tests/shim/blocking.c tests/shim/check.h
+tests_shim_posix_blocking_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_blocking_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_blocking_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_blocking_LDADD =
+
+check_PROGRAMS += tests/shim/posix-fork
+tests_shim_posix_fork_SOURCES = tests/shim/fork.c tests/shim/check.h
+tests_shim_posix_fork_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_fork_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_fork_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_fork_LDADD =
+
+check_PROGRAMS += tests/shim/posix-static_init
+tests_shim_posix_static_init_SOURCES = tests/shim/static_init.c tests/shim/check.h
+tests_shim_posix_static_init_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_static_init_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_static_init_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_static_init_LDADD =
+
+# NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
+# libnth-pthread.so; when it does, the tests fail if the library is missing.
+AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;
+
+TESTS += tests/shim/run-compare.sh
+EXTRA_DIST += tests/shim/run-compare.sh
+CLEANFILES += -r tests/shim/compare-out
+
+# nthrun's test preloads this probe in place of the shim.
+check_LTLIBRARIES += tests/shim/libnthrun-probe.la
+tests_shim_libnthrun_probe_la_SOURCES = tests/shim/nthrun-probe.c
+tests_shim_libnthrun_probe_la_CFLAGS = $(WARN_CFLAGS)
+tests_shim_libnthrun_probe_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+TESTS += tests/shim/nthrun.sh
+EXTRA_DIST += tests/shim/nthrun.sh
+
+# Unmodified Debian programs natively and under the shim.
+TESTS += tests/shim/real-programs.sh
+EXTRA_DIST += tests/shim/real-programs.sh
+
+# The symbol version plan (pthread-shim/glibc-symbols.txt, gen-symver.sh,
+# libnth-pthread.map, symver.h): a stub library exporting every listed
+# version the shim's way, and a probe binary referencing each of them.
+check_LTLIBRARIES += tests/shim/libsymver-stub.la
+tests_shim_libsymver_stub_la_SOURCES = tests/shim/symver-stub.c
+tests_shim_libsymver_stub_la_CPPFLAGS = -I$(top_srcdir)/pthread-shim
+tests_shim_libsymver_stub_la_CFLAGS = $(WARN_CFLAGS)
+tests_shim_libsymver_stub_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	-Wl,--version-script=$(top_srcdir)/pthread-shim/libnth-pthread.map
+EXTRA_tests_shim_libsymver_stub_la_DEPENDENCIES = $(top_srcdir)/pthread-shim/libnth-pthread.map
+check_PROGRAMS += tests/shim/symver-probe
+tests_shim_symver_probe_SOURCES = tests/shim/symver-probe.c
+tests_shim_symver_probe_CPPFLAGS = -I$(top_srcdir)/pthread-shim
+tests_shim_symver_probe_CFLAGS = $(WARN_CFLAGS)
+tests_shim_symver_probe_LDFLAGS =
+tests_shim_symver_probe_LDADD =
+TESTS += tests/shim/symbol-binding.sh
+EXTRA_DIST += tests/shim/symbol-binding.sh pthread-shim/glibc-symbols.txt \
+	pthread-shim/gen-symver.sh pthread-shim/libnth-pthread.map pthread-shim/symver.h
+
+# The runtime's own tests with the shim preloaded.
+TESTS += tests/shim/nthlib-suite.sh
+EXTRA_DIST += tests/shim/nthlib-suite.sh
+CLEANFILES += -r tests/shim/suite-out

@@ -1,0 +1,169 @@
+/*
+ * nthrun -- run an unmodified, dynamically linked pthread program on
+ * nano-threads, the way numactl(8) or taskset(1) run one on chosen CPUs:
+ *
+ *   nthrun [--vps N] [--trace FILE] [--cpumgr NAME|off] -- prog args...
+ *
+ * It sets NTH_VPS, NTH_TRACE and NTH_CPUMGR (see the README's table),
+ * prepends libnth-pthread.so to LD_PRELOAD and execs prog, so the exit
+ * status (or the death by a signal) is the program's own.
+ *
+ * The library is looked up, in order, as: $NTH_PTHREAD_LIB; the build tree
+ * next to this binary (../.libs/libnth-pthread.so), so that `make check`
+ * uses the library just built; NTH_LIBDIR/libnth-pthread.so, the installed
+ * one. A library that does not exist is an error: the dynamic loader would
+ * only warn and run the program on plain kernel threads.
+ *
+ * Exit status: the program's; 2 for a bad command line (with the usage on
+ * stderr); 127 when the library or the program cannot be found, 126 when
+ * the program cannot be executed (as env(1) does).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef NTH_LIBDIR
+#define NTH_LIBDIR "/usr/local/lib"
+#endif
+#define SHIM_SO "libnth-pthread.so"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: nthrun [--vps N] [--trace FILE] [--cpumgr NAME|off] -- prog [args...]\n"
+            "Run an unmodified pthread program on nano-threads (LD_PRELOAD=" SHIM_SO ").\n"
+            "  --vps N            virtual processors, 1..4096 (NTH_VPS; default: one per CPU)\n"
+            "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver (NTH_TRACE)\n"
+            "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
+            "  -h, --help         this text\n"
+            "The library is $NTH_PTHREAD_LIB, else the build tree's, else " NTH_LIBDIR "/" SHIM_SO ".\n"
+            "Exit status: the program's; 2 bad usage; 126/127 cannot execute/find.\n");
+}
+
+static int file_exists(const char *p) { return access(p, R_OK) == 0; }
+
+/* The shim to preload, in the order given above; NULL if none exists.
+ * `tried` collects the paths looked at, for the error message. */
+static const char *find_shim(char *buf, size_t len, char *tried, size_t tlen)
+{
+    const char *env = getenv("NTH_PTHREAD_LIB");
+    if (env && *env) {
+        snprintf(tried, tlen, "%s (NTH_PTHREAD_LIB)", env);
+        return file_exists(env) ? env : NULL;
+    }
+    tried[0] = 0;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        const char *dir = dirname(exe);
+        /* pthread-shim/nthrun, or its libtool copy in pthread-shim/.libs/ */
+        const char *rel[] = { "/../.libs/" SHIM_SO, "/../../.libs/" SHIM_SO };
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(buf, len, "%s%s", dir, rel[i]);
+            if (file_exists(buf))
+                return buf;
+        }
+        snprintf(tried, tlen, "%s/../.libs, ", dir);
+    }
+    snprintf(buf, len, "%s/%s", NTH_LIBDIR, SHIM_SO);
+    strncat(tried, buf, tlen - strlen(tried) - 1);
+    return file_exists(buf) ? buf : NULL;
+}
+
+/* N in 1..4096, the range nth_init() accepts. */
+static int parse_vps(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > 4096) return -1;
+    return (int)v;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "vps", required_argument, NULL, 'v' },
+        { "trace", required_argument, NULL, 't' },
+        { "cpumgr", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *vps = NULL, *trace = NULL, *cpumgr = NULL;
+    int c;
+    /* '+': stop at the program's name, so its own options stay its own */
+    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'v':
+            if (parse_vps(optarg) < 0) {
+                fprintf(stderr, "nthrun: --vps '%s': accepted values are integers 1..4096\n", optarg);
+                usage(stderr);
+                return 2;
+            }
+            vps = optarg;
+            break;
+        case 't':
+            if (!*optarg) {
+                fprintf(stderr, "nthrun: --trace needs a file name\n");
+                usage(stderr);
+                return 2;
+            }
+            trace = optarg;
+            break;
+        case 'c':
+            if (!*optarg) {
+                fprintf(stderr, "nthrun: --cpumgr needs a segment name or 'off'\n");
+                usage(stderr);
+                return 2;
+            }
+            cpumgr = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "nthrun: no program given\n");
+        usage(stderr);
+        return 2;
+    }
+
+    char buf[PATH_MAX + 64], tried[2 * PATH_MAX + 128];
+    const char *shim = find_shim(buf, sizeof buf, tried, sizeof tried);
+    if (!shim) {
+        fprintf(stderr, "nthrun: %s not found (looked at %s); set NTH_PTHREAD_LIB\n", SHIM_SO, tried);
+        return 127;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    char *preload;
+    if (old && *old) {
+        size_t len = strlen(shim) + strlen(old) + 2;
+        preload = malloc(len);
+        if (!preload) {
+            perror("nthrun");
+            return 127;
+        }
+        snprintf(preload, len, "%s:%s", shim, old);
+    } else {
+        preload = (char *)shim;
+    }
+    if ((vps && setenv("NTH_VPS", vps, 1)) || (trace && setenv("NTH_TRACE", trace, 1)) ||
+        (cpumgr && setenv("NTH_CPUMGR", cpumgr, 1)) || setenv("LD_PRELOAD", preload, 1)) {
+        perror("nthrun: setenv");
+        return 127;
+    }
+    execvp(argv[optind], &argv[optind]);
+    int e = errno;
+    fprintf(stderr, "nthrun: cannot run '%s': %s\n", argv[optind], strerror(e));
+    return e == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,187 @@
+/*
+ * runtime.c -- the shim's shared machinery: libc's own functions, the
+ * per-thread record behind pthread_t, time helpers, and start-up
+ * (clearing __libc_single_threaded, remembering the process's CPU mask).
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/single_threaded.h>
+#include "shim.h"
+
+/* libc's functions, looked up in libc itself: RTLD_NEXT would depend on
+ * the order of the objects, and RTLD_DEFAULT would find the shim. */
+void *shim_real(const char *name)
+{
+    static void *libc;
+    void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
+    if (!h) {
+        h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            h = RTLD_NEXT;
+        __atomic_store_n(&libc, h, __ATOMIC_RELEASE);
+    }
+    void *f = dlsym(h, name);
+    if (!f) {
+        static const char msg[] = "libnth-pthread: a libc function is missing\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        abort();
+    }
+    return f;
+}
+
+cpu_set_t shim_process_cpus;
+
+/* The runtime's code (libnth): its own calls to functions the shim also
+ * exports (sched_yield, poll, write) must reach libc, not nano-thread
+ * versions that would re-enter the scheduler from inside it. */
+static uintptr_t runtime_lo, runtime_hi;
+
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t target = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (target >= lo && target < hi) {
+            runtime_lo = lo;
+            runtime_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void shim_start(void);
+
+int shim_runtime_caller(const void *ra)
+{
+    /* Other libraries' constructors may call the shim before its own. */
+    if (__builtin_expect(!__atomic_load_n(&runtime_hi, __ATOMIC_ACQUIRE), 0))
+        shim_start();
+    return (uintptr_t)ra - runtime_lo < runtime_hi - runtime_lo;
+}
+
+/* Before main: remember the CPUs the process may use (the VPs are bound to
+ * one CPU each later, so sched_getaffinity then tells only a VP's). */
+__attribute__((constructor)) static void shim_start(void)
+{
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+        return;
+    if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
+        CPU_ZERO(&shim_process_cpus);
+    dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+}
+
+/* ---- the per-thread record ---------------------------------------------- */
+
+static nth_key_t self_key;
+static int self_key_state;       /* 0 none, 1 being made, 2 ready */
+
+static void make_key(void)
+{
+    int s = 0;
+    if (__atomic_compare_exchange_n(&self_key_state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        if (nth_key_create(&self_key, NULL) != 0) {
+            static const char msg[] = "libnth-pthread: cannot create the thread key\n";
+            (void)!write(2, msg, sizeof msg - 1);
+            abort();
+        }
+        __atomic_store_n(&self_key_state, 2, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)
+        nth_yield();
+}
+
+void shim_set_self(struct shim_thread *st)
+{
+    if (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)
+        make_key();
+    nth_setspecific(self_key, st);
+}
+
+struct shim_thread *shim_self(void)
+{
+    if (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)
+        make_key();
+    struct shim_thread *st = nth_getspecific(self_key);
+    if (st)
+        return st;
+    /* A nano-thread the shim did not start: main's, or the runtime's. */
+    st = calloc(1, sizeof *st);
+    if (!st) {
+        static const char msg[] = "libnth-pthread: out of memory for a thread record\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        abort();
+    }
+    st->nt = nth_self();
+    st->nid = nth_id(st->nt);
+    st->cancel_state = PTHREAD_CANCEL_ENABLE;
+    st->cancel_type = PTHREAD_CANCEL_DEFERRED;
+    st->sched_policy = SCHED_OTHER;
+    nth_sem_init(&st->done_sem, 0);
+    nth_setspecific(self_key, st);
+    return st;
+}
+
+/* Before a second thread runs: libstdc++ and libc skip atomic operations
+ * while this flag is set. */
+void shim_going_multithreaded(void)
+{
+    if (__libc_single_threaded)
+        __libc_single_threaded = 0;
+}
+
+/* ---- time ------------------------------------------------------------------ */
+
+int64_t shim_now(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t shim_ts_ns(const struct timespec *ts)
+{
+    if (ts->tv_sec > INT64_MAX / 1000000000LL - 1)
+        return INT64_MAX;
+    return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+struct timespec shim_ns_ts(int64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL) };
+    return ts;
+}
+
+int shim_check_ts(const struct timespec *ts)
+{
+    return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L || ts->tv_sec < 0) ? EINVAL : 0;
+}
+
+void shim_backoff(int64_t until, int64_t *step)
+{
+    if (*step == 0) {
+        *step = 20000;            /* first: just let the others run */
+        nth_yield();
+        return;
+    }
+    int64_t now = shim_now(CLOCK_MONOTONIC);
+    int64_t end = now + *step;
+    if (end > until)
+        end = until;
+    if (end > now) {
+        struct timespec ts = shim_ns_ts(end);
+        nth_sleep_until(CLOCK_MONOTONIC, &ts);
+    }
+    if (*step < SHIM_SLICE_NS)
+        *step *= 2;
+}

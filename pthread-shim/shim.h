@@ -1,0 +1,92 @@
+/*
+ * shim.h -- what the pthread shim's files share: the per-thread record,
+ * libc's own functions, cancellation and the waiting helpers.
+ *
+ * Every exported function is defined as nth_shim_<name>, declared here with
+ * the type of libc's <name> (so a wrong signature does not compile), and
+ * given its glibc symbol versions by SHIM_EXPORT(<name>) (symver.h,
+ * generated from glibc-symbols.txt).
+ */
+#ifndef NTH_SHIM_H
+#define NTH_SHIM_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdint.h>
+#include <time.h>
+#include "nth.h"
+#include "symver.h"
+
+#define SHIM_API __attribute__((visibility("default")))
+/* Declare nth_shim_<sym> with libc's type for <sym>. */
+#define SHIM_DECL(sym) SHIM_API __typeof__(sym) nth_shim_##sym;
+
+/* One per thread known to the shim: pthread_t is a pointer to it. */
+struct shim_thread {
+    nth_t nt;                    /* the nano-thread */
+    uint64_t nid;                /* nth_id(nt), to tell a reused descriptor */
+    int created;                 /* made by pthread_create (not main's) */
+    int detached;
+    int done;                    /* its function returned / pthread_exit */
+    nth_sem_t done_sem;          /* posted once at done, for timed joins */
+    int cancel_state, cancel_type;
+    int cancel_pending;          /* atomic */
+    int exiting;                 /* unwinding its cleanup handlers */
+    void *exit_value;
+    void *cleanup_top;           /* newest __pthread_unwind_buf_t */
+    struct _pthread_cleanup_buffer *old_cleanup;   /* _pthread_cleanup_push */
+    size_t stacksize, guardsize;
+    int sched_policy;
+    struct sched_param sched_param;
+    void *(*fn)(void *);
+    void *arg;
+    struct shim_thread *next_zombie;
+    int zclaim;
+    struct shim_thread *joining; /* the thread it joins, for pthread_cancel */
+    pthread_cond_t *waiting_cond; /* the condvar it waits on, for pthread_cancel */
+    uint64_t pending;
+    unsigned testcancel_calls;   /* pthread_testcancel yields now and then */
+    int has_cpus;                /* pthread_setaffinity_np gave a hint */
+    cpu_set_t cpus;            /* signals queued by pthread_kill, bit sig-1 */                  /* 2 once both the end and the detach happened */
+};
+
+/* m as an nth mutex, after the static-initialiser fix-up (mutex.c). */
+nth_mutex_t *shim_mutex(pthread_mutex_t *m);
+/* The caller's record (created for threads the shim did not start). */
+struct shim_thread *shim_self(void);
+/* libc's definition of name (its default version), never the shim's. */
+void *shim_real(const char *name);
+#define REAL(name) ((__typeof__(&name))shim_real(#name))
+
+/* Act on a pending cancellation request if cancellation is enabled:
+ * does not return then. Called at every cancellation point. */
+void shim_testcancel(void);
+/* Deliver the signals pthread_kill queued for the caller (those its
+ * kernel thread does not block); 1 if any was, so that an interruptible
+ * wait returns EINTR. */
+int shim_signals(void);
+/* 1 when ra (a return address) is in the runtime's own code. */
+int shim_runtime_caller(const void *ra);
+#define FROM_RUNTIME() shim_runtime_caller(__builtin_return_address(0))
+/* 1 when the caller runs on a VP (else block in the kernel as libc does). */
+int shim_on_vp(void);
+/* Finish the calling thread with value: run its cleanup handlers
+ * (newest first), then nth_exit (which runs key destructors). */
+__attribute__((noreturn)) void shim_exit(void *value);
+
+/* Waiting in slices: blocked calls wake up every SHIM_SLICE_NS to act on
+ * cancellation requests, since the runtime's waits cannot be interrupted
+ * from outside yet. */
+#define SHIM_SLICE_NS (10 * 1000000LL)
+int64_t shim_now(clockid_t clock);
+int64_t shim_ts_ns(const struct timespec *ts);
+struct timespec shim_ns_ts(int64_t ns);
+/* EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0. */
+int shim_check_ts(const struct timespec *ts);
+/* Leave the VP until the monotonic time `until` or for one slice at most,
+ * with a growing back-off for the polling loops (*step, ns, starts at 0). */
+void shim_backoff(int64_t until, int64_t *step);
+
+#endif /* NTH_SHIM_H */

@@ -1,0 +1,139 @@
+/*
+ * rwlock.c -- read-write locks: shared readers, exclusive writers, try/timed/
+ * clock variants and their error codes, attributes. After
+ * pthread_rwlock_rdlock(3p), pthread_rwlock_wrlock(3p),
+ * pthread_rwlock_timedrdlock(3p) and glibc's pthread_rwlockattr_setkind_np.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include "check.h"
+
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int inside;
+
+/* Readers hold the read lock together: each waits, holding it, until all
+ * three are inside (a bounded wait, so an exclusion bug fails, not hangs). */
+static void *reader_together(void *arg)
+{
+    (void)arg;
+    int ok = 1;
+    pthread_rwlock_rdlock(&rw);
+    pthread_mutex_lock(&m);
+    inside++;
+    pthread_cond_broadcast(&c);
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20000);
+    while (inside < 3 && ok)
+        ok = pthread_cond_timedwait(&c, &m, &dl) == 0 || inside >= 3;
+    pthread_mutex_unlock(&m);
+    pthread_rwlock_unlock(&rw);
+    return (void *)(intptr_t)ok;
+}
+
+static void *try_locks(void *arg)
+{
+    (void)arg;
+    int rd = pthread_rwlock_tryrdlock(&rw);
+    if (rd == 0) pthread_rwlock_unlock(&rw);
+    int wr = pthread_rwlock_trywrlock(&rw);
+    if (wr == 0) pthread_rwlock_unlock(&rw);
+    return (void *)(intptr_t)(rd * 1000 + wr);
+}
+
+static void *timed_locks(void *arg)
+{
+    (void)arg;
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20);
+    int a = pthread_rwlock_timedwrlock(&rw, &dl);
+    dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    int b = pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl);
+    dl = deadline_ms(CLOCK_REALTIME, 20);
+    int c2 = pthread_rwlock_timedrdlock(&rw, &dl);
+    if (c2 == 0) pthread_rwlock_unlock(&rw);
+    return (void *)(intptr_t)(a == ETIMEDOUT && b == ETIMEDOUT && c2 == ETIMEDOUT);
+}
+
+static long x, y;
+static void *writer(void *arg)
+{
+    for (int i = 0; i < 5000; i++) {
+        pthread_rwlock_wrlock(&rw);
+        x++;
+        y++;
+        pthread_rwlock_unlock(&rw);
+    }
+    return arg;
+}
+static void *reader(void *arg)
+{
+    (void)arg;
+    int torn = 0;
+    for (int i = 0; i < 5000; i++) {
+        pthread_rwlock_rdlock(&rw);
+        torn |= x != y;
+        pthread_rwlock_unlock(&rw);
+    }
+    return (void *)(intptr_t)torn;
+}
+
+static const char *code(int r) { return r == 0 ? "0" : errname(r); }
+
+int main(void)
+{
+    check_start("rwlock");
+    pthread_t t[4];
+    void *res;
+    int ok = 1;
+    for (int i = 0; i < 3; i++) CHECK(pthread_create(&t[i], NULL, reader_together, NULL) == 0);
+    for (int i = 0; i < 3; i++) { pthread_join(t[i], &res); ok &= res == (void *)1; }
+    printf("three readers inside together: %d\n", ok);
+    CHECK(ok);
+
+    EXPECT("rdlock", pthread_rwlock_rdlock(&rw), 0);
+    EXPECT("rdlock again (recursive read)", pthread_rwlock_rdlock(&rw), 0);
+    CHECK(pthread_create(&t[0], NULL, try_locks, NULL) == 0);
+    pthread_join(t[0], &res);
+    printf("other thread while read-locked: tryrdlock %s, trywrlock %s\n",
+           code((int)(intptr_t)res / 1000), code((int)(intptr_t)res % 1000));
+    CHECK(res == (void *)(intptr_t)EBUSY);
+    pthread_rwlock_unlock(&rw);
+    EXPECT("unlock", pthread_rwlock_unlock(&rw), 0);
+
+    EXPECT("wrlock", pthread_rwlock_wrlock(&rw), 0);
+    EXPECT("wrlock again (own)", pthread_rwlock_wrlock(&rw), EDEADLK);
+    EXPECT("rdlock while own write lock", pthread_rwlock_rdlock(&rw), EDEADLK);
+    CHECK(pthread_create(&t[0], NULL, try_locks, NULL) == 0);
+    pthread_join(t[0], &res);
+    printf("other thread while write-locked: tryrdlock %s, trywrlock %s\n",
+           code((int)(intptr_t)res / 1000), code((int)(intptr_t)res % 1000));
+    CHECK(res == (void *)(intptr_t)(EBUSY * 1000 + EBUSY));
+    CHECK(pthread_create(&t[0], NULL, timed_locks, NULL) == 0);
+    pthread_join(t[0], &res);
+    printf("timed/clock locks time out while write-locked: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
+    EXPECT("unlock", pthread_rwlock_unlock(&rw), 0);
+
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, writer, NULL) == 0);
+    for (int i = 2; i < 4; i++) CHECK(pthread_create(&t[i], NULL, reader, NULL) == 0);
+    int torn = 0;
+    for (int i = 0; i < 4; i++) { pthread_join(t[i], &res); if (i >= 2) torn |= res != NULL; }
+    printf("writers: %ld updates; readers saw torn state: %d\n", x, torn);
+    CHECK(x == 10000 && !torn);
+
+    pthread_rwlockattr_t a;
+    int v;
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_getkind_np(&a, &v);
+    printf("default kind prefer reader: %d\n", v == PTHREAD_RWLOCK_PREFER_READER_NP);
+    EXPECT("setkind_np(writer nonrecursive)", pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP), 0);
+    EXPECT("setkind_np(42)", pthread_rwlockattr_setkind_np(&a, 42), EINVAL);
+    EXPECT("rwlockattr_setpshared(42)", pthread_rwlockattr_setpshared(&a, 42), EINVAL);
+    pthread_rwlock_t wp;
+    EXPECT("rwlock_init(writer-preferring)", pthread_rwlock_init(&wp, &a), 0);
+    EXPECT("rdlock", pthread_rwlock_rdlock(&wp), 0);
+    EXPECT("unlock", pthread_rwlock_unlock(&wp), 0);
+    EXPECT("destroy", pthread_rwlock_destroy(&wp), 0);
+    pthread_rwlockattr_destroy(&a);
+    return check_end("rwlock");
+}

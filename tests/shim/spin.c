@@ -1,0 +1,46 @@
+/*
+ * spin.c -- spin locks: mutual exclusion, trylock on a held lock, init
+ * attributes. After pthread_spin_lock(3p), pthread_spin_init(3p).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include "check.h"
+
+static pthread_spinlock_t s;
+static long counter;
+static void *count_up(void *arg)
+{
+    for (int i = 0; i < 20000; i++) {
+        pthread_spin_lock(&s);
+        counter++;
+        pthread_spin_unlock(&s);
+    }
+    return arg;
+}
+static void *try_other(void *arg) { (void)arg; return (void *)(intptr_t)pthread_spin_trylock(&s); }
+
+int main(void)
+{
+    check_start("spin");
+    EXPECT("spin_init(private)", pthread_spin_init(&s, PTHREAD_PROCESS_PRIVATE), 0);
+    EXPECT("spin_lock", pthread_spin_lock(&s), 0);
+    EXPECT("spin_trylock(held)", pthread_spin_trylock(&s), EBUSY);
+    pthread_t t;
+    void *res;
+    CHECK(pthread_create(&t, NULL, try_other, NULL) == 0);
+    pthread_join(t, &res);
+    printf("trylock from other thread: %s\n", errname((int)(intptr_t)res));
+    EXPECT("spin_unlock", pthread_spin_unlock(&s), 0);
+    EXPECT("spin_trylock(free)", pthread_spin_trylock(&s), 0);
+    EXPECT("spin_unlock", pthread_spin_unlock(&s), 0);
+
+    pthread_t ts[4];
+    for (int i = 0; i < 4; i++) CHECK(pthread_create(&ts[i], NULL, count_up, NULL) == 0);
+    for (int i = 0; i < 4; i++) pthread_join(ts[i], NULL);
+    printf("counter under spin lock: %ld\n", counter);
+    CHECK(counter == 80000);
+    EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
+    EXPECT("spin_init(shared)", pthread_spin_init(&s, PTHREAD_PROCESS_SHARED), 0);
+    EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
+    return check_end("spin");
+}

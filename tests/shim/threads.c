@@ -1,0 +1,366 @@
+/*
+ * threads.c -- thread life cycle: create/join/detach/exit (also from main),
+ * attributes, self/equal, once, names, yield, concurrency, getattr_np,
+ * affinity, tryjoin/timedjoin. Semantics: pthread_create(3p),
+ * pthread_join(3p), pthread_exit(3p), pthread_once(3p), pthread_attr_*(3p),
+ * and glibc's _np manual pages.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include "check.h"
+
+static void *ret_arg_plus_one(void *arg) { return (void *)((intptr_t)arg + 1); }
+static void *ret_self(void *arg) { (void)arg; pthread_t *p = malloc(sizeof *p); *p = pthread_self(); return p; }
+static void *exit_with(void *arg) { pthread_exit((void *)((intptr_t)arg * 2)); }
+
+/* A gate: threads wait until main opens it. */
+static pthread_mutex_t gate_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_c = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_waiting;
+static void *wait_gate(void *arg)
+{
+    pthread_mutex_lock(&gate_m);
+    gate_waiting++;
+    pthread_cond_broadcast(&gate_c);
+    while (!gate_open)
+        pthread_cond_wait(&gate_c, &gate_m);
+    pthread_mutex_unlock(&gate_m);
+    return arg;
+}
+static void gate_wait_for(int n)
+{
+    pthread_mutex_lock(&gate_m);
+    while (gate_waiting < n)
+        pthread_cond_wait(&gate_c, &gate_m);
+    pthread_mutex_unlock(&gate_m);
+}
+static void gate_set(int open)
+{
+    pthread_mutex_lock(&gate_m);
+    gate_open = open;
+    if (!open) gate_waiting = 0;
+    pthread_cond_broadcast(&gate_c);
+    pthread_mutex_unlock(&gate_m);
+}
+
+static char *user_stack_lo, *user_stack_hi;
+static void *on_user_stack(void *arg)
+{
+    char here;
+    (void)arg;
+    return (void *)(intptr_t)(&here >= user_stack_lo && &here < user_stack_hi);
+}
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int once_runs;
+static void once_init(void) { once_runs++; }
+static void *call_once(void *arg) { pthread_once(&once, once_init); return arg; }
+
+static void *check_own_attr(void *arg)
+{
+    pthread_attr_t a;
+    int ds = -1;
+    size_t ss = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return (void *)-1;
+    pthread_attr_getdetachstate(&a, &ds);
+    pthread_attr_getstacksize(&a, &ss);
+    pthread_attr_destroy(&a);
+    /* arg: the expected detach state; the stack must hold at least 1 MiB */
+    return (void *)(intptr_t)(ds == (int)(intptr_t)arg && ss >= (1u << 20));
+}
+
+static pthread_mutex_t det_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t det_c = PTHREAD_COND_INITIALIZER;
+static int det_done;
+static void *detached_body(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&det_m);
+    det_done++;
+    pthread_cond_signal(&det_c);
+    pthread_mutex_unlock(&det_m);
+    return NULL;
+}
+
+/* Child mode: main exits with pthread_exit while a worker still runs; the
+ * process must live on until the worker ends, then exit with status 0. */
+static void *outlive_main(void *arg)
+{
+    (void)arg;
+    struct timespec ts = { 0, 50 * 1000000L };
+    nanosleep(&ts, NULL);
+    printf("worker ran after main's pthread_exit\n");
+    fflush(stdout);
+    return NULL;
+}
+static int exit_from_main(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, outlive_main, NULL) != 0) return 3;
+    pthread_exit(NULL);
+}
+
+static void test_exit_from_main(const char *self)
+{
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execl(self, self, "exit-from-main", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    char buf[256];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof buf - 1 && (r = read(fd[0], buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = 0;
+    close(fd[0]);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(strcmp(buf, "worker ran after main's pthread_exit\n") == 0);
+    printf("exit from main: process lived on, status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "exit-from-main") == 0)
+        return exit_from_main();
+    check_start("threads");
+
+    /* --- attributes ------------------------------------------------------ */
+    pthread_attr_t a;
+    int v;
+    size_t sz;
+    EXPECT("attr_init", pthread_attr_init(&a), 0);
+    pthread_attr_getdetachstate(&a, &v);
+    printf("default detachstate joinable: %d\n", v == PTHREAD_CREATE_JOINABLE);
+    EXPECT("setdetachstate(42)", pthread_attr_setdetachstate(&a, 42), EINVAL);
+    EXPECT("setstacksize(PTHREAD_STACK_MIN-1)", pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN - 1), EINVAL);
+    EXPECT("setstacksize(1MiB)", pthread_attr_setstacksize(&a, 1 << 20), 0);
+    pthread_attr_getstacksize(&a, &sz);
+    printf("getstacksize: %zu\n", sz);
+    EXPECT("setguardsize(8192)", pthread_attr_setguardsize(&a, 8192), 0);
+    pthread_attr_getguardsize(&a, &sz);
+    printf("getguardsize: %zu\n", sz);
+    EXPECT("setschedpolicy(SCHED_OTHER)", pthread_attr_setschedpolicy(&a, SCHED_OTHER), 0);
+    pthread_attr_getschedpolicy(&a, &v);
+    printf("getschedpolicy other: %d\n", v == SCHED_OTHER);
+    EXPECT("setschedpolicy(12345)", pthread_attr_setschedpolicy(&a, 12345), EINVAL);
+    EXPECT("setinheritsched(EXPLICIT)", pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED), 0);
+    pthread_attr_getinheritsched(&a, &v);
+    printf("getinheritsched explicit: %d\n", v == PTHREAD_EXPLICIT_SCHED);
+    EXPECT("setinheritsched(42)", pthread_attr_setinheritsched(&a, 42), EINVAL);
+    struct sched_param sp = { .sched_priority = 0 };
+    EXPECT("setschedparam(0)", pthread_attr_setschedparam(&a, &sp), 0);
+    sp.sched_priority = 7;
+    pthread_attr_getschedparam(&a, &sp);
+    printf("getschedparam: %d\n", sp.sched_priority);
+    EXPECT("setscope(SYSTEM)", pthread_attr_setscope(&a, PTHREAD_SCOPE_SYSTEM), 0);
+    EXPECT("setscope(PROCESS)", pthread_attr_setscope(&a, PTHREAD_SCOPE_PROCESS), ENOTSUP);
+    pthread_attr_getscope(&a, &v);
+    printf("getscope system: %d\n", v == PTHREAD_SCOPE_SYSTEM);
+
+    /* a thread created with these attributes sees them in getattr_np */
+    pthread_attr_setinheritsched(&a, PTHREAD_INHERIT_SCHED);
+    pthread_t t;
+    void *res;
+    EXPECT("create with 1MiB stack", pthread_create(&t, &a, check_own_attr, (void *)(intptr_t)PTHREAD_CREATE_JOINABLE), 0);
+    pthread_join(t, &res);
+    printf("getattr_np in thread matches: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
+    EXPECT("attr_destroy", pthread_attr_destroy(&a), 0);
+
+    /* user-supplied stack */
+    size_t ustack = 256 * 1024;
+    void *mem = NULL;
+    CHECK(posix_memalign(&mem, 4096, ustack) == 0);
+    user_stack_lo = mem;
+    user_stack_hi = (char *)mem + ustack;
+    pthread_attr_init(&a);
+    EXPECT("setstack", pthread_attr_setstack(&a, mem, ustack), 0);
+    void *got_addr = NULL;
+    pthread_attr_getstack(&a, &got_addr, &sz);
+    printf("getstack returns it: %d\n", got_addr == mem && sz == ustack);
+    EXPECT("create on user stack", pthread_create(&t, &a, on_user_stack, NULL), 0);
+    pthread_join(t, &res);
+    printf("ran on the user stack: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
+    pthread_attr_destroy(&a);
+    free(mem);
+
+    /* --- create / join / exit -------------------------------------------- */
+    enum { N = 8 };
+    pthread_t ts[N];
+    long sum = 0;
+    for (intptr_t i = 0; i < N; i++)
+        CHECK(pthread_create(&ts[i], NULL, ret_arg_plus_one, (void *)i) == 0);
+    for (int i = 0; i < N; i++) {
+        CHECK(pthread_join(ts[i], &res) == 0);
+        sum += (intptr_t)res;
+    }
+    printf("8 threads returned sum %ld\n", sum);
+    CHECK(sum == 36);
+
+    CHECK(pthread_create(&t, NULL, exit_with, (void *)21) == 0);
+    CHECK(pthread_join(t, &res) == 0);
+    printf("pthread_exit value: %ld\n", (long)(intptr_t)res);
+    CHECK(res == (void *)42);
+
+    /* many threads at once, all blocked, then released */
+    enum { MANY = 200 };
+    static pthread_t many[MANY];
+    int created = 0;
+    for (intptr_t i = 0; i < MANY; i++)
+        if (pthread_create(&many[i], NULL, wait_gate, (void *)i) == 0) created++;
+    gate_wait_for(created);
+    gate_set(1);
+    int ok = 1;
+    for (int i = 0; i < created; i++) {
+        CHECK(pthread_join(many[i], &res) == 0);
+        ok &= res == (void *)(intptr_t)i;
+    }
+    printf("%d blocked threads released and joined: %d\n", created, ok);
+    CHECK(created == MANY && ok);
+    gate_set(0);
+
+    /* sequential create/join, enough to recycle descriptors and stacks */
+    int seq_ok = 1;
+    for (intptr_t i = 0; i < 2000; i++) {
+        if (pthread_create(&t, NULL, ret_arg_plus_one, (void *)i) != 0 || pthread_join(t, &res) != 0 || res != (void *)(i + 1))
+            seq_ok = 0;
+    }
+    printf("2000 sequential create/join: %d\n", seq_ok);
+    CHECK(seq_ok);
+
+    /* --- self / equal ---------------------------------------------------- */
+    CHECK(pthread_create(&t, NULL, ret_self, NULL) == 0);
+    CHECK(pthread_join(t, &res) == 0);
+    printf("equal(thread's self, handle): %d\n", pthread_equal(*(pthread_t *)res, t) != 0);
+    printf("equal(main, handle): %d\n", pthread_equal(pthread_self(), t) != 0);
+    printf("equal(main, main): %d\n", pthread_equal(pthread_self(), pthread_self()) != 0);
+    CHECK(pthread_equal(*(pthread_t *)res, t));
+    free(res);
+
+    /* --- join errors, tryjoin, timedjoin -------------------------------- */
+    EXPECT("join(self)", pthread_join(pthread_self(), NULL), EDEADLK);
+    CHECK(pthread_create(&t, NULL, wait_gate, (void *)5) == 0);
+    gate_wait_for(1);
+    EXPECT("tryjoin_np(running)", pthread_tryjoin_np(t, NULL), EBUSY);
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20);
+    EXPECT("timedjoin_np(running, +20ms)", pthread_timedjoin_np(t, NULL, &dl), ETIMEDOUT);
+    gate_set(1);
+    dl = deadline_ms(CLOCK_REALTIME, 30000);
+    EXPECT("timedjoin_np(ending, +30s)", pthread_timedjoin_np(t, &res, &dl), 0);
+    CHECK(res == (void *)5);
+    gate_set(0);
+
+    /* --- detach ----------------------------------------------------------- */
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_getdetachstate(&a, &v);
+    printf("attr detached: %d\n", v == PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 1 << 20);
+    pthread_mutex_lock(&det_m);
+    CHECK(pthread_create(&t, &a, detached_body, NULL) == 0);
+    EXPECT("join(detached)", pthread_join(t, NULL), EINVAL);
+    pthread_mutex_unlock(&det_m);
+    CHECK(pthread_create(&t, &a, check_own_attr, (void *)(intptr_t)PTHREAD_CREATE_DETACHED) == 0);
+    pthread_attr_destroy(&a);
+    CHECK(pthread_create(&t, NULL, detached_body, NULL) == 0);
+    EXPECT("detach(joinable)", pthread_detach(t), 0);
+    pthread_mutex_lock(&det_m);
+    while (det_done < 2)
+        pthread_cond_wait(&det_c, &det_m);
+    pthread_mutex_unlock(&det_m);
+    printf("detached threads ran: %d\n", det_done);
+
+    /* --- once -------------------------------------------------------------- */
+    for (intptr_t i = 0; i < 4; i++)
+        CHECK(pthread_create(&ts[i], NULL, call_once, (void *)i) == 0);
+    pthread_once(&once, once_init);
+    for (int i = 0; i < 4; i++)
+        pthread_join(ts[i], NULL);
+    printf("once routine runs: %d\n", once_runs);
+    CHECK(once_runs == 1);
+
+    /* --- names ------------------------------------------------------------- */
+    char name[64];
+    EXPECT("setname_np(self, \"shim-main\")", pthread_setname_np(pthread_self(), "shim-main"), 0);
+    EXPECT("getname_np(self)", pthread_getname_np(pthread_self(), name, sizeof name), 0);
+    printf("name: %s\n", name);
+    CHECK(strcmp(name, "shim-main") == 0);
+    EXPECT("setname_np(16 chars)", pthread_setname_np(pthread_self(), "0123456789abcdef"), ERANGE);
+    EXPECT("getname_np(buf 4)", pthread_getname_np(pthread_self(), name, 4), ERANGE);
+    CHECK(pthread_create(&t, NULL, wait_gate, NULL) == 0);
+    gate_wait_for(1);
+    EXPECT("setname_np(other)", pthread_setname_np(t, "worker-7"), 0);
+    EXPECT("getname_np(other)", pthread_getname_np(t, name, sizeof name), 0);
+    printf("other's name: %s\n", name);
+    gate_set(1);
+    pthread_join(t, NULL);
+    gate_set(0);
+
+    /* --- yield, concurrency, cpu clock ------------------------------------ */
+    EXPECT_ERRNO("sched_yield", sched_yield(), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    EXPECT("pthread_yield", pthread_yield(), 0);
+#pragma GCC diagnostic pop
+    printf("getconcurrency initially: %d\n", pthread_getconcurrency());
+    EXPECT("setconcurrency(-1)", pthread_setconcurrency(-1), EINVAL);
+    EXPECT("setconcurrency(2)", pthread_setconcurrency(2), 0);
+    printf("getconcurrency: %d\n", pthread_getconcurrency());
+    EXPECT("setconcurrency(0)", pthread_setconcurrency(0), 0);
+    printf("getconcurrency: %d\n", pthread_getconcurrency());
+    clockid_t cid;
+    int r = pthread_getcpuclockid(pthread_self(), &cid);
+    if (r == 0) {
+        struct timespec now;
+        CHECK(clock_gettime(cid, &now) == 0);
+    } else {
+        /* the shim may say no; it must say so with an error code */
+        fprintf(stderr, "note: pthread_getcpuclockid: %s\n", errname(r));
+        CHECK(r == ENOENT || r == ENOTSUP || r == ESRCH || r == EINVAL);
+    }
+    printf("getcpuclockid: handled\n");
+
+    /* --- affinity ---------------------------------------------------------- */
+    cpu_set_t mine, got;
+    CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    EXPECT("setaffinity_np(process mask)", pthread_setaffinity_np(pthread_self(), sizeof mine, &mine), 0);
+    EXPECT("getaffinity_np", pthread_getaffinity_np(pthread_self(), sizeof got, &got), 0);
+    cpu_set_t both;
+    CPU_AND(&both, &got, &mine);
+    printf("affinity non-empty and within process mask: %d\n", CPU_COUNT(&got) > 0 && CPU_EQUAL(&both, &got));
+    CHECK(CPU_COUNT(&got) > 0 && CPU_EQUAL(&both, &got));
+    cpu_set_t none;
+    CPU_ZERO(&none);
+    CPU_SET(CPU_SETSIZE - 1, &none);
+    EXPECT("setaffinity_np(cpu not in process)", pthread_setaffinity_np(pthread_self(), sizeof none, &none), EINVAL);
+    pthread_attr_init(&a);
+    int first = 0;
+    while (!CPU_ISSET(first, &mine)) first++;
+    CPU_ZERO(&got);
+    CPU_SET(first, &got);
+    EXPECT("attr_setaffinity_np(one cpu)", pthread_attr_setaffinity_np(&a, sizeof got, &got), 0);
+    EXPECT("create pinned", pthread_create(&t, &a, ret_arg_plus_one, (void *)1), 0);
+    pthread_join(t, &res);
+    CHECK(res == (void *)2);
+    pthread_attr_destroy(&a);
+    CHECK(pthread_setaffinity_np(pthread_self(), sizeof mine, &mine) == 0);
+
+    /* --- pthread_exit from main ------------------------------------------- */
+    test_exit_from_main(argv[0]);
+
+    return check_end("threads");
+}
