@@ -179,6 +179,15 @@ out:
 
 struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
 {
+    /* Fast path: the VP's first cache slot holds this exact size (the
+     * default stack size, typically), so no class lookup. */
+    if (vp && vp->cache[0].head && vp->cache[0].cls->stack_size == stack_size) {
+        struct nth_unit_cache *uc = &vp->cache[0];
+        struct nth_thread *t = uc->head;
+        uc->head = t->next_free;
+        uc->n--;
+        return t;
+    }
     struct nth_stack_class *c = class_for(stack_size);
     if (!c)
         return NULL;
