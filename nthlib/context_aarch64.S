@@ -24,8 +24,8 @@ nth_ctx_switch:
     stp d10, d11, [sp, #112]
     stp d12, d13, [sp, #128]
     stp d14, d15, [sp, #144]
-    mrs x9, fpcr
-    str x9, [sp, #160]
+    mrs x11, fpcr
+    str x11, [sp, #160]
     mov x9, sp
     str x9, [x0]
     ldr x9, [x1]
@@ -41,8 +41,11 @@ nth_ctx_switch:
     ldp d12, d13, [sp, #128]
     ldp d14, d15, [sp, #144]
     ldr x9, [sp, #160]
+    /* msr fpcr is slow (it may serialise): write it only if it differs. */
+    cmp x9, x11
+    b.eq 1f
     msr fpcr, x9
-    add sp, sp, #176
+1:  add sp, sp, #176
     ret
     .cfi_endproc
     .size nth_ctx_switch, .-nth_ctx_switch

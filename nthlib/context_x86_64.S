@@ -3,6 +3,8 @@
  * Frame pushed on the old stack, low to high:
  *   [mxcsr:4 x87cw:2 pad:2] r15 r14 r13 r12 rbx rbp <return address>
  * nth_ctx_make() in context_asm.c builds the same frame for a new context.
+ * The FP control words are always saved, but loaded only when they differ
+ * from the current ones (same observable state, without the slow loads).
  */
     .text
 
@@ -29,11 +31,17 @@ nth_ctx_switch:
     .cfi_adjust_cfa_offset 8
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %eax           /* our MXCSR and x87 control word */
+    movzwl 4(%rsp), %ecx
     movq %rsp, (%rdi)
     movq (%rsi), %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
+    /* ldmxcsr and fldcw are the slow part of the switch (microcoded,
+     * serialising): load only what differs, which is rare. */
+    cmpl (%rsp), %eax
+    jne 2f
+1:  cmpw 4(%rsp), %cx
+    jne 4f
+3:  addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -41,6 +49,11 @@ nth_ctx_switch:
     popq %rbx
     popq %rbp
     ret
+    /* Out of line: the stack frame is the one described above. */
+2:  ldmxcsr (%rsp)
+    jmp 1b
+4:  fldcw 4(%rsp)
+    jmp 3b
     .cfi_endproc
     .size nth_ctx_switch, .-nth_ctx_switch
 

@@ -23,14 +23,18 @@ static int64_t now_ns(void)
 
 void nth_vp_drain_local(struct nth_vp *vp)
 {
-    struct nth_thread *t;
+    struct nth_thread *t = vp->next_local;
+    if (t) {
+        vp->next_local = NULL;
+        nth_sched_enqueue(NULL, t);
+    }
     while ((t = nth_rq_pop(&vp->rq)) != NULL)
         nth_sched_enqueue(NULL, t);
 }
 
 static int any_work(struct nth_vp *vp)
 {
-    if (!cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
+    if (vp->next_local || !cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
         !cds_wfcq_empty(&nth_rt.grq.head, &nth_rt.grq.tail))
         return 1;
     for (int i = 0; i < nth_rt.nvps; i++) {
@@ -49,6 +53,10 @@ static void park(struct nth_vp *vp, int was_spinning)
     if (was_spinning)
         __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
     nth_full_fence();
+    /* The last exit may have missed main's exit (or main the last exit):
+     * after this fence, one of the VPs parking last sees both. */
+    if (__builtin_expect(__atomic_load_n(&nth_rt.main_exited, __ATOMIC_SEQ_CST), 0))
+        nth_exit_if_last();
     int disabled = __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE);
     if (disabled || !any_work(vp)) {
         int64_t timeout = -1;

@@ -144,6 +144,22 @@ struct nth_vp {
     struct nth_thread *current;       /* running nano-thread (or &idle) */
     struct nth_thread *prev;          /* for the post-switch hook */
     int prev_action;                  /* NTH_PS_* */
+    /* Owner-private head of the local ready queue: the last yielder when
+     * nothing else was ready. Only this VP's kernel thread touches it, so a
+     * yield between two nano-threads costs no atomic operation; it holds at
+     * most one nano-thread and only while rq is empty, so whenever a VP has
+     * more than one ready, thieves see all but this one. */
+    struct nth_thread *next_local;
+    /* Per-VP counters instead of global atomics on every create/exit:
+     * ids come in blocks of NTH_ID_BLOCK from nth_rt.next_id, and the live
+     * count is nth_rt.live + sum(ncreated) - sum(nexited), summed only after
+     * main has exited (nth_exit_if_last). Written by the owner only, read by
+     * anyone (relaxed atomics: plain moves). */
+    uint64_t id_next, id_end;
+    uint64_t ncreated, nexited;
+    /* errno of the kernel thread that runs this VP (set by nth_vp_self_set):
+     * the switch saves and restores errno through it without calls. */
+    int *errno_loc;
     struct nth_thread idle;           /* the idle/scheduler context */
     int *steal_order;                 /* other VPs, nearest first */
     int nsteal;
@@ -183,8 +199,11 @@ struct nth_runtime {
     int npus;
     int nspinning;                    /* VPs in the idle spin (atomic) */
     int nparked;                      /* VPs parked in the kernel (atomic) */
-    uint64_t next_id;                 /* atomic */
-    long live;                        /* live nano-threads incl. main (atomic) */
+    uint64_t next_id;                 /* atomic; handed to VPs in blocks */
+    long live;                        /* main + nano-threads created by
+                                         kernel threads that are no VP (atomic);
+                                         see nth_vp.ncreated */
+    int exiting;                      /* exit(0) claimed by nth_exit_if_last */
     int main_exited;                  /* main called nth_exit */
     int64_t spin_ns;
     nth_futex_lock_t vps_lock;        /* serialises nth_vps_set_allowed */
@@ -198,8 +217,29 @@ NTH_HIDDEN extern struct nth_thread nth_main_thread;
  * inline: a nano-thread can resume on another kernel thread, and the compiler
  * would otherwise reuse a thread-pointer-based address computed before a
  * switch. Call it again after anything that may switch. */
+NTH_HIDDEN extern __thread struct nth_vp *nth_tls_vp __attribute__((tls_model("initial-exec")));
+#if defined(__x86_64__)
+/* x86-64: one volatile TLS load instead of a call. The asm is volatile, so
+ * the compiler never reuses a value read before a switch. */
+static inline struct nth_vp *nth_vp_self(void)
+{
+    struct nth_vp *vp;
+    __asm__ __volatile__("movq nth_tls_vp@gottpoff(%%rip), %0\n\t"
+                         "movq %%fs:(%0), %0" : "=r"(vp) : : "memory");
+    return vp;
+}
+#else
 NTH_HIDDEN struct nth_vp *nth_vp_self(void);
+#endif
 NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
+
+#define NTH_ID_BLOCK 1024
+/* A fresh nano-thread id for a creator on vp (NULL: not a VP). */
+NTH_HIDDEN uint64_t nth_new_id(struct nth_vp *vp);
+/* After main has exited: if no nano-thread is alive any more, exit(0) (once).
+ * Called by exiting nano-threads and, as a backstop for the race between the
+ * last two exits, by VPs about to park. */
+NTH_HIDDEN void nth_exit_if_last(void);
 
 /* Start the runtime if it is not running (cheap when it is). */
 NTH_HIDDEN void nth_ensure_started(void);

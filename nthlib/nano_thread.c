@@ -15,6 +15,7 @@
 #include <string.h>
 
 static nth_exit_hook_fn exit_hooks[NTH_HOOKS_MAX];
+static int nexit_hooks;                 /* so exits skip the scan when none */
 static nth_futex_lock_t exit_hooks_lock = NTH_FUTEX_LOCK_INIT;
 
 int nth_exit_hook_add(nth_exit_hook_fn fn)
@@ -26,12 +27,20 @@ int nth_exit_hook_add(nth_exit_hook_fn fn)
     for (int i = 0; i < NTH_HOOKS_MAX; i++) {
         if (!exit_hooks[i]) {
             __atomic_store_n(&exit_hooks[i], fn, __ATOMIC_RELEASE);
+            __atomic_fetch_add(&nexit_hooks, 1, __ATOMIC_RELEASE);
             r = 0;
             break;
         }
     }
     nth_futex_unlock(&exit_hooks_lock);
     return r;
+}
+
+/* The runtime is almost always running: test inline, call only to start. */
+static inline void ensure_started(void)
+{
+    if (__builtin_expect(!nth_started(), 0))
+        nth_ensure_started();
 }
 
 /* ---- attributes --------------------------------------------------------- */
@@ -123,7 +132,7 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
 {
     if (!out || !fn)
         return EINVAL;
-    nth_ensure_started();
+    ensure_started();
     if (attr && attr_check(attr))
         return EINVAL;
     struct nth_vp *vp = nth_vp_self();
@@ -131,13 +140,15 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     struct nth_thread *t = nth_unit_alloc(vp, size);
     if (!t)
         return EAGAIN;
-    t->state = NTH_ST_READY;
+    /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
+     * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
+    t->state = NTH_ST_RUNNING;
     t->on_cpu = 0;
     t->jstate = attr && attr->detached ? NTH_J_DETACHED : NTH_J_JOINABLE;
     t->fn = fn;
     t->arg = arg;
     t->result = NULL;
-    t->id = __atomic_fetch_add(&nth_rt.next_id, 1, __ATOMIC_RELAXED);
+    t->id = nth_new_id(vp);
     t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
     t->flags = 0;
@@ -150,12 +161,50 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     memset(t->user, 0, sizeof(t->user));
     nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
-    __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_RELAXED);
+    if (vp)
+        __atomic_store_n(&vp->ncreated, vp->ncreated + 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&t->magic, NTH_MAGIC_LIVE, __ATOMIC_RELEASE);
     *out = t;
     struct nth_vp *target = attr && attr->vp != NTH_VP_ANY ? nth_rt.vps[attr->vp] : vp;
     nth_sched_enqueue(target, t);
     return 0;
+}
+
+uint64_t nth_new_id(struct nth_vp *vp)
+{
+    if (!vp)
+        return __atomic_fetch_add(&nth_rt.next_id, 1, __ATOMIC_RELAXED);
+    if (vp->id_next == vp->id_end) {
+        vp->id_next = __atomic_fetch_add(&nth_rt.next_id, NTH_ID_BLOCK, __ATOMIC_RELAXED);
+        vp->id_end = vp->id_next + NTH_ID_BLOCK;
+    }
+    return vp->id_next++;
+}
+
+/* Live nano-threads: the exits are read before the creations, so a sum of
+ * zero means that at the time of the first read none was alive, and none
+ * can have been created since (only a live one could). */
+static long live_count(void)
+{
+    long n = 0;
+    for (int i = 0; i < nth_rt.nvps; i++)
+        n -= (long)__atomic_load_n(&nth_rt.vps[i]->nexited, __ATOMIC_ACQUIRE);
+    n += __atomic_load_n(&nth_rt.live, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < nth_rt.nvps; i++)
+        n += (long)__atomic_load_n(&nth_rt.vps[i]->ncreated, __ATOMIC_ACQUIRE);
+    return n;
+}
+
+void nth_exit_if_last(void)
+{
+    nth_full_fence();
+    if (live_count() != 0)
+        return;
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&nth_rt.exiting, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        exit(0);                        /* after pthread_exit from main */
 }
 
 /* ---- release ------------------------------------------------------------ */
@@ -176,7 +225,7 @@ static void reap(struct nth_thread *t)
 
 int nth_join(nth_t th, void **ret)
 {
-    nth_ensure_started();
+    ensure_started();
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
         return ESRCH;
@@ -221,7 +270,7 @@ int nth_join(nth_t th, void **ret)
 
 int nth_detach(nth_t th)
 {
-    nth_ensure_started();
+    ensure_started();
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
         return ESRCH;
@@ -249,27 +298,29 @@ int nth_detach(nth_t th)
 
 void nth_exit(void *ret)
 {
-    nth_ensure_started();
+    ensure_started();
     struct nth_vp *vp = nth_vp_self();
     if (!vp) {
         /* A kernel thread that is no VP has no nano-thread to end. */
         pthread_exit(ret);
     }
     struct nth_thread *t = vp->current;
-    for (int i = 0; i < NTH_HOOKS_MAX; i++) {
-        nth_exit_hook_fn f = __atomic_load_n(&exit_hooks[i], __ATOMIC_ACQUIRE);
-        if (f)
-            f(t);
+    if (__atomic_load_n(&nexit_hooks, __ATOMIC_ACQUIRE) != 0) {
+        for (int i = 0; i < NTH_HOOKS_MAX; i++) {
+            nth_exit_hook_fn f = __atomic_load_n(&exit_hooks[i], __ATOMIC_ACQUIRE);
+            if (f)
+                f(t);
+        }
+        vp = nth_vp_self();             /* hooks may have switched */
     }
-    vp = nth_vp_self();                 /* hooks may have switched */
     nth_sched_point(vp, NTH_SP_EXIT);
     vp = nth_vp_self();
     t->result = ret;
     if (t->flags & NTH_TF_MAIN)
         __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_sub_fetch(&nth_rt.live, 1, __ATOMIC_SEQ_CST) == 0 &&
-        __atomic_load_n(&nth_rt.main_exited, __ATOMIC_SEQ_CST))
-        exit(0);                        /* after pthread_exit from main */
+    __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&nth_rt.main_exited, __ATOMIC_RELAXED), 0))
+        nth_exit_if_last();
     __atomic_store_n(&t->state, NTH_ST_EXITED, __ATOMIC_RELEASE);
     int action = NTH_PS_EXITED;
     struct nth_thread *joiner = NULL;
@@ -311,7 +362,7 @@ void nth_exit(void *ret)
 
 void nth_wait(void)
 {
-    nth_ensure_started();
+    ensure_started();
     struct nth_vp *vp = nth_vp_self();
     if (!vp)
         return;                          /* no nano-thread to block */
@@ -359,10 +410,13 @@ int nth_to_rq(nth_t th)
 
 int nth_yield(void)
 {
-    nth_ensure_started();
     struct nth_vp *vp = nth_vp_self();
-    if (!vp)
-        return sched_yield() ? errno : 0;
+    if (__builtin_expect(!vp, 0)) {
+        nth_ensure_started();           /* lazy start: main becomes VP 0 */
+        vp = nth_vp_self();
+        if (!vp)
+            return sched_yield() ? errno : 0;
+    }
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
@@ -375,26 +429,27 @@ int nth_yield(void)
         return 0;
     }
     struct nth_thread *self = vp->current;
-    if (!nth_rq_empty(&vp->rq)) {
-        /* Enqueue ourselves first: the queue then never empties under the
-         * dequeue, which saves liburcu's tail cmpxchg (one atomic operation
-         * of the three a yield would cost). A thief that takes us before the
-         * switch is over waits on our on_cpu flag. */
-        nth_rq_push(&vp->rq, self);
-        struct nth_thread *next = nth_rq_pop(&vp->rq);
-        if (next == self)
-            return 0;                    /* a thief took the other one */
-        if (!next) {
-            /* Thieves took both, us included: the one that has us waits
-             * for our switch-out, so leave through the idle context. */
-            nth_sched_switch(vp, &vp->idle, NTH_PS_NONE);
-            return 0;
+    /* The local queue is next_local (owner-private) followed by rq. We go
+     * behind everything ready: into next_local if nothing else is ready
+     * (no atomic operation: the two-nano-thread case costs none), else at
+     * the tail of rq, after the switch (post-switch hook). */
+    struct nth_thread *next = vp->next_local;
+    if (next)
+        vp->next_local = NULL;
+    else if (!nth_rq_empty(&vp->rq))
+        next = nth_rq_pop(&vp->rq);      /* NULL if thieves took it */
+    if (next) {
+        if ((__atomic_load_n(&next->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
+            nth_thread_try_run(next);
+        if (nth_rq_empty(&vp->rq)) {
+            vp->next_local = self;       /* no thief can see it: no race */
+            nth_sched_switch(vp, next, NTH_PS_NONE);
+        } else {
+            nth_sched_switch(vp, next, NTH_PS_YIELD);
         }
-        nth_thread_try_run(next);
-        nth_sched_switch(vp, next, NTH_PS_NONE);
         return 0;
     }
-    struct nth_thread *next = nth_rq_pop(&nth_rt.grq);
+    next = nth_rq_pop(&nth_rt.grq);
     if (!next)
         return 0;                        /* nothing else to run: go on */
     nth_thread_try_run(next);
@@ -408,7 +463,7 @@ nth_t nth_self(void)
 {
     struct nth_vp *vp = nth_vp_self();
     if (__builtin_expect(!vp, 0)) {
-        nth_ensure_started();
+        ensure_started();
         vp = nth_vp_self();
         if (!vp)
             return NULL;                 /* a kernel thread that is no VP */

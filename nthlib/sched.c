@@ -29,32 +29,25 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #include <valgrind/valgrind.h>
 #endif
 
-static __thread struct nth_vp *tls_vp __attribute__((tls_model("initial-exec")));
+__thread struct nth_vp *nth_tls_vp __attribute__((tls_model("initial-exec")));
 
+#if !defined(__x86_64__)
 __attribute__((noinline)) struct nth_vp *nth_vp_self(void)
 {
     __asm__ __volatile__("" ::: "memory");
-    return tls_vp;
+    return nth_tls_vp;
 }
-
-void nth_vp_self_set(struct nth_vp *vp)
-{
-    tls_vp = vp;
-}
+#endif
 
 /* errno lives in the kernel thread's TLS and __errno_location() is declared
- * const, so the compiler may reuse its address across a switch; these
- * out-of-line helpers recompute it on the kernel thread we run on now. */
-static __attribute__((noinline)) int errno_get(void)
+ * const, so the compiler may reuse its address across a switch: the switch
+ * goes through the errno address of the VP it runs on (vp->errno_loc), read
+ * after nth_vp_self() on each side. */
+void nth_vp_self_set(struct nth_vp *vp)
 {
-    __asm__ __volatile__("" ::: "memory");
-    return errno;
-}
-
-static __attribute__((noinline)) void errno_set(int e)
-{
-    __asm__ __volatile__("" ::: "memory");
-    errno = e;
+    nth_tls_vp = vp;
+    if (vp)
+        vp->errno_loc = &errno;
 }
 
 /* ---- tooling ------------------------------------------------------------ */
@@ -181,7 +174,13 @@ NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
 struct nth_thread *nth_sched_pick(struct nth_vp *vp)
 {
-    struct nth_thread *t = nth_rq_pop(&vp->rq);
+    struct nth_thread *t = vp->next_local;
+    if (t) {
+        /* The head of the local queue: a yielder, still RUNNING. */
+        vp->next_local = NULL;
+        return t;
+    }
+    t = nth_rq_pop(&vp->rq);
     if (!t)
         t = nth_rq_pop(&nth_rt.grq);
     if (!t)
@@ -222,6 +221,18 @@ void nth_post_switch(struct nth_vp *vp)
     }
 }
 
+/* The common case inline: the previous one only needs its on_cpu cleared. */
+static inline void post_switch(struct nth_vp *vp)
+{
+    struct nth_thread *p = vp->prev;
+    if (p && vp->prev_action == NTH_PS_NONE) {
+        vp->prev = NULL;
+        __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    nth_post_switch(vp);
+}
+
 void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
 {
     struct nth_thread *self = vp->current;
@@ -233,14 +244,14 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     vp->prev_action = action;
     vp->current = next;
     vp->nswitch++;
-    int e = errno_get();
+    int e = *vp->errno_loc;
     tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
     nth_ctx_switch(&self->ctx, &next->ctx);
     /* Resumed, possibly on another VP's kernel thread. */
     vp = nth_vp_self();
     tool_after(self, vp);
-    errno_set(e);
-    nth_post_switch(vp);
+    *vp->errno_loc = e;
+    post_switch(vp);
 }
 
 void nth_sched_block(struct nth_vp *vp, int action)

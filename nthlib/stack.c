@@ -56,6 +56,8 @@ struct slab {
     size_t len;
     size_t unit;
     struct nth_stack_class *cls;
+    uint64_t recip;                 /* floor(2^64 / unit) + 1: offset / unit
+                                       without a divide (handle checks) */
 };
 
 static struct nth_stack_class classes[MAX_CLASSES];
@@ -147,6 +149,7 @@ static int slab_new(struct nth_stack_class *c)
     slabs[idx].len = len;
     slabs[idx].unit = c->unit;
     slabs[idx].cls = c;
+    slabs[idx].recip = UINT64_MAX / c->unit + 1;
     __atomic_store_n(&slabs[idx].base, base, __ATOMIC_RELEASE);
     c->slab = idx;
     c->bump = 0;
@@ -179,6 +182,15 @@ out:
 
 struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
 {
+    /* Fast path: the VP's first cache slot holds this exact size (the
+     * default stack size, typically), so no class lookup. */
+    if (vp && vp->cache[0].head && vp->cache[0].cls->stack_size == stack_size) {
+        struct nth_unit_cache *uc = &vp->cache[0];
+        struct nth_thread *t = uc->head;
+        uc->head = t->next_free;
+        uc->n--;
+        return t;
+    }
     struct nth_stack_class *c = class_for(stack_size);
     if (!c)
         return NULL;
@@ -268,7 +280,13 @@ struct nth_thread *nth_desc_check(const void *p)
     if (p == &nth_main_thread)
         return &nth_main_thread;
     struct slab *s = slab_of(a);
-    if (!s || (a - (uintptr_t)s->base) % s->unit != s->unit - DESC_SIZE)
+    if (!s)
+        return NULL;
+    /* off % unit by multiplication (a 64-bit divide costs tens of cycles on
+     * every join): exact because off < slab length << 2^64 / unit. */
+    uint64_t off = (uint64_t)(a - (uintptr_t)s->base);
+    uint64_t q = (uint64_t)(((unsigned __int128)off * s->recip) >> 64);
+    if (off - q * s->unit != s->unit - DESC_SIZE)
         return NULL;
     struct nth_thread *t = (struct nth_thread *)p;
     if (__atomic_load_n(&t->magic, __ATOMIC_ACQUIRE) != NTH_MAGIC_LIVE)

@@ -100,6 +100,56 @@ static void c_identity(void *a)
 
 static void test_identity(void **s) { (void)s; assert_child_ok(c_identity, NULL); }
 
+/* Ids come from per-VP blocks: creators on both VPs, across several block
+ * boundaries, must still never see the same id twice. */
+enum { ID_CREATORS = 4, ID_EACH = 2500 };
+static uint64_t ids[ID_CREATORS][ID_EACH];
+
+static void *nothing(void *a) { return a; }
+
+static void *id_creator(void *a)
+{
+    uint64_t *out = a;
+    for (int i = 0; i < ID_EACH; i++) {
+        nth_t t;
+        CHECK_EQ(nth_create(&t, NULL, nothing, NULL), 0);
+        out[i] = nth_id(t);
+        CHECK_EQ(nth_join(t, NULL), 0);
+        if (i % 100 == 0)
+            nth_yield();
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void c_ids_unique(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_t c[ID_CREATORS];
+    for (int k = 0; k < ID_CREATORS; k++) {
+        nth_attr_t attr;
+        CHECK_EQ(nth_attr_init(&attr), 0);
+        CHECK_EQ(nth_attr_setvp(&attr, k % 2), 0);
+        CHECK_EQ(nth_create(&c[k], &attr, id_creator, ids[k]), 0);
+    }
+    for (int k = 0; k < ID_CREATORS; k++)
+        CHECK_EQ(nth_join(c[k], NULL), 0);
+    uint64_t *all = &ids[0][0];
+    size_t n = (size_t)ID_CREATORS * ID_EACH;
+    qsort(all, n, sizeof(*all), cmp_u64);
+    CHECK(all[0] > 1);                  /* 0 is "unknown", 1 is main */
+    for (size_t i = 1; i < n; i++)
+        CHECK(all[i] != all[i - 1]);
+}
+
+static void test_ids_unique(void **s) { (void)s; assert_child_ok(c_ids_unique, NULL); }
+
 /* ---- detach --------------------------------------------------------------- */
 
 static int detached_done;
@@ -222,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_create_join_1000),
         cmocka_unit_test(test_create_join_100000),
         cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_ids_unique),
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_main_returns),
         cmocka_unit_test(test_main_nth_exit),
