@@ -8,8 +8,6 @@ bench_micro_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -pthread
 bench_micro_LDFLAGS = -static -pthread
 bench_micro_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS)
 
-.PHONY: bench-programs
-bench-programs: $(bench_programs)
 
 # --- sync part (issue 3): bench/micro-sync ---
 bench_programs += bench/micro-sync
@@ -17,3 +15,54 @@ noinst_PROGRAMS += bench/micro-sync
 bench_micro_sync_SOURCES = bench/micro_sync.c
 bench_micro_sync_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -pthread
 bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
+
+# ---- LU and SOR kernels (bench/kernels), one source each, one program per
+# team backend; the multiprogrammed workload driver and its plots. ----------
+# -ffp-contract=off: no fused multiply-add, so every build rounds alike and
+# SOR's parallel Gtotal equals the sequential one bit for bit.
+KERNEL_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -ffp-contract=off
+KERNEL_LIBS = $(HWLOC_LIBS) -lm
+kernel_common = bench/kernels/harness.c bench/kernels/harness.h bench/kernels/jrandom.h \
+	bench/kernels/team.h bench/kernels/team_cpus.c
+kernel_programs = bench/lu-seq bench/sor-seq bench/lu-glibc bench/sor-glibc
+bench_lu_seq_SOURCES = bench/kernels/lu.c bench/kernels/team_seq.c $(kernel_common)
+bench_lu_seq_CFLAGS = $(KERNEL_CFLAGS)
+bench_lu_seq_LDADD = $(KERNEL_LIBS)
+bench_sor_seq_SOURCES = bench/kernels/sor.c bench/kernels/team_seq.c $(kernel_common)
+bench_sor_seq_CFLAGS = $(KERNEL_CFLAGS)
+bench_sor_seq_LDADD = $(KERNEL_LIBS)
+bench_lu_glibc_SOURCES = bench/kernels/lu.c bench/kernels/team_glibc.c $(kernel_common)
+bench_lu_glibc_CFLAGS = $(KERNEL_CFLAGS) -pthread
+bench_lu_glibc_LDADD = $(KERNEL_LIBS) -lpthread
+bench_sor_glibc_SOURCES = bench/kernels/sor.c bench/kernels/team_glibc.c $(kernel_common)
+bench_sor_glibc_CFLAGS = $(KERNEL_CFLAGS) -pthread
+bench_sor_glibc_LDADD = $(KERNEL_LIBS) -lpthread
+if HAVE_OPENMP
+kernel_programs += bench/lu-openmp bench/sor-openmp
+bench_lu_openmp_SOURCES = bench/kernels/lu.c bench/kernels/team_openmp.c $(kernel_common)
+bench_lu_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
+bench_lu_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
+bench_lu_openmp_LDADD = $(KERNEL_LIBS)
+bench_sor_openmp_SOURCES = bench/kernels/sor.c bench/kernels/team_openmp.c $(kernel_common)
+bench_sor_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
+bench_sor_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
+bench_sor_openmp_LDADD = $(KERNEL_LIBS)
+endif
+# libnth builds plug in here once nth_parallel() exists (team_nth.c); one
+# program serves nth-fixed (--threads N) and nth-malleable (--malleable):
+#   kernel_programs += bench/lu-nth bench/sor-nth
+#   bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
+#   bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
+#   bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
+#   bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
+#   bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
+#   bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
+# tests/kernels_*.sh, bench/standalone.sh and bench/workload pick the
+# programs up by name once they exist.
+noinst_PROGRAMS += $(kernel_programs)
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
+bench_programs += $(kernel_programs)
+
+# Keep last: the prerequisite list is expanded when this rule is read.
+.PHONY: bench-programs
+bench-programs: $(bench_programs)

@@ -432,7 +432,43 @@ NTH_API int nth_blocking_leave(void);
 
 /* ------------------------------------------------------------------------
  * CPU manager
+ *
+ * A malleable application says how many CPUs it wants; a cpumgr(8) daemon,
+ * when one runs on the segment named by NTH_CPUMGR (default
+ * "/nth-cpumgr-<uid>"; "off" disables it), decides how many and which CPUs
+ * it gets, never outside the process affinity mask. Without a daemon the
+ * application runs alone on min(request, CPUs of its affinity mask); if the
+ * daemon dies it carries on alone and re-attaches when the daemon returns.
+ * The assignment changes between two calls: size parallel work from
+ * nth_cpus_assigned() each time a region starts.
  * ------------------------------------------------------------------------ */
+
+struct hwloc_bitmap_s; /* hwloc_bitmap_t, from <hwloc.h> */
+
+/* Ask for n CPUs (1..1024); more than the affinity mask holds is capped
+ * to it. Takes effect at the daemon's next rebalance (a futex wakes it).
+ * Returns 0; EINVAL if n is out of range; ENOMEM. Thread-safe. */
+NTH_API int nth_cpus_request(int n);
+
+/* Number of CPUs assigned now (0 while the daemon rotates CPUs among more
+ * applications than it has CPUs). Standalone: min(request, CPUs of the
+ * affinity mask), the request defaulting to all of them. Never fails;
+ * thread-safe, lock-free. */
+NTH_API int nth_cpus_assigned(void);
+
+/* A copy of the assigned CPU set (OS indices) in *out, to be released with
+ * hwloc_bitmap_free(). Returns 0; EINVAL if out is NULL; ENOMEM.
+ * Thread-safe. */
+NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out);
+
+/* Set this application's priority for cpumgr's `priority` policy, 1..1000
+ * (default 1; higher gets more). Returns 0, EINVAL if out of range, ENOMEM.
+ * Standalone it is kept and sent on attach. Thread-safe. */
+NTH_API int nth_set_priority(int p);
+
+/* 1 if attached to a running cpumgr daemon now, 0 if running alone.
+ * Thread-safe. */
+NTH_API int nth_cpumgr_attached(void);
 
 /* ------------------------------------------------------------------------
  * Parallel regions

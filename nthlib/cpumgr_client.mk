@@ -1,1 +1,3 @@
-# Build fragment for nthlib/cpumgr_client: add sources, programs and tests with +=.
+# Build fragment for nthlib/cpumgr_client: libnth's side of the CPU manager.
+libnth_la_SOURCES += nthlib/cpumgr_client.c nthlib/cpumgr_client.h
+libnth_la_LIBADD += -lrt

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential autoconf automake libtool pkg-config
       libhwloc-dev hwloc liburcu-dev libcmocka-dev zlib1g-dev libdw-dev libelf-dev
-      valgrind jq gnuplot-nox libclang-rt-14-dev clang)
+      valgrind jq gnuplot-nox libclang-rt-14-dev clang python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

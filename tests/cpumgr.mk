@@ -1,1 +1,31 @@
-# Build fragment for tests/cpumgr: add sources, programs and tests with +=.
+# Build fragment for tests/cpumgr: policy and placement tables, segment
+# checks, the client alone, and multi-process integration with the daemon.
+CPUMGR_TEST_LIBS = cpumgr/libcpumgr-core.la $(CMOCKA_LIBS) $(HWLOC_LIBS)
+
+check_PROGRAMS += tests/cpumgr/test_policy tests/cpumgr/test_placement
+TESTS += tests/cpumgr/test_policy tests/cpumgr/test_placement
+tests_cpumgr_test_policy_SOURCES = tests/cpumgr/test_policy.c
+tests_cpumgr_test_policy_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_policy_LDADD = $(CPUMGR_TEST_LIBS)
+tests_cpumgr_test_placement_SOURCES = tests/cpumgr/test_placement.c
+tests_cpumgr_test_placement_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_placement_LDADD = $(CPUMGR_TEST_LIBS)
+
+# client_app links libnth statically: it calls the client's internal
+# (hidden) entry points the way the runtime will.
+check_PROGRAMS += tests/cpumgr/client_app tests/cpumgr/test_integration
+TESTS += tests/cpumgr/test_integration
+tests_cpumgr_client_app_SOURCES = tests/cpumgr/client_app.c
+tests_cpumgr_client_app_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_client_app_LDFLAGS = -static
+tests_cpumgr_client_app_LDADD = libnth.la $(HWLOC_LIBS) -lrt
+tests_cpumgr_test_integration_SOURCES = tests/cpumgr/test_integration.c
+tests_cpumgr_test_integration_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_integration_LDADD = $(CPUMGR_TEST_LIBS) -lrt
+
+check_PROGRAMS += tests/cpumgr/test_client
+TESTS += tests/cpumgr/test_client
+tests_cpumgr_test_client_SOURCES = tests/cpumgr/test_client.c
+tests_cpumgr_test_client_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_client_LDFLAGS = -static
+tests_cpumgr_test_client_LDADD = libnth.la $(CMOCKA_LIBS) $(HWLOC_LIBS) -lrt

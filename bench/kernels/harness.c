@@ -1,0 +1,197 @@
+/* harness.c -- see harness.h. */
+#include "harness.h"
+#include "team.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU migrations of this process so far: the sum of se.nr_migrations over
+ * its live threads (/proc/self/task/TID/sched, CONFIG_SCHED_DEBUG). Read
+ * while the team's workers still exist, so their migrations count. -1 when
+ * the kernel does not export it. */
+static long migrations(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    long total = 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[96], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%.40s/sched", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "se.nr_migrations", 16) == 0) {
+                char *colon = strchr(line, ':');
+                if (colon) {
+                    total += strtol(colon + 1, NULL, 10);
+                    found = 1;
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found ? total : -1;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || *end || end == s || v < lo || v > hi) {
+        fprintf(stderr, "%s: expects an integer from %ld to %ld\n", opt, lo, hi);
+        return EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+static void usage(FILE *f, const char *prog, const struct kernel *k)
+{
+    fprintf(f,
+            "usage: %s [--size N] [--threads N] [--malleable] [--runs R] [--json]%s [--corrupt] [--print-cpus]\n"
+            "  %s kernel, %s build; size defaults to %ld, threads to one per CPU\n",
+            prog, k->takes_ref ? " [--ref GTOTAL]" : "", k->name, team_impl(), k->default_size);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int harness_main(int argc, char **argv, const struct kernel *k)
+{
+    long size = k->default_size, threads = 0, runs = 1;
+    int json = 0, corrupt = 0, malleable = 0, have_ref = 0, threads_given = 0;
+    double ref = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--size")) {
+            if (parse_long(a, v, 3, 100000, &size))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--threads")) {
+            if (parse_long(a, v, 0, 4096, &threads))
+                return 2;
+            threads_given = 1;
+            i++;
+        } else if (!strcmp(a, "--runs")) {
+            if (parse_long(a, v, 1, 1000000, &runs))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--ref") && k->takes_ref) {
+            char *end;
+            if (!v || (ref = strtod(v, &end), *end || end == v)) {
+                fprintf(stderr, "--ref: expects a number (the sequential Gtotal)\n");
+                return 2;
+            }
+            have_ref = 1;
+            i++;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--corrupt")) {
+            corrupt = 1;
+        } else if (!strcmp(a, "--malleable")) {
+            malleable = 1;
+        } else if (!strcmp(a, "--print-cpus")) {
+            printf("%d\n", team_cpus_available());
+            return 0;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, argv[0], k);
+            return 0;
+        } else {
+            fprintf(stderr, "%s: unknown option '%s'\n", argv[0], a);
+            usage(stderr, argv[0], k);
+            return 2;
+        }
+    }
+    /* The sequential build is a team of one whatever the default says. */
+    if (!threads_given && !strcmp(team_impl(), "seq"))
+        threads = 1;
+
+    int err = team_start((int)threads, malleable);
+    if (err) {
+        fprintf(stderr, "%s: cannot start a team of %ld%s in the %s build: %s\n", argv[0], threads,
+                malleable ? " (malleable)" : "", team_impl(), strerror(err));
+        return err == EINVAL ? 2 : 1;
+    }
+    err = k->setup(size);
+    if (err) {
+        fprintf(stderr, "%s: size %ld: %s\n", argv[0], size, strerror(err));
+        team_stop();
+        return 1;
+    }
+    if (k->reference)
+        k->reference(have_ref, ref);
+
+    double *times = calloc((size_t)runs, sizeof *times);
+    if (!times) {
+        fprintf(stderr, "%s: %s\n", argv[0], strerror(ENOMEM));
+        k->teardown();
+        team_stop();
+        return 1;
+    }
+    int nteam = team_size(), failed = 0;
+    if (!json)
+        printf("%s  impl=%s  size=%ld  threads=%d%s\n%4s %12s  %-8s %s\n", k->name, team_impl(), size,
+               nteam, malleable ? " (malleable)" : "", "run", "time (s)", "valid", "check");
+    for (long r = 0; r < runs; r++) {
+        k->generate();
+        double t0 = now_s();
+        err = k->compute();
+        double t = now_s() - t0;
+        if (err) {
+            fprintf(stderr, "%s: parallel region failed: %s\n", argv[0], strerror(err));
+            failed = 1;
+            break;
+        }
+        struct check c;
+        memset(&c, 0, sizeof c);
+        k->validate(corrupt, &c);
+        times[r] = t;
+        long mig = migrations();
+        if (!c.ok) {
+            failed = 1;
+            fprintf(stderr, "%s: run %ld: validation FAILED (%s)\n", argv[0], r + 1, c.human);
+        }
+        if (json)
+            printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
+                   "\"params\":{\"size\":%ld,\"threads\":%d%s},"
+                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld}\n",
+                   k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
+                   c.ok ? "true" : "false", c.json, mig);
+        else
+            printf("%4ld %12.6f  %-8s %s\n", r + 1, t, c.ok ? "ok" : "WRONG", c.human);
+        fflush(stdout);
+    }
+    if (!json && !failed && runs > 1) {
+        qsort(times, (size_t)runs, sizeof *times, cmp_double);
+        double med = runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
+        printf("median %.6f s, best %.6f s over %ld runs\n", med, times[0], runs);
+    }
+    free(times);
+    k->teardown();
+    team_stop();
+    return failed ? 1 : 0;
+}

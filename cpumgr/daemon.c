@@ -1,0 +1,515 @@
+/*
+ * daemon.c -- the cpumgr main loop: read the slots (untrusted), reclaim
+ * dead ones, run the policy and the placement, publish assignments.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accounting.h"
+#include "daemon.h"
+#include "placement.h"
+#include "segment.h"
+
+#define PID_LIMIT 4194304 /* PID_MAX_LIMIT on 64-bit Linux */
+
+/* What the daemon believes about one slot; never re-read from the segment
+ * for decisions once checked. */
+struct slotpriv {
+    int known;              /* an application we account for */
+    int valid;              /* passed the checks this period */
+    int32_t pid;
+    uint64_t start;
+    char name[NTH_CPUMGR_NAME_LEN];
+    int priority, request;
+    hwloc_bitmap_t allowed, assigned, shared;
+    uint64_t cpu_ns;
+    int bad_logged;         /* "nonsense" already logged for this occupant */
+    int force_publish;      /* new occupant: publish even an empty set */
+    int primed;             /* restart: assigned/cpu_ns taken from the segment */
+    uint64_t claim_since;   /* ms, when seen CLAIMING */
+};
+
+static volatile sig_atomic_t stop_flag;
+static void on_stop(int sig) { (void)sig; stop_flag = 1; }
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void mask_to_bitmap(const uint64_t *m, hwloc_bitmap_t b)
+{
+    hwloc_bitmap_zero(b);
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
+        uint64_t v = __atomic_load_n(&m[w], __ATOMIC_RELAXED);
+        for (unsigned i = 0; v && i < 64; i++)
+            if ((v >> i) & 1u)
+                hwloc_bitmap_set(b, w * 64 + i);
+    }
+}
+
+static void bitmap_to_mask(hwloc_const_bitmap_t b, uint64_t *m)
+{
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
+        uint64_t v = 0;
+        for (unsigned i = 0; i < 64; i++)
+            if (hwloc_bitmap_isset(b, w * 64 + i))
+                v |= UINT64_C(1) << i;
+        __atomic_store_n(&m[w], v, __ATOMIC_RELAXED);
+    }
+}
+
+/* Publish one slot's assignment under its seqlock. */
+static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
+                    hwloc_const_bitmap_t shared)
+{
+    uint32_t q = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
+    q |= 1u; /* a client may have scribbled: force odd = "being written" */
+    __atomic_store_n(&s->aseq, q, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    bitmap_to_mask(cpus, s->assigned);
+    bitmap_to_mask(shared, s->shared);
+    __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
+}
+
+static void slot_name(const struct nth_cpumgr_slot *s, char *out)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_NAME_LEN; i++) {
+        char c = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
+        out[i] = (c && (unsigned char)c < 32) ? '?' : c;
+    }
+    out[NTH_CPUMGR_NAME_LEN - 1] = 0;
+}
+
+struct daemon {
+    const struct cm_opts *o;
+    hwloc_topology_t topo;
+    hwloc_bitmap_t owned;
+    int ncpus;
+    struct nth_cpumgr_shm *shm;
+    struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
+    unsigned rot;
+    int dirty;
+};
+
+static void forget(struct daemon *d, int i, const char *reason)
+{
+    struct slotpriv *p = &d->p[i];
+    if (p->known) {
+        fprintf(stderr, "cpumgr: application %s (pid %d) %s; %.3f CPU-seconds\n",
+                p->name, (int)p->pid, strcmp(reason, "detach") == 0 ? "detached" :
+                strcmp(reason, "dead") == 0 ? "is gone, slot reclaimed" : "stopped",
+                (double)p->cpu_ns / 1e9);
+        int e = cm_account(d->o->accounting, p->name, p->pid, p->priority, p->request,
+                           p->cpu_ns, reason);
+        if (e)
+            fprintf(stderr, "cpumgr: --accounting %s: %s\n", d->o->accounting, strerror(e));
+    }
+    p->known = p->valid = 0;
+    p->primed = 0;
+    p->bad_logged = 0;
+    p->claim_since = 0;
+    hwloc_bitmap_zero(p->assigned);
+    hwloc_bitmap_zero(p->shared);
+    p->cpu_ns = 0;
+    d->dirty = 1;
+}
+
+static void nonsense(struct daemon *d, int i, const char *what, long v)
+{
+    struct slotpriv *p = &d->p[i];
+    if (!p->bad_logged)
+        fprintf(stderr, "cpumgr: slot %d: %s (%ld); ignoring this slot\n", i, what, v);
+    p->bad_logged = 1;
+    if (p->valid)
+        d->dirty = 1;
+    p->valid = 0;
+}
+
+/* Read and check slot i. Values are copied once (atomically, word by word)
+ * and only the copies are used. */
+static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
+{
+    struct nth_cpumgr_slot *s = &d->shm->slots[i];
+    struct slotpriv *p = &d->p[i];
+    uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+    if (st == NTH_CPUMGR_SLOT_FREE) {
+        if (p->known)
+            forget(d, i, "detach");
+        p->bad_logged = 0;
+        p->claim_since = 0;
+        return;
+    }
+    int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+    uint64_t start = __atomic_load_n(&s->start_time, __ATOMIC_RELAXED);
+    int pid_ok = pid > 0 && pid <= PID_LIMIT;
+    if (st == NTH_CPUMGR_SLOT_CLAIMING) {
+        /* A client that died between its CAS and ACTIVE must not hold the
+         * slot: after a second, a dead or absent owner frees it. */
+        if (!p->claim_since)
+            p->claim_since = tms;
+        if (tms - p->claim_since > 1000 &&
+            (!pid_ok || nth_cpumgr_proc_start_time(pid) != start)) {
+            uint32_t exp = NTH_CPUMGR_SLOT_CLAIMING;
+            __atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+            p->claim_since = 0;
+        }
+        if (p->known)
+            forget(d, i, "detach");
+        return;
+    }
+    p->claim_since = 0;
+    if (st != NTH_CPUMGR_SLOT_ACTIVE) {
+        nonsense(d, i, "bad state", (long)st);
+        return;
+    }
+    if (!pid_ok) {
+        nonsense(d, i, "bad pid", (long)pid);
+        return;
+    }
+    /* A new occupant is always checked; known ones once per period, so a
+     * futex wake (a request change) is answered without reading /proc. */
+    int check = liveness || !p->known || p->pid != pid || p->start != start;
+    if (check && nth_cpumgr_proc_start_time(pid) != start) {
+        /* Dead (or the pid was reused by another process): reclaim. */
+        if (!p->known)
+            fprintf(stderr, "cpumgr: slot %d: owner pid %d is gone, slot reclaimed\n", i, (int)pid);
+        forget(d, i, "dead");
+        publish(s, p->assigned, p->shared);
+        uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;
+        __atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        return;
+    }
+    if (p->known && (p->pid != pid || p->start != start)) {
+        /* A new occupant without us seeing FREE: close the old account. */
+        forget(d, i, "detach");
+    }
+    int32_t prio = __atomic_load_n(&s->priority, __ATOMIC_RELAXED);
+    int32_t req = __atomic_load_n(&s->request, __ATOMIC_RELAXED);
+    if (prio < NTH_CPUMGR_PRIO_MIN || prio > NTH_CPUMGR_PRIO_MAX) {
+        nonsense(d, i, "priority out of range", (long)prio);
+        return;
+    }
+    if (req < 0 || req > (int32_t)NTH_CPUMGR_MAX_CPUS) {
+        nonsense(d, i, "request out of range", (long)req);
+        return;
+    }
+    hwloc_bitmap_t aff = hwloc_bitmap_alloc();
+    if (!aff)
+        return;
+    mask_to_bitmap(s->affinity, aff);
+    hwloc_bitmap_and(aff, aff, d->owned);
+    if (!p->known) {
+        p->known = 1;
+        p->pid = pid;
+        p->start = start;
+        slot_name(s, p->name);
+        if (!p->primed) {
+            p->cpu_ns = 0;
+            hwloc_bitmap_zero(p->assigned);
+            hwloc_bitmap_zero(p->shared);
+        }
+        p->primed = 0;
+        p->force_publish = 1; /* the client waits for our first answer */
+        fprintf(stderr, "cpumgr: application %s (pid %d) attached to slot %d\n",
+                p->name, (int)pid, i);
+        d->dirty = 1;
+    }
+    if (!p->valid || p->priority != prio || p->request != req ||
+        !hwloc_bitmap_isequal(aff, p->allowed))
+        d->dirty = 1;
+    if (p->bad_logged)
+        fprintf(stderr, "cpumgr: slot %d: values are sane again\n", i);
+    p->bad_logged = 0;
+    p->valid = 1;
+    p->priority = prio;
+    p->request = req;
+    hwloc_bitmap_copy(p->allowed, aff);
+    hwloc_bitmap_free(aff);
+}
+
+static void rebalance(struct daemon *d)
+{
+    int idx[NTH_CPUMGR_MAX_SLOTS], n = 0;
+    struct cm_demand dem[NTH_CPUMGR_MAX_SLOTS];
+    struct cm_place pl[NTH_CPUMGR_MAX_SLOTS];
+    int counts[NTH_CPUMGR_MAX_SLOTS];
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct slotpriv *p = &d->p[i];
+        if (!p->known)
+            continue;
+        if (!p->valid) {
+            /* Ignored slot: it loses its CPUs, nobody else does. */
+            if (!hwloc_bitmap_iszero(p->assigned)) {
+                hwloc_bitmap_zero(p->assigned);
+                hwloc_bitmap_zero(p->shared);
+                publish(&d->shm->slots[i], p->assigned, p->shared);
+            }
+            continue;
+        }
+        idx[n] = i;
+        dem[n].request = p->request;
+        dem[n].priority = p->priority;
+        dem[n].eligible = hwloc_bitmap_weight(p->allowed);
+        n++;
+    }
+    cm_policy_counts(d->o->policy, dem, n, d->ncpus, d->rot, counts);
+    hwloc_bitmap_t prev[NTH_CPUMGR_MAX_SLOTS];
+    int ok = 1;
+    for (int k = 0; k < n; k++) {
+        struct slotpriv *p = &d->p[idx[k]];
+        prev[k] = hwloc_bitmap_dup(p->assigned);
+        if (prev[k])
+            hwloc_bitmap_andnot(prev[k], prev[k], p->shared);
+        pl[k].allowed = p->allowed;
+        pl[k].prev = prev[k];
+        pl[k].count = counts[k];
+        pl[k].request = dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
+        pl[k].priority = p->priority;
+        pl[k].out = hwloc_bitmap_alloc();
+        pl[k].shared = hwloc_bitmap_alloc();
+        if (!prev[k] || !pl[k].out || !pl[k].shared)
+            ok = 0;
+    }
+    if (ok && cm_place_all(d->topo, d->owned, pl, n) == 0 &&
+        (!d->o->share || cm_share(d->topo, pl, n) == 0)) {
+        int changed = 0;
+        for (int k = 0; k < n; k++) {
+            struct slotpriv *p = &d->p[idx[k]];
+            struct nth_cpumgr_slot *s = &d->shm->slots[idx[k]];
+            int same = !p->force_publish && hwloc_bitmap_isequal(pl[k].out, p->assigned) &&
+                       hwloc_bitmap_isequal(pl[k].shared, p->shared) &&
+                       !(__atomic_load_n(&s->aseq, __ATOMIC_RELAXED) & 1u);
+            if (!same) {
+                hwloc_bitmap_copy(p->assigned, pl[k].out);
+                hwloc_bitmap_copy(p->shared, pl[k].shared);
+                publish(s, p->assigned, p->shared);
+                p->force_publish = 0;
+                changed = 1;
+            }
+        }
+        if (changed)
+            __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
+        d->dirty = 0;
+    }
+    for (int k = 0; k < n; k++) {
+        hwloc_bitmap_free(prev[k]);
+        hwloc_bitmap_free(pl[k].out);
+        hwloc_bitmap_free(pl[k].shared);
+    }
+}
+
+/* Anyone hungry (wants more than it has)? Then the quantum rotates. */
+static int someone_hungry(struct daemon *d)
+{
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct slotpriv *p = &d->p[i];
+        if (!p->known || !p->valid)
+            continue;
+        int want = hwloc_bitmap_weight(p->allowed);
+        if (p->request < want)
+            want = p->request;
+        if (hwloc_bitmap_weight(p->assigned) < want)
+            return 1;
+    }
+    return 0;
+}
+
+static int setup_cpus(struct daemon *d)
+{
+    if (hwloc_topology_init(&d->topo) != 0 || hwloc_topology_load(d->topo) != 0) {
+        fprintf(stderr, "cpumgr: cannot load the hwloc topology\n");
+        return -1;
+    }
+    d->owned = hwloc_bitmap_alloc();
+    hwloc_bitmap_t want = hwloc_bitmap_alloc();
+    if (!d->owned || !want)
+        return -1;
+    /* Our own affinity mask is what taskset/cgroups/Slurm gave us. */
+    if (hwloc_get_cpubind(d->topo, d->owned, HWLOC_CPUBIND_PROCESS) != 0)
+        hwloc_bitmap_copy(d->owned, hwloc_topology_get_allowed_cpuset(d->topo));
+    hwloc_bitmap_and(d->owned, d->owned, hwloc_topology_get_allowed_cpuset(d->topo));
+    if (d->o->cpus) {
+        if (hwloc_bitmap_list_sscanf(want, d->o->cpus) != 0 || hwloc_bitmap_iszero(want)) {
+            fprintf(stderr, "cpumgr: --cpus: bad list '%s' (accepted: a CPU list such as 0-7,9)\n",
+                    d->o->cpus);
+            hwloc_bitmap_free(want);
+            return -1;
+        }
+        hwloc_bitmap_and(d->owned, d->owned, want);
+    }
+    hwloc_bitmap_free(want);
+    /* The segment's masks hold OS indices below NTH_CPUMGR_MAX_CPUS. */
+    for (int c = hwloc_bitmap_first(d->owned); c >= 0; c = hwloc_bitmap_next(d->owned, c))
+        if ((unsigned)c >= NTH_CPUMGR_MAX_CPUS)
+            hwloc_bitmap_clr(d->owned, (unsigned)c);
+    d->ncpus = hwloc_bitmap_weight(d->owned);
+    if (d->ncpus <= 0) {
+        fprintf(stderr, "cpumgr: no CPU to manage (affinity mask and --cpus do not intersect)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_segment(struct daemon *d)
+{
+    char msg[200];
+    struct nth_cpumgr_shm *s = NULL;
+    int rc = cm_seg_open(d->o->name, &s, msg, sizeof msg);
+    int rebuilt = 0;
+    if (rc == 0) {
+        if (cm_seg_daemon_alive(s) && s->daemon_state != NTH_CPUMGR_DAEMON_STOPPED) {
+            fprintf(stderr, "cpumgr: another cpumgr (pid %d) runs on %s\n",
+                    (int)s->daemon_pid, d->o->name);
+            cm_seg_unmap(s);
+            return -1;
+        }
+        rebuilt = 1;
+    } else if (rc == ENOENT) {
+        rc = cm_seg_create(d->o->name, d->o->gid, &s);
+        if (rc) {
+            fprintf(stderr, "cpumgr: cannot create %s: %s\n", d->o->name, strerror(rc));
+            return -1;
+        }
+        s->magic = NTH_CPUMGR_MAGIC;
+        s->layout_version = NTH_CPUMGR_LAYOUT_VERSION;
+        s->size = sizeof *s;
+        s->max_slots = NTH_CPUMGR_MAX_SLOTS;
+    } else {
+        fprintf(stderr, "cpumgr: refusing segment %s: %s; remove it (rm /dev/shm%s) "
+                "once no program uses it\n", d->o->name, msg, d->o->name);
+        return -1;
+    }
+    d->shm = s;
+    s->ncpus = (uint32_t)d->ncpus;
+    bitmap_to_mask(d->owned, s->cpus);
+    s->period_ms = d->o->period_ms;
+    __atomic_store_n(&s->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
+    __atomic_store_n(&s->daemon_start_time, nth_cpumgr_proc_start_time(getpid()), __ATOMIC_RELEASE);
+    __atomic_store_n(&s->daemon_pid, getpid(), __ATOMIC_RELEASE);
+    if (rebuilt) {
+        /* Restart: the slots are the state. Take each live application's
+         * last assignment as its previous one so placement stays stable. */
+        int n = 0;
+        for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+            if (__atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_SLOT_ACTIVE)
+                continue;
+            mask_to_bitmap(s->slots[i].assigned, d->p[i].assigned);
+            hwloc_bitmap_and(d->p[i].assigned, d->p[i].assigned, d->owned);
+            d->p[i].cpu_ns = __atomic_load_n(&s->slots[i].cpu_ns, __ATOMIC_RELAXED);
+            d->p[i].primed = 1;
+            n++;
+        }
+        fprintf(stderr, "cpumgr: rebuilt state from %s: %d application slot(s) in use\n",
+                d->o->name, n);
+    }
+    __atomic_add_fetch(&s->epoch, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->daemon_state, NTH_CPUMGR_DAEMON_RUNNING, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int cm_daemon_run(const struct cm_opts *o)
+{
+    static struct daemon d; /* large; one per process */
+    memset(&d, 0, sizeof d);
+    d.o = o;
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        d.p[i].allowed = hwloc_bitmap_alloc();
+        d.p[i].assigned = hwloc_bitmap_alloc();
+        d.p[i].shared = hwloc_bitmap_alloc();
+        if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared) {
+            fprintf(stderr, "cpumgr: out of memory\n");
+            return 1;
+        }
+    }
+    if (setup_cpus(&d) != 0 || setup_segment(&d) != 0)
+        return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    char list[256];
+    hwloc_bitmap_list_snprintf(list, sizeof list, d.owned);
+    fprintf(stderr, "cpumgr: ready on %s: %d CPUs (%s), policy %s%s, period %u ms, quantum %u ms\n",
+            o->name, d.ncpus, list, cm_policy_name(o->policy), o->share ? " +share" : "",
+            o->period_ms, o->quantum_ms);
+    if (o->ready_fd >= 0) {
+        (void)!write(o->ready_fd, "R", 1);
+        close(o->ready_fd);
+    }
+    d.dirty = 1;
+    uint64_t last_ns = now_ns(), last_rot = now_ms(), last_live = 0;
+    uint32_t seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
+    while (!stop_flag) {
+        struct timespec to = { (time_t)(o->period_ms / 1000), (long)(o->period_ms % 1000) * 1000000L };
+        /* Shared futex (no FUTEX_PRIVATE_FLAG): wakers are other processes. */
+        syscall(SYS_futex, &d.shm->wake, FUTEX_WAIT, seen, &to, NULL, 0);
+        seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
+        uint64_t tns = now_ns(), tms = tns / 1000000u;
+        uint64_t dt = tns - last_ns;
+        last_ns = tns;
+        for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+            struct slotpriv *p = &d.p[i];
+            if (p->known && p->valid) {
+                p->cpu_ns += (uint64_t)hwloc_bitmap_weight(p->assigned) * dt;
+                __atomic_store_n(&d.shm->slots[i].cpu_ns, p->cpu_ns, __ATOMIC_RELAXED);
+            }
+        }
+        __atomic_store_n(&d.shm->heartbeat_ms, tms, __ATOMIC_RELEASE);
+        int liveness = tms - last_live >= o->period_ms;
+        if (liveness)
+            last_live = tms;
+        for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
+            scan_slot(&d, i, tms, liveness);
+        if (tms - last_rot >= o->quantum_ms) {
+            last_rot = tms;
+            if (someone_hungry(&d)) {
+                d.rot++;
+                d.dirty = 1;
+            }
+        }
+        if (d.dirty)
+            rebalance(&d);
+    }
+    /* Clean stop: close the books, tell clients to go alone, unlink. */
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
+        if (d.p[i].known)
+            forget(&d, i, "stop");
+    __atomic_store_n(&d.shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&d.shm->epoch, 1, __ATOMIC_RELEASE);
+    shm_unlink(o->name);
+    cm_seg_unmap(d.shm);
+    fprintf(stderr, "cpumgr: stopped, %s removed\n", o->name);
+    hwloc_topology_destroy(d.topo);
+    hwloc_bitmap_free(d.owned);
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        hwloc_bitmap_free(d.p[i].allowed);
+        hwloc_bitmap_free(d.p[i].assigned);
+        hwloc_bitmap_free(d.p[i].shared);
+    }
+    return 0;
+}

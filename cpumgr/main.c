@@ -1,0 +1,132 @@
+/*
+ * main.c -- the cpumgr command line: run the daemon, `status`, `stop`.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "daemon.h"
+#include "segment.h"
+#include "status.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: cpumgr [run] [--foreground] [--name /NAME] [--policy equipartition|priority]\n"
+        "              [--period MS] [--quantum MS] [--share] [--group GROUP]\n"
+        "              [--cpus LIST] [--accounting FILE]\n"
+        "       cpumgr status [--name /NAME] [--watch [MS]]\n"
+        "       cpumgr stop [--name /NAME]\n"
+        "See cpumgr(8).\n");
+}
+
+static int parse_ms(const char *opt, const char *v, unsigned lo, unsigned hi, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) {
+        fprintf(stderr, "cpumgr: %s: bad value '%s' (accepted: %u..%u milliseconds)\n", opt, v, lo, hi);
+        return -1;
+    }
+    *out = (unsigned)x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static char defname[64];
+    const char *env = getenv("NTH_CPUMGR");
+    nth_cpumgr_default_name(defname, (unsigned long)getuid());
+    struct cm_opts o = {
+        .name = (env && *env && strcmp(env, "off") != 0) ? env : defname,
+        .policy = CM_POLICY_EQUIPARTITION, .period_ms = 10, .quantum_ms = 100,
+        .gid = (gid_t)-1, .ready_fd = -1,
+    };
+    enum { RUN, STATUS, STOP } cmd = RUN;
+    int argi = 1;
+    if (argc > 1 && argv[1][0] != '-') {
+        if (strcmp(argv[1], "run") == 0) cmd = RUN;
+        else if (strcmp(argv[1], "status") == 0) cmd = STATUS;
+        else if (strcmp(argv[1], "stop") == 0) cmd = STOP;
+        else { fprintf(stderr, "cpumgr: unknown command '%s' (accepted: run, status, stop)\n", argv[1]); return 2; }
+        argi = 2;
+    }
+    static const struct option lo[] = {
+        {"foreground", no_argument, 0, 'f'}, {"name", required_argument, 0, 'n'},
+        {"policy", required_argument, 0, 'p'}, {"period", required_argument, 0, 'P'},
+        {"quantum", required_argument, 0, 'q'}, {"share", no_argument, 0, 's'},
+        {"group", required_argument, 0, 'g'}, {"cpus", required_argument, 0, 'c'},
+        {"accounting", required_argument, 0, 'a'}, {"watch", optional_argument, 0, 'w'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    unsigned watch = 0;
+    optind = argi;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'f': o.foreground = 1; break;
+        case 'n': o.name = optarg; break;
+        case 'p':
+            if (cm_policy_parse(optarg, &o.policy)) {
+                fprintf(stderr, "cpumgr: --policy: bad value '%s' (accepted: equipartition, priority)\n", optarg);
+                return 2;
+            }
+            break;
+        case 'P': if (parse_ms("--period", optarg, 1, 10000, &o.period_ms)) return 2; break;
+        case 'q': if (parse_ms("--quantum", optarg, 1, 600000, &o.quantum_ms)) return 2; break;
+        case 's': o.share = 1; break;
+        case 'g': {
+            struct group *g = getgrnam(optarg);
+            if (!g) { fprintf(stderr, "cpumgr: --group: unknown group '%s' (accepted: a group name)\n", optarg); return 2; }
+            o.gid = g->gr_gid;
+            break;
+        }
+        case 'c': o.cpus = optarg; break;
+        case 'a': o.accounting = optarg; break;
+        case 'w': watch = 1000; if (optarg && parse_ms("--watch", optarg, 10, 3600000, &watch)) return 2; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "cpumgr: unexpected argument '%s'\n", argv[optind]); usage(stderr); return 2; }
+    if (cm_seg_name_ok(o.name)) {
+        fprintf(stderr, "cpumgr: --name: bad value '%s' (accepted: '/' then 1..199 bytes without '/')\n", o.name);
+        return 2;
+    }
+    if (cmd == STATUS)
+        return cm_status(o.name, watch);
+    if (cmd == STOP)
+        return cm_stop(o.name);
+    if (o.foreground)
+        return cm_daemon_run(&o);
+    /* Background: the parent returns once the daemon is ready (or failed),
+     * so `cpumgr && app` never races the segment's creation. */
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) { perror("cpumgr: pipe"); return 1; }
+    pid_t pid = fork();
+    if (pid < 0) { perror("cpumgr: fork"); return 1; }
+    if (pid == 0) {
+        close(fds[0]);
+        setsid();
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) { dup2(nul, 0); dup2(nul, 1); if (nul > 2) close(nul); }
+        if (chdir("/") != 0) { /* keep going: nothing needs the cwd */ }
+        o.ready_fd = fds[1];
+        _exit(cm_daemon_run(&o));
+    }
+    close(fds[1]);
+    char b;
+    ssize_t r = read(fds[0], &b, 1);
+    close(fds[0]);
+    if (r == 1) { printf("%d\n", (int)pid); return 0; }
+    int st;
+    waitpid(pid, &st, 0);
+    return 1;
+}

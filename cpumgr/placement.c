@@ -1,0 +1,243 @@
+/*
+ * placement.c -- compact, stable CPU placement over the hwloc tree.
+ * "Close" means a deep common ancestor: two PUs of one core beat two cores
+ * of one L3, which beat two L3s of one package, and so on.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "placement.h"
+
+/* Depth of the deepest common ancestor of two PUs; -1 if unknown. */
+static int closeness(hwloc_topology_t topo, unsigned a, unsigned b)
+{
+    hwloc_obj_t oa = hwloc_get_pu_obj_by_os_index(topo, a);
+    hwloc_obj_t ob = hwloc_get_pu_obj_by_os_index(topo, b);
+    if (!oa || !ob)
+        return -1;
+    hwloc_obj_t c = hwloc_get_common_ancestor_obj(topo, oa, ob);
+    return c ? c->depth : -1;
+}
+
+/* How close cpu is to the members of set (excluding itself): the closest
+ * member first, then the sum over all members. */
+static void score(hwloc_topology_t topo, unsigned cpu, hwloc_const_bitmap_t set,
+                  int *best, long *sum)
+{
+    unsigned m;
+    *best = -1;
+    *sum = 0;
+    hwloc_bitmap_foreach_begin(m, set) {
+        if (m == cpu)
+            continue;
+        int d = closeness(topo, cpu, m);
+        if (d > *best) *best = d;
+        *sum += d;
+    } hwloc_bitmap_foreach_end();
+}
+
+static int logical(hwloc_topology_t topo, unsigned cpu)
+{
+    hwloc_obj_t o = hwloc_get_pu_obj_by_os_index(topo, cpu);
+    return o ? (int)o->logical_index : INT_MAX;
+}
+
+/* Drop the least compact member of set until it has count CPUs. */
+static void shrink(hwloc_topology_t topo, hwloc_bitmap_t set, int count)
+{
+    while (hwloc_bitmap_weight(set) > count) {
+        int victim = -1, vb = 0, vl = 0;
+        long vs = 0;
+        unsigned c;
+        hwloc_bitmap_foreach_begin(c, set) {
+            int b, l = logical(topo, c);
+            long s;
+            score(topo, c, set, &b, &s);
+            if (victim < 0 || b < vb || (b == vb && (s < vs || (s == vs && l > vl)))) {
+                victim = (int)c; vb = b; vs = s; vl = l;
+            }
+        } hwloc_bitmap_foreach_end();
+        hwloc_bitmap_clr(set, (unsigned)victim);
+    }
+}
+
+/* First CPU of cand in logical (topology) order inside cpuset within. */
+static int first_logical(hwloc_topology_t topo, hwloc_const_bitmap_t cand,
+                         hwloc_const_bitmap_t within)
+{
+    int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    for (int i = 0; i < n; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)i);
+        if (hwloc_bitmap_isset(cand, pu->os_index) &&
+            (!within || hwloc_bitmap_isset(within, pu->os_index)))
+            return (int)pu->os_index;
+    }
+    return hwloc_bitmap_first(cand);
+}
+
+/* Seed for an app with no CPU yet: the smallest object (deepest, then
+ * fewest candidates) holding at least need candidates, so a 2-CPU app takes
+ * one core and an 8-CPU app one L3 without splitting others' room. */
+static int seed(hwloc_topology_t topo, hwloc_const_bitmap_t cand, int need,
+                hwloc_bitmap_t tmp)
+{
+    int pudepth = hwloc_get_type_depth(topo, HWLOC_OBJ_PU);
+    for (int d = pudepth - 1; d >= 0; d--) {
+        hwloc_obj_t best = NULL;
+        int bw = INT_MAX;
+        int nb = hwloc_get_nbobjs_by_depth(topo, (unsigned)d);
+        for (int i = 0; i < nb; i++) {
+            hwloc_obj_t o = hwloc_get_obj_by_depth(topo, (unsigned)d, (unsigned)i);
+            if (!o->cpuset)
+                continue;
+            hwloc_bitmap_and(tmp, o->cpuset, cand);
+            int w = hwloc_bitmap_weight(tmp);
+            if (w >= need && w < bw) { best = o; bw = w; }
+        }
+        if (best)
+            return first_logical(topo, cand, best->cpuset);
+    }
+    return first_logical(topo, cand, NULL);
+}
+
+/* Add to app the candidate closest to its current CPUs. */
+static int closest(hwloc_topology_t topo, hwloc_const_bitmap_t cand, hwloc_const_bitmap_t set)
+{
+    int pick = -1, pb = 0, pl = 0;
+    long ps = 0;
+    unsigned c;
+    hwloc_bitmap_foreach_begin(c, cand) {
+        int b, l = logical(topo, c);
+        long s;
+        score(topo, c, set, &b, &s);
+        if (pick < 0 || b > pb || (b == pb && (s > ps || (s == ps && l < pl)))) {
+            pick = (int)c; pb = b; ps = s; pl = l;
+        }
+    } hwloc_bitmap_foreach_end();
+    return pick;
+}
+
+int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
+                 struct cm_place *apps, int n)
+{
+    int rc = ENOMEM;
+    hwloc_bitmap_t freeset = hwloc_bitmap_dup(owned);
+    hwloc_bitmap_t cand = hwloc_bitmap_alloc();
+    hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
+    int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
+    if (!freeset || !cand || !tmp || !order)
+        goto out;
+    /* Keep: stability first, every app keeps what it still may have. */
+    for (int i = 0; i < n; i++) {
+        hwloc_bitmap_zero(apps[i].shared);
+        hwloc_bitmap_zero(apps[i].out);
+        if (apps[i].prev)
+            hwloc_bitmap_and(apps[i].out, apps[i].prev, apps[i].allowed);
+        hwloc_bitmap_and(apps[i].out, apps[i].out, freeset);
+        shrink(topo, apps[i].out, apps[i].count > 0 ? apps[i].count : 0);
+        hwloc_bitmap_andnot(freeset, freeset, apps[i].out);
+    }
+    /* Grow: largest deficit first, so big apps find whole caches free. */
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            struct cm_place *a = &apps[order[j]], *b = &apps[order[j - 1]];
+            if (a->count - hwloc_bitmap_weight(a->out) > b->count - hwloc_bitmap_weight(b->out)) {
+                int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+            } else break;
+        }
+    for (int k = 0; k < n; k++) {
+        struct cm_place *a = &apps[order[k]];
+        for (;;) {
+            int have = hwloc_bitmap_weight(a->out);
+            if (have >= a->count)
+                break;
+            hwloc_bitmap_and(cand, freeset, a->allowed);
+            if (hwloc_bitmap_iszero(cand))
+                break;
+            int c = have == 0 ? seed(topo, cand, a->count, tmp) : closest(topo, cand, a->out);
+            if (c < 0)
+                break;
+            hwloc_bitmap_set(a->out, (unsigned)c);
+            hwloc_bitmap_clr(freeset, (unsigned)c);
+        }
+    }
+    rc = 0;
+out:
+    hwloc_bitmap_free(freeset);
+    hwloc_bitmap_free(cand);
+    hwloc_bitmap_free(tmp);
+    free(order);
+    return rc;
+}
+
+int cm_share(hwloc_topology_t topo, struct cm_place *apps, int n)
+{
+    hwloc_bitmap_t cand = hwloc_bitmap_alloc(), tmp = hwloc_bitmap_alloc(),
+                   taken = hwloc_bitmap_alloc();
+    int rc = ENOMEM;
+    int *done = calloc((size_t)(n > 0 ? n : 1), sizeof *done);
+    int *received = calloc((size_t)(n > 0 ? n : 1), sizeof *received);
+    if (!cand || !tmp || !taken || !done || !received)
+        goto out;
+    for (;;) {
+        /* Next unsatisfied app: highest priority, then lowest index. */
+        int b = -1;
+        for (int i = 0; i < n; i++)
+            if (!done[i] && hwloc_bitmap_weight(apps[i].out) < apps[i].request &&
+                (b < 0 || apps[i].priority > apps[b].priority))
+                b = i;
+        if (b < 0)
+            break;
+        done[b] = 1;
+        struct cm_place *B = &apps[b];
+        hwloc_bitmap_zero(cand);
+        for (int i = 0; i < n; i++) {
+            struct cm_place *A = &apps[i];
+            if (i == b || A->priority > B->priority)
+                continue;
+            /* Only a donor satisfied by its own CPUs, each CPU shared once. */
+            if (received[i] || hwloc_bitmap_weight(A->out) < A->request)
+                continue;
+            hwloc_bitmap_andnot(tmp, A->out, A->shared);
+            hwloc_bitmap_or(cand, cand, tmp);
+        }
+        hwloc_bitmap_and(cand, cand, B->allowed);
+        hwloc_bitmap_andnot(cand, cand, taken);
+        while (hwloc_bitmap_weight(B->out) < B->request && !hwloc_bitmap_iszero(cand)) {
+            int c = hwloc_bitmap_iszero(B->out)
+                        ? seed(topo, cand, B->request, tmp)
+                        : closest(topo, cand, B->out);
+            if (c < 0)
+                break;
+            hwloc_bitmap_clr(cand, (unsigned)c);
+            hwloc_bitmap_set(taken, (unsigned)c);
+            hwloc_bitmap_set(B->out, (unsigned)c);
+            hwloc_bitmap_set(B->shared, (unsigned)c);
+            received[b] = 1;
+            for (int i = 0; i < n; i++)
+                if (i != b && hwloc_bitmap_isset(apps[i].out, (unsigned)c))
+                    hwloc_bitmap_set(apps[i].shared, (unsigned)c);
+        }
+    }
+    rc = 0;
+out:
+    hwloc_bitmap_free(cand);
+    hwloc_bitmap_free(tmp);
+    hwloc_bitmap_free(taken);
+    free(done);
+    free(received);
+    return rc;
+}
+
+int cm_moved(hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
+{
+    hwloc_bitmap_t x = hwloc_bitmap_alloc();
+    if (!x)
+        return -1;
+    hwloc_bitmap_xor(x, a, b);
+    int w = hwloc_bitmap_weight(x);
+    hwloc_bitmap_free(x);
+    return w;
+}

@@ -1,0 +1,152 @@
+/*
+ * policy.c -- equipartition and priority-proportional CPU counts.
+ * Equipartition after McCann, Vaswani and Zahorjan, "A dynamic processor
+ * allocation policy for multiprogrammed shared-memory multiprocessors"
+ * (ACM TOCS 1993); the priority rule is the eDragon CPU manager's.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "policy.h"
+
+int cm_policy_parse(const char *s, enum cm_policy *out)
+{
+    if (s && strcmp(s, "equipartition") == 0) { *out = CM_POLICY_EQUIPARTITION; return 0; }
+    if (s && strcmp(s, "priority") == 0) { *out = CM_POLICY_PRIORITY; return 0; }
+    return EINVAL;
+}
+
+const char *cm_policy_name(enum cm_policy p)
+{
+    return p == CM_POLICY_PRIORITY ? "priority" : "equipartition";
+}
+
+/* Position of app i in rotation order: ties go to the smallest. */
+static unsigned rot_key(int i, int n, unsigned rot)
+{
+    return (unsigned)(((long)i - (long)(rot % (unsigned)n) + n) % n);
+}
+
+static int capped_request(const struct cm_demand *a)
+{
+    int r = a->request < 0 ? 0 : a->request;
+    int e = a->eligible < 0 ? 0 : a->eligible;
+    return r < e ? r : e;
+}
+
+static int equipartition(const int *req, int n, int ncpus, unsigned rot, int *out)
+{
+    int left = ncpus, unsat = 0;
+    for (int i = 0; i < n; i++) { out[i] = 0; if (req[i] > 0) unsat++; }
+    /* Water-filling: raise everybody by the fair share of what is left;
+     * apps that need less stop early and leave the rest to the others. */
+    while (left > 0 && unsat > 0) {
+        int share = left / unsat;
+        if (share == 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            int want = req[i] - out[i];
+            if (want <= 0)
+                continue;
+            int give = want < share ? want : share;
+            out[i] += give;
+            left -= give;
+            if (out[i] == req[i])
+                unsat--;
+        }
+    }
+    /* Remainder smaller than the number of unsatisfied apps: one each in
+     * rotation order, so who gets the extra CPU changes every quantum. */
+    for (unsigned k = 0; left > 0 && k < (unsigned)n; k++)
+        for (int i = 0; i < n; i++)
+            if (rot_key(i, n, rot) == k && out[i] < req[i]) { out[i]++; left--; break; }
+    return ncpus - left;
+}
+
+/* Better candidate to receive one more CPU: higher priority, then larger
+ * rounding loss, then earlier in rotation order. */
+static int better_gain(int i, int j, const struct cm_demand *a, const double *q,
+                       const int *out, int n, unsigned rot)
+{
+    if (j < 0) return 1;
+    if (a[i].priority != a[j].priority) return a[i].priority > a[j].priority;
+    double li = q[i] - out[i], lj = q[j] - out[j];
+    if (li != lj) return li > lj;
+    return rot_key(i, n, rot) < rot_key(j, n, rot);
+}
+
+/* Better candidate to give one CPU back: lower priority, then larger
+ * rounding gain, then later in rotation order. */
+static int better_loss(int i, int j, const struct cm_demand *a, const double *q,
+                       const int *out, int n, unsigned rot)
+{
+    if (j < 0) return 1;
+    if (a[i].priority != a[j].priority) return a[i].priority < a[j].priority;
+    double gi = out[i] - q[i], gj = out[j] - q[j];
+    if (gi != gj) return gi > gj;
+    return rot_key(i, n, rot) > rot_key(j, n, rot);
+}
+
+static int priority_rule(const struct cm_demand *a, const int *req, int n, int ncpus,
+                         unsigned rot, int *out)
+{
+    double q[n > 0 ? n : 1];
+    double sum = 0;
+    int target = 0;
+    for (int i = 0; i < n; i++) {
+        sum += (double)a[i].priority * req[i];
+        target += req[i];
+    }
+    if (target > ncpus) target = ncpus;
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        q[i] = sum > 0 ? (double)a[i].priority * req[i] * ncpus / sum : 0;
+        long r = lround(q[i]);
+        out[i] = r > req[i] ? req[i] : (int)r;
+        if (req[i] > 0 && out[i] == 0)
+            out[i] = 1; /* no starvation: every requester fits (n <= ncpus) */
+        total += out[i];
+    }
+    while (total < target) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (out[i] < req[i] && better_gain(i, best, a, q, out, n, rot)) best = i;
+        if (best < 0) break;
+        out[best]++; total++;
+    }
+    while (total > target) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (out[i] > 1 && better_loss(i, best, a, q, out, n, rot)) best = i;
+        if (best < 0) break;
+        out[best]--; total--;
+    }
+    return total;
+}
+
+int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
+                     int ncpus, unsigned rot, int *out)
+{
+    if (n <= 0)
+        return 0;
+    int req[n], requesting = 0;
+    for (int i = 0; i < n; i++) {
+        req[i] = capped_request(&apps[i]);
+        out[i] = 0;
+        if (req[i] > 0) requesting++;
+    }
+    if (ncpus <= 0 || requesting == 0)
+        return 0;
+    if (requesting > ncpus) {
+        /* Time sharing by rotation: CPU k goes to the (rot+k)-th requester. */
+        int given = 0;
+        for (unsigned k = 0; given < ncpus && k < (unsigned)n; k++)
+            for (int i = 0; i < n; i++)
+                if (rot_key(i, n, rot) == k && req[i] > 0) { out[i] = 1; given++; break; }
+        return given;
+    }
+    if (p == CM_POLICY_PRIORITY)
+        return priority_rule(apps, req, n, ncpus, rot, out);
+    return equipartition(req, n, ncpus, rot, out);
+}

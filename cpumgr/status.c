@@ -1,0 +1,134 @@
+/*
+ * status.c -- read-only views of the segment, and the stop request.
+ * Values shown come from the daemon-written fields; client-written ones
+ * (name, request, priority) are printed sanitised.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "segment.h"
+#include "status.h"
+
+static void mask_list(const uint64_t *m, char *out, size_t len)
+{
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    if (!b) { snprintf(out, len, "?"); return; }
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if (nth_cpumgr_mask_test(m, c))
+            hwloc_bitmap_set(b, c);
+    if (hwloc_bitmap_iszero(b))
+        snprintf(out, len, "-");
+    else
+        hwloc_bitmap_list_snprintf(out, len, b);
+    hwloc_bitmap_free(b);
+}
+
+static int print_once(const char *name)
+{
+    char msg[200];
+    struct nth_cpumgr_shm *s;
+    int rc = cm_seg_open(name, &s, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "cpumgr: %s: %s\n", name, rc == ENOENT ? "no daemon (no segment)" : msg);
+        return 1;
+    }
+    int alive = cm_seg_daemon_alive(s) &&
+                __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
+    char cpus[256];
+    mask_list(s->cpus, cpus, sizeof cpus);
+    printf("cpumgr %s: daemon pid %d %s, %u CPUs (%s), allocation epoch %llu\n", name,
+           (int)s->daemon_pid, alive ? "running" : "NOT running", s->ncpus, cpus,
+           (unsigned long long)__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE));
+    printf("%-4s %-20s %8s %5s %5s %5s %-16s %12s\n", "SLOT", "NAME", "PID", "PRIO", "REQ",
+           "ASSIG", "CPUS", "CPU-SECONDS");
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        const struct nth_cpumgr_slot *sl = &s->slots[i];
+        uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+        if (st == NTH_CPUMGR_SLOT_FREE)
+            continue;
+        char nm[NTH_CPUMGR_NAME_LEN];
+        for (unsigned k = 0; k < sizeof nm; k++) {
+            char c = sl->name[k];
+            nm[k] = (c && ((unsigned char)c < 32 || c == 127)) ? '?' : c;
+        }
+        nm[sizeof nm - 1] = 0;
+        char list[256];
+        uint64_t assigned[NTH_CPUMGR_MASK_WORDS];
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            assigned[w] = __atomic_load_n(&sl->assigned[w], __ATOMIC_RELAXED);
+        mask_list(assigned, list, sizeof list);
+        if (st != NTH_CPUMGR_SLOT_ACTIVE)
+            snprintf(list, sizeof list, "%s", st == NTH_CPUMGR_SLOT_CLAIMING ? "(attaching)" : "(bad slot)");
+        printf("%-4u %-20s %8d %5d %5d %5u %-16s %12.3f\n", i, nm, (int)sl->pid,
+               (int)sl->priority, (int)sl->request, sl->assigned_count, list,
+               (double)__atomic_load_n(&sl->cpu_ns, __ATOMIC_RELAXED) / 1e9);
+    }
+    cm_seg_unmap(s);
+    return alive ? 0 : 3;
+}
+
+int cm_status(const char *name, unsigned watch_ms)
+{
+    if (!watch_ms)
+        return print_once(name);
+    for (;;) {
+        printf("\033[H\033[2J");
+        int rc = print_once(name);
+        fflush(stdout);
+        if (rc == 1)
+            return rc;
+        struct timespec ts = { (time_t)(watch_ms / 1000), (long)(watch_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+int cm_stop(const char *name)
+{
+    char msg[200];
+    struct nth_cpumgr_shm *s;
+    int rc = cm_seg_open(name, &s, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "cpumgr stop: %s: %s\n", name, rc == ENOENT ? "no daemon (no segment)" : msg);
+        return 1;
+    }
+    if (!cm_seg_daemon_alive(s)) {
+        cm_seg_unmap(s);
+        shm_unlink(name);
+        fprintf(stderr, "cpumgr stop: %s: no daemon running; stale segment removed\n", name);
+        return 0;
+    }
+    int32_t pid = s->daemon_pid;
+    if (kill(pid, SIGTERM) != 0) {
+        fprintf(stderr, "cpumgr stop: cannot signal pid %d: %s\n", (int)pid, strerror(errno));
+        cm_seg_unmap(s);
+        return 1;
+    }
+    for (int i = 0; i < 500; i++) {
+        if (!cm_seg_daemon_alive(s) ||
+            __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_STOPPED) {
+            cm_seg_unmap(s);
+            /* The daemon unlinks right after saying STOPPED: wait for it. */
+            for (int k = 0; k < 200; k++) {
+                struct nth_cpumgr_shm *again = NULL;
+                if (cm_seg_open(name, &again, msg, sizeof msg) == ENOENT)
+                    break;
+                cm_seg_unmap(again);
+                struct timespec ts = { 0, 10 * 1000000L };
+                nanosleep(&ts, NULL);
+            }
+            printf("cpumgr stop: daemon %d stopped\n", (int)pid);
+            return 0;
+        }
+        struct timespec ts = { 0, 10 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    cm_seg_unmap(s);
+    fprintf(stderr, "cpumgr stop: daemon %d did not stop within 5 s\n", (int)pid);
+    return 1;
+}

@@ -1,0 +1,167 @@
+/*
+ * nth/cpumgr_shm.h -- the one shared-memory layout between the cpumgr daemon
+ * and the libnth client. Both sides include this file and nothing else of
+ * each other, so it depends on the C library only.
+ *
+ * The segment is a POSIX shared-memory object (shm_open(3)) named by
+ * NTH_CPUMGR (client) or --name (daemon), default "/nth-cpumgr-<uid>".
+ * The daemon creates it (mode 0600, or 0660 with --group) and writes the
+ * header; clients claim one slot each with a compare-and-swap on its state.
+ *
+ * Who writes what (everything else is read-only for that side):
+ *   header          daemon only
+ *   slot: state FREE->CLAIMING->ACTIVE, pid, start_time, name, priority,
+ *         request, affinity, req_seq     client (the owner)
+ *   slot: assigned_count, assigned, aseq, cpu_ns       daemon only
+ *   slot: state ACTIVE->FREE          client at detach, or daemon at death
+ * The daemon treats every client-written word as untrusted input and range
+ * checks it; clients trust the daemon (same user or group).
+ *
+ * Change LAYOUT_VERSION whenever a byte of this layout changes meaning: both
+ * sides refuse a segment of another version with a clear message.
+ */
+#ifndef NTH_CPUMGR_SHM_H
+#define NTH_CPUMGR_SHM_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
+#define NTH_CPUMGR_LAYOUT_VERSION 1u
+#define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
+#define NTH_CPUMGR_MASK_WORDS     (NTH_CPUMGR_MAX_CPUS / 64u)
+#define NTH_CPUMGR_MAX_SLOTS      64u    /* attached applications at once */
+#define NTH_CPUMGR_NAME_LEN       32u    /* bytes, NUL included */
+#define NTH_CPUMGR_PRIO_MIN       1
+#define NTH_CPUMGR_PRIO_MAX       1000
+#define NTH_CPUMGR_PRIO_DEFAULT   1
+
+/* Slot states. Any other value is nonsense and the slot is ignored. */
+enum nth_cpumgr_slot_state {
+    NTH_CPUMGR_SLOT_FREE = 0,     /* claimable by CAS FREE -> CLAIMING */
+    NTH_CPUMGR_SLOT_CLAIMING = 1, /* owner is filling pid/request; not used yet */
+    NTH_CPUMGR_SLOT_ACTIVE = 2,   /* considered by the policy */
+};
+
+/* Daemon states in the header. */
+enum nth_cpumgr_daemon_state {
+    NTH_CPUMGR_DAEMON_STARTING = 0,
+    NTH_CPUMGR_DAEMON_RUNNING = 1,
+    NTH_CPUMGR_DAEMON_STOPPED = 2, /* clean stop: segment unlinked, go alone */
+};
+
+/* One application. 64-byte aligned so two slots never share a cache line. */
+struct nth_cpumgr_slot {
+    /* --- client-written --- */
+    uint32_t state;                      /* enum nth_cpumgr_slot_state, atomic */
+    int32_t pid;                         /* owner's process id */
+    uint64_t start_time;                 /* /proc/PID/stat field 22 (clock ticks
+                                            since boot): pid + start time name
+                                            a process, the pid alone does not */
+    char name[NTH_CPUMGR_NAME_LEN];      /* program name, NUL-terminated */
+    int32_t priority;                    /* PRIO_MIN..PRIO_MAX, atomic */
+    int32_t request;                     /* CPUs wanted, 0..MAX_CPUS, atomic */
+    uint32_t req_seq;                    /* bumped after each change, atomic */
+    uint32_t pad0;
+    uint64_t affinity[NTH_CPUMGR_MASK_WORDS]; /* owner's affinity mask, bit i =
+                                                 OS CPU i; never given others */
+    /* --- daemon-written --- */
+    uint32_t aseq;                       /* seqlock over assigned*: odd while
+                                            the daemon writes; aseq/2 is the
+                                            slot's allocation epoch, atomic */
+    uint32_t assigned_count;             /* CPUs in assigned[] */
+    uint64_t assigned[NTH_CPUMGR_MASK_WORDS]; /* bit i = OS CPU i is ours */
+    uint64_t shared[NTH_CPUMGR_MASK_WORDS];   /* subset of assigned[] that is
+                                                 shared with one other app */
+    uint64_t cpu_ns;                     /* CPU-nanoseconds allocated so far */
+} __attribute__((aligned(64)));
+
+/* The segment: this header followed by nothing else. */
+struct nth_cpumgr_shm {
+    uint64_t magic;                      /* NTH_CPUMGR_MAGIC */
+    uint32_t layout_version;             /* NTH_CPUMGR_LAYOUT_VERSION */
+    uint32_t size;                       /* sizeof(struct nth_cpumgr_shm) */
+    uint32_t max_slots;                  /* NTH_CPUMGR_MAX_SLOTS */
+    uint32_t ncpus;                      /* CPUs the daemon owns */
+    uint64_t cpus[NTH_CPUMGR_MASK_WORDS];/* which: bit i = OS CPU i */
+    uint64_t epoch;                      /* allocation epoch, +1 per change */
+    int32_t daemon_pid;
+    uint32_t daemon_state;               /* enum nth_cpumgr_daemon_state */
+    uint64_t daemon_start_time;          /* /proc/PID/stat field 22 */
+    uint64_t heartbeat_ms;               /* CLOCK_MONOTONIC ms at each period */
+    uint32_t period_ms;                  /* daemon's --period */
+    uint32_t wake;                       /* futex word: clients add 1 and
+                                            FUTEX_WAKE (shared, not private) */
+    uint64_t reserved[8];
+    struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
+};
+
+static inline int nth_cpumgr_mask_test(const uint64_t *m, unsigned cpu)
+{
+    return cpu < NTH_CPUMGR_MAX_CPUS && ((m[cpu / 64u] >> (cpu % 64u)) & 1u);
+}
+
+static inline void nth_cpumgr_mask_set(uint64_t *m, unsigned cpu)
+{
+    if (cpu < NTH_CPUMGR_MAX_CPUS)
+        m[cpu / 64u] |= UINT64_C(1) << (cpu % 64u);
+}
+
+/* Start time of process pid: field 22 of /proc/PID/stat, in clock ticks
+ * since boot; 0 if there is no such process or it is a zombie. Together with the pid it names
+ * one process for good, as pids are reused. Async-signal-safe. */
+static inline uint64_t nth_cpumgr_proc_start_time(int32_t pid)
+{
+    char path[40], buf[1024];
+    if (pid <= 0)
+        return 0;
+    /* Hand-made "/proc/%d/stat": no stdio, usable anywhere. */
+    char num[12];
+    int k = 0;
+    for (int32_t v = pid; v > 0 && k < 11; v /= 10)
+        num[k++] = (char)('0' + v % 10);
+    memcpy(path, "/proc/", 6);
+    int n = 6;
+    while (k > 0)
+        path[n++] = num[--k];
+    memcpy(path + n, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0)
+        return 0;
+    buf[len] = 0;
+    /* The command name (field 2) may hold spaces and ')': skip past the last. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    /* A zombie has ended: it owns no CPU even before its parent reaps it. */
+    if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+        return 0;
+    for (int field = 2; field < 22 && *p; p++)
+        if (*p == ' ')
+            field++;
+    return strtoull(p, NULL, 10);
+}
+
+/* Default segment name for user uid into buf (>= 32 bytes). */
+static inline void nth_cpumgr_default_name(char *buf, unsigned long uid)
+{
+    char num[24];
+    int k = 0;
+    do { num[k++] = (char)('0' + uid % 10); uid /= 10; } while (uid && k < 23);
+    memcpy(buf, "/nth-cpumgr-", 12);
+    int n = 12;
+    while (k > 0)
+        buf[n++] = num[--k];
+    buf[n] = 0;
+}
+
+#endif /* NTH_CPUMGR_SHM_H */

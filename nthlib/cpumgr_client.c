@@ -1,0 +1,505 @@
+/*
+ * cpumgr_client.c -- attach to the cpumgr segment, publish the request,
+ * follow the assignment; run alone on the affinity mask when there is no
+ * daemon, and re-attach when it returns (DESIGN.md, invariant 8).
+ *
+ * Only atomics and a futex wake: a pthread shim will interpose pthread_*.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nth.h"
+#include "nth/cpumgr_shm.h"
+#include "cpumgr_client.h"
+
+#define RETRY_MS 100 /* how often a detached client looks for a daemon */
+
+static struct {
+    int lock;                    /* spinlock for everything below */
+    int inited;                  /* atomic */
+    int off;                     /* NTH_CPUMGR=off */
+    char name[256];
+    struct nth_cpumgr_shm *shm;  /* mapped segment, or NULL */
+    ino_t ino;                   /* its inode: a new daemon makes a new one */
+    int slot;                    /* claimed slot, or -1 */
+    int attached;                /* atomic: daemon running and our slot live */
+    int waiting_first;           /* claimed, the daemon has not answered yet */
+    uint32_t claim_aseq;
+    uint64_t start_time;         /* ours */
+    uint64_t last_try_ms;
+    int warned;                  /* a refused segment is reported once */
+    hwloc_topology_t topo;
+    hwloc_bitmap_t affinity;     /* process affinity mask (OS indices < MAX) */
+    hwloc_bitmap_t assigned;
+    hwloc_bitmap_t tmp;
+    int naff;
+    int count;                   /* atomic: CPUs in assigned */
+    int request;                 /* -1: all of the affinity mask */
+    int priority;
+    nth_cpumgr_assign_fn cb;
+    void *cbarg;
+} C = { .slot = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT };
+
+static const uint32_t standalone_word;
+const uint32_t *nth_cpumgr_watch = &standalone_word;
+uint32_t nth_cpumgr_watch_seen;
+
+static void lock(void)
+{
+    while (__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static int trylock(void) { return !__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE); }
+static void unlock(void) { __atomic_store_n(&C.lock, 0, __ATOMIC_RELEASE); }
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int effective_request(void)
+{
+    return C.request < 0 || C.request > C.naff ? C.naff : C.request;
+}
+
+/* Set the assignment; tell the runtime if it changed. Lock held. */
+static int apply(hwloc_const_bitmap_t set)
+{
+    if (hwloc_bitmap_isequal(set, C.assigned))
+        return 0;
+    hwloc_bitmap_copy(C.assigned, set);
+    __atomic_store_n(&C.count, hwloc_bitmap_weight(set), __ATOMIC_RELEASE);
+    if (C.cb)
+        C.cb(C.assigned, C.cbarg);
+    return 1;
+}
+
+/* Alone: the first min(request, affinity) CPUs of the mask, in topology order. */
+static int apply_standalone(void)
+{
+    int want = effective_request(), n = hwloc_get_nbobjs_by_type(C.topo, HWLOC_OBJ_PU);
+    hwloc_bitmap_zero(C.tmp);
+    for (int i = 0, got = 0; i < n && got < want; i++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(C.topo, HWLOC_OBJ_PU, (unsigned)i);
+        if (hwloc_bitmap_isset(C.affinity, pu->os_index)) {
+            hwloc_bitmap_set(C.tmp, pu->os_index);
+            got++;
+        }
+    }
+    return apply(C.tmp);
+}
+
+static void wake_daemon(void)
+{
+    if (!C.shm)
+        return;
+    __atomic_add_fetch(&C.shm->wake, 1, __ATOMIC_RELEASE);
+    /* Shared futex: the waiter is another process. */
+    syscall(SYS_futex, &C.shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static int daemon_running(void)
+{
+    struct nth_cpumgr_shm *s = C.shm;
+    if (__atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_DAEMON_RUNNING)
+        return 0;
+    uint64_t hb = __atomic_load_n(&s->heartbeat_ms, __ATOMIC_ACQUIRE);
+    uint32_t period = __atomic_load_n(&s->period_ms, __ATOMIC_RELAXED);
+    if (period < 1 || period > 10000)
+        period = 10;
+    uint64_t now = now_ms();
+    if (now < hb + 3u * period + 20u)
+        return 1; /* fresh heartbeat: no need to look at /proc */
+    int32_t pid = __atomic_load_n(&s->daemon_pid, __ATOMIC_ACQUIRE);
+    uint64_t st = __atomic_load_n(&s->daemon_start_time, __ATOMIC_ACQUIRE);
+    return pid > 0 && st && nth_cpumgr_proc_start_time(pid) == st;
+}
+
+/* Read our slot's assignment under its seqlock; apply it. Lock held. */
+static int read_assignment(void)
+{
+    struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
+    uint64_t m[NTH_CPUMGR_MASK_WORDS];
+    uint32_t q1, q2;
+    for (int tries = 0;; tries++) {
+        q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+        if (q1 & 1u) {
+            if (tries > 1000)
+                return 0; /* the daemon is mid-write or gone; retry later */
+            sched_yield();
+            continue;
+        }
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
+        if (q1 == q2)
+            break;
+    }
+    __atomic_store_n(&nth_cpumgr_watch_seen, q1, __ATOMIC_RELAXED);
+    if (C.waiting_first) {
+        if (q1 == C.claim_aseq)
+            return 0; /* keep running as before until the daemon answers */
+        C.waiting_first = 0;
+    }
+    hwloc_bitmap_zero(C.tmp);
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if (nth_cpumgr_mask_test(m, c))
+            hwloc_bitmap_set(C.tmp, c);
+    /* Defensive: never run outside our own affinity mask. */
+    hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
+    return apply(C.tmp);
+}
+
+static void publish_request(void)
+{
+    struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
+    __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->req_seq, 1, __ATOMIC_RELEASE);
+    wake_daemon();
+}
+
+static int slot_is_ours(int i)
+{
+    struct nth_cpumgr_slot *s = &C.shm->slots[i];
+    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+           __atomic_load_n(&s->pid, __ATOMIC_RELAXED) == getpid() &&
+           __atomic_load_n(&s->start_time, __ATOMIC_RELAXED) == C.start_time;
+}
+
+/* Claim a slot with CAS FREE -> CLAIMING, fill it, then ACTIVE. Lock held. */
+static int claim(void)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct nth_cpumgr_slot *s = &C.shm->slots[i];
+        uint32_t exp = NTH_CPUMGR_SLOT_FREE;
+        if (!__atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        __atomic_store_n(&s->pid, getpid(), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->start_time, C.start_time, __ATOMIC_RELAXED);
+        char nm[NTH_CPUMGR_NAME_LEN] = {0};
+        snprintf(nm, sizeof nm, "%s", program_invocation_short_name);
+        memcpy(s->name, nm, sizeof nm);
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
+            uint64_t v = 0;
+            for (unsigned b = 0; b < 64; b++)
+                if (hwloc_bitmap_isset(C.affinity, w * 64 + b))
+                    v |= UINT64_C(1) << b;
+            __atomic_store_n(&s->affinity[w], v, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
+        __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
+        C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&s->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+        C.slot = (int)i;
+        C.waiting_first = 1;
+        wake_daemon();
+        return 0;
+    }
+    return EAGAIN;
+}
+
+/* Drop the mapping. A VP may be inside nth_cpumgr_poll() with the old
+ * watch pointer in hand, so while the runtime runs (final == 0) the mapping
+ * is retired, not unmapped: one segment's worth per daemon that went away
+ * for good, a bounded cost against a crash. */
+static void unmap_segment(int final)
+{
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    if (C.shm && final)
+        munmap(C.shm, sizeof *C.shm);
+    C.shm = NULL;
+    C.slot = -1;
+    __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+}
+
+static void unmap(void) { unmap_segment(0); }
+
+/* Map the segment named C.name if it is not the one we hold. Lock held. */
+static void map_segment(void)
+{
+    int fd = shm_open(C.name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        unmap();
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return;
+    }
+    if (C.shm && st.st_ino == C.ino) {
+        close(fd);
+        return;
+    }
+    unmap();
+    void *p = MAP_FAILED;
+    if ((size_t)st.st_size >= sizeof(struct nth_cpumgr_shm))
+        p = mmap(NULL, sizeof(struct nth_cpumgr_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    struct nth_cpumgr_shm *s = p;
+    if (p == MAP_FAILED || s->magic != NTH_CPUMGR_MAGIC ||
+        s->layout_version != NTH_CPUMGR_LAYOUT_VERSION || s->size != sizeof *s ||
+        s->max_slots != NTH_CPUMGR_MAX_SLOTS) {
+        if (!C.warned)
+            fprintf(stderr, "nthlib: cpumgr segment %s refused: %s (this libnth speaks "
+                    "layout version %u); running alone\n", C.name,
+                    p == MAP_FAILED ? "too small or unreadable" :
+                    s->magic != NTH_CPUMGR_MAGIC ? "not a cpumgr segment" :
+                    "another layout version", NTH_CPUMGR_LAYOUT_VERSION);
+        C.warned = 1;
+        if (p != MAP_FAILED)
+            munmap(p, sizeof *s);
+        return;
+    }
+    C.shm = s;
+    C.ino = st.st_ino;
+}
+
+/* Try to become attached. Lock held. Returns nonzero if assignment changed. */
+static int try_attach(void)
+{
+    C.last_try_ms = now_ms();
+    map_segment();
+    if (!C.shm || !daemon_running())
+        return 0;
+    int changed = 0;
+    if (C.slot >= 0 && slot_is_ours(C.slot)) {
+        /* The daemon came back on the same segment and kept our slot. */
+        C.waiting_first = 0;
+        publish_request();
+    } else if (claim() != 0) {
+        return 0; /* every slot taken: stay alone, retry later */
+    }
+    __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
+    __atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
+    changed = read_assignment();
+    return changed;
+}
+
+/* The daemon is gone or stopped: run alone. Lock held. */
+static int go_alone(int stopped)
+{
+    __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    if (stopped)
+        unmap();
+    return apply_standalone();
+}
+
+int nth_cpumgr_refresh(void)
+{
+    if (!trylock())
+        return 0;
+    int changed = 0;
+    if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.shm)
+        changed = read_assignment();
+    else
+        __atomic_store_n(&nth_cpumgr_watch_seen,
+                         __atomic_load_n(__atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE),
+                                         __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    unlock();
+    return changed;
+}
+
+int nth_cpumgr_tick(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE) || C.off)
+        return 0;
+    if (!trylock())
+        return 0;
+    int changed = 0;
+    if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED)) {
+        uint32_t ds = __atomic_load_n(&C.shm->daemon_state, __ATOMIC_ACQUIRE);
+        if (ds == NTH_CPUMGR_DAEMON_STOPPED)
+            changed = go_alone(1);
+        else if (!daemon_running())
+            changed = go_alone(0); /* keep the slot: a restart keeps it too */
+        else if (!slot_is_ours(C.slot)) {
+            /* The daemon freed our slot (it thought we died): claim again. */
+            changed = go_alone(0);
+            C.slot = -1;
+            changed |= try_attach();
+        } else
+            changed = read_assignment();
+    } else if (now_ms() - C.last_try_ms >= RETRY_MS) {
+        changed = try_attach();
+    }
+    unlock();
+    return changed;
+}
+
+static void at_exit(void) { nth_cpumgr_client_fini(); }
+
+int nth_cpumgr_client_init(const char *name)
+{
+    if (__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    if (C.inited) {
+        unlock();
+        return 0;
+    }
+    int rc = 0;
+    if (!name)
+        name = getenv("NTH_CPUMGR");
+    if (!name || !*name) {
+        nth_cpumgr_default_name(C.name, (unsigned long)getuid());
+    } else if (strcmp(name, "off") == 0) {
+        C.off = 1;
+    } else {
+        size_t n = strlen(name);
+        const char *base = name[0] == '/' ? name + 1 : name;
+        if (n > 200 || !*base || strchr(base, '/')) {
+            char def[40];
+            nth_cpumgr_default_name(def, (unsigned long)getuid());
+            fprintf(stderr, "nthlib: NTH_CPUMGR: bad value '%s' (accepted: off, or a "
+                    "shared-memory name such as %s)\n", name, def);
+            C.off = 1;
+            rc = EINVAL;
+        } else {
+            snprintf(C.name, sizeof C.name, "/%s", base);
+        }
+    }
+    C.start_time = nth_cpumgr_proc_start_time(getpid());
+    C.affinity = hwloc_bitmap_alloc();
+    C.assigned = hwloc_bitmap_alloc();
+    C.tmp = hwloc_bitmap_alloc();
+    if (!C.affinity || !C.assigned || !C.tmp || hwloc_topology_init(&C.topo) != 0) {
+        unlock();
+        return ENOMEM;
+    }
+    if (hwloc_topology_load(C.topo) != 0 ||
+        hwloc_get_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_PROCESS) != 0)
+        hwloc_bitmap_copy(C.affinity, hwloc_topology_get_allowed_cpuset(C.topo));
+    hwloc_bitmap_and(C.affinity, C.affinity, hwloc_topology_get_allowed_cpuset(C.topo));
+    for (int c = hwloc_bitmap_first(C.affinity); c >= 0; c = hwloc_bitmap_next(C.affinity, c))
+        if ((unsigned)c >= NTH_CPUMGR_MAX_CPUS)
+            hwloc_bitmap_clr(C.affinity, (unsigned)c);
+    C.naff = hwloc_bitmap_weight(C.affinity);
+    apply_standalone();
+    if (!C.off)
+        try_attach();
+    static int registered;
+    if (!registered)
+        registered = atexit(at_exit) == 0; /* detach on exit(): slot freed at once */
+    __atomic_store_n(&C.inited, 1, __ATOMIC_RELEASE);
+    unlock();
+    return rc;
+}
+
+void nth_cpumgr_client_fini(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;
+    lock();
+    if (C.shm && C.slot >= 0 && slot_is_ours(C.slot)) {
+        uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;
+        __atomic_compare_exchange_n(&C.shm->slots[C.slot].state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        wake_daemon();
+    }
+    unmap_segment(1);
+    C.cb = NULL;
+    hwloc_bitmap_free(C.affinity);
+    hwloc_bitmap_free(C.assigned);
+    hwloc_bitmap_free(C.tmp);
+    C.affinity = C.assigned = C.tmp = NULL;
+    if (C.topo)
+        hwloc_topology_destroy(C.topo);
+    C.topo = NULL;
+    C.off = 0;
+    C.request = -1;
+    C.priority = NTH_CPUMGR_PRIO_DEFAULT;
+    __atomic_store_n(&C.count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&C.inited, 0, __ATOMIC_RELEASE);
+    unlock();
+}
+
+void nth_cpumgr_set_assign_callback(nth_cpumgr_assign_fn fn, void *arg)
+{
+    nth_cpumgr_client_init(NULL);
+    lock();
+    C.cb = fn;
+    C.cbarg = arg;
+    if (fn && C.assigned)
+        fn(C.assigned, arg);
+    unlock();
+}
+
+/* ---- public API (include/nth.h) ---- */
+
+NTH_API int nth_cpus_request(int n)
+{
+    if (n < 1 || n > (int)NTH_CPUMGR_MAX_CPUS)
+        return EINVAL;
+    int rc = nth_cpumgr_client_init(NULL);
+    if (rc == ENOMEM)
+        return ENOMEM;
+    lock();
+    C.request = n;
+    if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+        publish_request();
+    else
+        apply_standalone();
+    unlock();
+    return 0;
+}
+
+NTH_API int nth_set_priority(int p)
+{
+    if (p < NTH_CPUMGR_PRIO_MIN || p > NTH_CPUMGR_PRIO_MAX)
+        return EINVAL;
+    if (nth_cpumgr_client_init(NULL) == ENOMEM)
+        return ENOMEM;
+    lock();
+    C.priority = p;
+    if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+        publish_request();
+    unlock();
+    return 0;
+}
+
+NTH_API int nth_cpus_assigned(void)
+{
+    nth_cpumgr_client_init(NULL);
+    nth_cpumgr_poll();
+    return __atomic_load_n(&C.count, __ATOMIC_ACQUIRE);
+}
+
+NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
+{
+    if (!out)
+        return EINVAL;
+    if (nth_cpumgr_client_init(NULL) == ENOMEM)
+        return ENOMEM;
+    nth_cpumgr_poll();
+    lock();
+    *out = C.assigned ? hwloc_bitmap_dup(C.assigned) : hwloc_bitmap_alloc();
+    unlock();
+    return *out ? 0 : ENOMEM;
+}
+
+NTH_API int nth_cpumgr_attached(void)
+{
+    nth_cpumgr_client_init(NULL);
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE);
+}

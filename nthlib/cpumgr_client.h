@@ -1,0 +1,53 @@
+/*
+ * cpumgr_client.h -- libnth's side of the CPU manager (internal).
+ *
+ * The runtime calls nth_cpumgr_client_init() at start-up, registers a
+ * callback that receives each new assigned CPU set (the core's
+ * nth_vps_set_allowed()), calls nth_cpumgr_poll() at every scheduling point
+ * (one atomic load on the fast path) and nth_cpumgr_tick() every few
+ * milliseconds from its idle loop or timer (daemon liveness, re-attach).
+ * No pthread_mutex_*: a tiny atomic spinlock serialises the slow paths.
+ */
+#ifndef NTH_CPUMGR_CLIENT_H
+#define NTH_CPUMGR_CLIENT_H
+
+#include <hwloc.h>
+#include <stdint.h>
+
+/* Called with the new assigned CPU set (OS indices), while the client's
+ * lock is held: do not call back into the cpumgr client from it. */
+typedef void (*nth_cpumgr_assign_fn)(hwloc_const_bitmap_t cpus, void *arg);
+
+/* Start the client. name: segment name, "off", or NULL for NTH_CPUMGR or
+ * the per-user default. Attaches if a daemon runs, else standalone.
+ * Returns 0; EINVAL for a bad name (one line on stderr, standalone);
+ * ENOMEM. Idempotent: later calls return 0 and change nothing. */
+int nth_cpumgr_client_init(const char *name);
+
+/* Detach (slot freed) and release everything. Safe to call twice. */
+void nth_cpumgr_client_fini(void);
+
+/* Register fn (NULL to remove); it is called at once with the current set. */
+void nth_cpumgr_set_assign_callback(nth_cpumgr_assign_fn fn, void *arg);
+
+/* Scheduling-point check: one relaxed atomic load of the word the daemon
+ * bumps when this application's assignment changes (plus the pointer to it
+ * and our last value, both in this process's cache). Returns nonzero when a
+ * change was applied (the callback ran). Thread-safe, lock-free fast path. */
+extern const uint32_t *nth_cpumgr_watch;
+extern uint32_t nth_cpumgr_watch_seen;
+int nth_cpumgr_refresh(void);
+static inline int nth_cpumgr_poll(void)
+{
+    if (__builtin_expect(__atomic_load_n(__atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE),
+                                         __ATOMIC_RELAXED) ==
+                         __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED), 1))
+        return 0;
+    return nth_cpumgr_refresh();
+}
+
+/* Slow check, every few ms: daemon died (go standalone), stopped (unmap),
+ * or came back (re-attach). Returns nonzero if the assignment changed. */
+int nth_cpumgr_tick(void);
+
+#endif

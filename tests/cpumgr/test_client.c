@@ -1,0 +1,122 @@
+/*
+ * test_client.c -- libnth's cpumgr client alone (no daemon): the public
+ * API's standalone semantics, argument checks, NTH_CPUMGR parsing and the
+ * assignment callback the runtime will use.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "nth.h"
+#include "cpumgr_client.h"
+
+static int affinity_cpus(void)
+{
+    hwloc_topology_t t;
+    hwloc_bitmap_t b = hwloc_bitmap_alloc();
+    assert_int_equal(hwloc_topology_init(&t), 0);
+    assert_int_equal(hwloc_topology_load(t), 0);
+    assert_int_equal(hwloc_get_cpubind(t, b, HWLOC_CPUBIND_PROCESS), 0);
+    hwloc_bitmap_and(b, b, hwloc_topology_get_allowed_cpuset(t));
+    int n = hwloc_bitmap_weight(b);
+    hwloc_bitmap_free(b);
+    hwloc_topology_destroy(t);
+    return n;
+}
+
+static int cb_calls, cb_last;
+static void cb(hwloc_const_bitmap_t cpus, void *arg)
+{
+    assert_ptr_equal(arg, &cb_calls);
+    cb_calls++;
+    cb_last = hwloc_bitmap_weight(cpus);
+}
+
+static void test_standalone_off(void **state)
+{
+    (void)state;
+    int aff = affinity_cpus();
+    assert_int_equal(nth_cpumgr_client_init("off"), 0);
+    assert_int_equal(nth_cpumgr_attached(), 0);
+    /* Request defaults to all of the affinity mask. */
+    assert_int_equal(nth_cpus_assigned(), aff);
+    cb_calls = 0;
+    nth_cpumgr_set_assign_callback(cb, &cb_calls);
+    assert_int_equal(cb_calls, 1);
+    assert_int_equal(cb_last, aff);
+    assert_int_equal(nth_cpus_request(1), 0);
+    assert_int_equal(nth_cpus_assigned(), 1);
+    assert_int_equal(cb_last, 1);
+    hwloc_bitmap_t m = NULL;
+    assert_int_equal(nth_cpus_assigned_mask(&m), 0);
+    assert_int_equal(hwloc_bitmap_weight(m), 1);
+    hwloc_bitmap_free(m);
+    /* More than the mask holds: capped, not an error. */
+    assert_int_equal(nth_cpus_request(1000), 0);
+    assert_int_equal(nth_cpus_assigned(), aff);
+    assert_int_equal(cb_last, aff);
+    nth_cpumgr_client_fini();
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    assert_int_equal(nth_cpumgr_client_init("off"), 0);
+    assert_int_equal(nth_cpus_request(0), EINVAL);
+    assert_int_equal(nth_cpus_request(-3), EINVAL);
+    assert_int_equal(nth_cpus_request(100000), EINVAL);
+    assert_int_equal(nth_set_priority(0), EINVAL);
+    assert_int_equal(nth_set_priority(1001), EINVAL);
+    assert_int_equal(nth_set_priority(1000), 0);
+    assert_int_equal(nth_cpus_assigned_mask(NULL), EINVAL);
+    nth_cpumgr_client_fini();
+}
+
+/* No daemon on the segment: the same as off, and poll/tick are harmless. */
+static void test_no_daemon(void **state)
+{
+    (void)state;
+    char name[64];
+    snprintf(name, sizeof name, "/nth-test-absent-%d", (int)getpid());
+    assert_int_equal(nth_cpumgr_client_init(name), 0);
+    assert_int_equal(nth_cpumgr_attached(), 0);
+    assert_int_equal(nth_cpumgr_poll(), 0);
+    assert_int_equal(nth_cpumgr_tick(), 0);
+    assert_int_equal(nth_cpus_request(1), 0);
+    assert_int_equal(nth_cpus_assigned(), 1);
+    nth_cpumgr_client_fini();
+}
+
+/* NTH_CPUMGR with a bad value: one line, EINVAL, and the client runs alone. */
+static void test_bad_env(void **state)
+{
+    (void)state;
+    setenv("NTH_CPUMGR", "a/b", 1);
+    assert_int_equal(nth_cpumgr_client_init(NULL), EINVAL);
+    assert_int_equal(nth_cpumgr_attached(), 0);
+    assert_int_equal(nth_cpus_assigned(), affinity_cpus());
+    nth_cpumgr_client_fini();
+    unsetenv("NTH_CPUMGR");
+    /* Lazy start from the public API with the default name works too. */
+    setenv("NTH_CPUMGR", "off", 1);
+    assert_int_equal(nth_cpus_assigned(), affinity_cpus());
+    nth_cpumgr_client_fini();
+    unsetenv("NTH_CPUMGR");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_standalone_off),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_no_daemon),
+        cmocka_unit_test(test_bad_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

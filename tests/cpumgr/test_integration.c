@@ -1,0 +1,593 @@
+/*
+ * test_integration.c -- real processes: a cpumgr daemon (foreground, a
+ * private segment per test) and client_app processes linked with libnth's
+ * cpumgr client. Every test kills its children and unlinks its segment in
+ * teardown, whatever happened; children also die with this process
+ * (PR_SET_PDEATHSIG). Waits are bounded; latencies are printed, never
+ * asserted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <hwloc.h>
+
+#include "nth/cpumgr_shm.h"
+#include "../../cpumgr/segment.h"
+
+#define WAIT_MS 8000 /* generous: 2 noisy cores, maybe sanitizers */
+
+struct proc {
+    pid_t pid;
+    int in, out;
+    char buf[16384];
+    size_t len;
+    int attached, n;
+    char cpus[128];
+};
+
+static char bindir[PATH_MAX];
+static char seg[64], logf[PATH_MAX], acctf[PATH_MAX];
+static pid_t kids[32];
+static int nkids;
+static pid_t daemon_pid;
+static int ncpus; /* CPUs of our affinity mask: the daemon owns them */
+
+static uint64_t ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned m)
+{
+    struct timespec ts = {(time_t)(m / 1000), (long)(m % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static pid_t spawn(char *const argv[], int *in, int *out, const char *errpath)
+{
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1};
+    if (in) assert_int_equal(pipe2(pin, O_CLOEXEC), 0);
+    if (out) assert_int_equal(pipe2(pout, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (in) { dup2(pin[0], 0); close(pin[0]); close(pin[1]); }
+        else { int nul = open("/dev/null", O_RDONLY); dup2(nul, 0); }
+        if (out) { dup2(pout[1], 1); close(pout[0]); close(pout[1]); }
+        if (errpath) {
+            int fd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (fd >= 0) dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (in) { close(pin[0]); *in = pin[1]; }
+    if (out) { close(pout[1]); *out = pout[0]; fcntl(*out, F_SETFL, O_NONBLOCK); }
+    kids[nkids++] = pid;
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == pid) {
+            waitpid(pid, NULL, 0);
+            kids[i] = kids[--nkids];
+            return;
+        }
+}
+
+static struct nth_cpumgr_shm *map_seg(void)
+{
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    return cm_seg_open(seg, &s, msg, sizeof msg) == 0 ? s : NULL;
+}
+
+static void start_daemon(const char *extra)
+{
+    char *argv[16];
+    int k = 0;
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/cpumgr/cpumgr", bindir);
+    argv[k++] = path;
+    argv[k++] = "--foreground";
+    argv[k++] = "--name"; argv[k++] = seg;
+    argv[k++] = "--period"; argv[k++] = "10";
+    argv[k++] = "--quantum"; argv[k++] = "50";
+    argv[k++] = "--accounting"; argv[k++] = acctf;
+    if (extra) argv[k++] = (char *)extra;
+    argv[k] = NULL;
+    daemon_pid = spawn(argv, NULL, NULL, logf);
+    uint64_t t0 = ms();
+    for (;;) {
+        struct nth_cpumgr_shm *s = map_seg();
+        int ok = s && s->daemon_pid == daemon_pid &&
+                 __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
+        if (s) ncpus = (int)s->ncpus;
+        cm_seg_unmap(s);
+        if (ok) return;
+        if (ms() - t0 > WAIT_MS) fail_msg("daemon not ready on %s", seg);
+        sleep_ms(5);
+    }
+}
+
+static void start_client(struct proc *p, const char *req, const char *prio)
+{
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tests/cpumgr/client_app", bindir);
+    char *argv[] = {path, seg, (char *)req, (char *)prio, NULL};
+    memset(p, 0, sizeof *p);
+    p->attached = p->n = -1;
+    p->pid = spawn(argv, &p->in, &p->out, logf);
+}
+
+static void send(struct proc *p, const char *cmd)
+{
+    assert_int_equal(write(p->in, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+}
+
+/* Read what the client printed; keep its latest state line. */
+static void drain(struct proc *p)
+{
+    for (;;) {
+        ssize_t r = read(p->out, p->buf + p->len, sizeof p->buf - 1 - p->len);
+        if (r <= 0) break;
+        p->len += (size_t)r;
+        p->buf[p->len] = 0;
+        char *nl;
+        while ((nl = strchr(p->buf, '\n')) != NULL) {
+            *nl = 0;
+            int a, n;
+            char c[128];
+            if (sscanf(p->buf, "A=%d N=%d CPUS=%127s", &a, &n, c) == 3) {
+                p->attached = a; p->n = n;
+                snprintf(p->cpus, sizeof p->cpus, "%s", c);
+            }
+            size_t used = (size_t)(nl - p->buf) + 1;
+            memmove(p->buf, nl + 1, p->len - used + 1);
+            p->len -= used;
+        }
+    }
+}
+
+static void wait_state(struct proc *p, int attached, int n)
+{
+    uint64_t t0 = ms();
+    for (;;) {
+        drain(p);
+        if (p->attached == attached && p->n == n) return;
+        if (ms() - t0 > WAIT_MS)
+            fail_msg("client %d: want A=%d N=%d, have A=%d N=%d", (int)p->pid, attached, n,
+                     p->attached, p->n);
+        sleep_ms(2);
+    }
+}
+
+/* Assigned CPUs of pid's slot, read under the slot seqlock; -1 if no slot. */
+static int slot_count(struct nth_cpumgr_shm *s, pid_t pid, uint64_t *mask)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct nth_cpumgr_slot *sl = &s->slots[i];
+        if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_SLOT_ACTIVE ||
+            __atomic_load_n(&sl->pid, __ATOMIC_RELAXED) != pid)
+            continue;
+        for (;;) {
+            uint32_t q = __atomic_load_n(&sl->aseq, __ATOMIC_ACQUIRE);
+            if (q & 1u) continue;
+            int c = (int)__atomic_load_n(&sl->assigned_count, __ATOMIC_RELAXED);
+            for (unsigned w = 0; mask && w < NTH_CPUMGR_MASK_WORDS; w++)
+                mask[w] = __atomic_load_n(&sl->assigned[w], __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&sl->aseq, __ATOMIC_RELAXED) == q) return c;
+        }
+    }
+    return -1;
+}
+
+static int count_in(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    static int serial;
+    const char *b = getenv("top_builddir");
+    snprintf(bindir, sizeof bindir, "%s", b ? b : ".");
+    snprintf(seg, sizeof seg, "/nth-test-%d-%d", (int)getpid(), ++serial);
+    snprintf(logf, sizeof logf, "/tmp/nth-cpumgr-test-%d-%d.log", (int)getpid(), serial);
+    snprintf(acctf, sizeof acctf, "/tmp/nth-cpumgr-test-%d-%d.csv", (int)getpid(), serial);
+    unlink(logf);
+    unlink(acctf);
+    nkids = 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nkids; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    nkids = 0;
+    shm_unlink(seg);
+    if (getenv("NTH_TEST_KEEP_LOGS") == NULL) {
+        unlink(logf);
+        unlink(acctf);
+    }
+    return 0;
+}
+
+/* Three clients that request, change requests and exit. */
+static void test_three_clients(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    if (ncpus < 2) skip();
+    struct proc a, b, c;
+    start_client(&a, "2", "1");
+    wait_state(&a, 1, 2);
+    start_client(&b, "1", "1");
+    wait_state(&b, 1, 1);
+    wait_state(&a, 1, ncpus - 1);
+    /* A asks for one CPU: nobody needs to move. */
+    send(&a, "request 1\n");
+    wait_state(&a, 1, 1);
+    /* Third client: with 2 CPUs, more apps than CPUs, so the CPUs rotate
+     * (quantum 50 ms) and no CPU is ever given to two apps at once. */
+    start_client(&c, "1", "1");
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    int served[3] = {0};
+    uint64_t t0 = ms();
+    while (ms() - t0 < (ncpus == 2 ? 1500u : 300u)) {
+        uint64_t m[3][NTH_CPUMGR_MASK_WORDS] = {{0}};
+        pid_t pids[3] = {a.pid, b.pid, c.pid};
+        for (int i = 0; i < 3; i++) {
+            int n = slot_count(s, pids[i], m[i]);
+            if (n > 0) served[i] = 1;
+        }
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            assert_true((m[0][w] & m[1][w]) == 0 && (m[0][w] & m[2][w]) == 0 &&
+                        (m[1][w] & m[2][w]) == 0);
+        sleep_ms(3);
+    }
+    assert_true(served[0] && served[1] && served[2]);
+    /* C leaves: A and B get one each again, for good. */
+    send(&c, "exit\n");
+    reap(c.pid);
+    wait_state(&a, 1, 1);
+    wait_state(&b, 1, 1);
+    /* B leaves; A asks for more and gets all. */
+    close(b.in);
+    reap(b.pid);
+    send(&a, "request 8\n");
+    wait_state(&a, 1, ncpus);
+    cm_seg_unmap(s);
+    /* Both departures are in the accounting file. */
+    assert_int_equal(count_in(acctf, ",detach"), 2);
+    assert_int_equal(count_in(acctf, "end_unix_s,name"), 1);
+}
+
+/* kill -9 a client: its CPUs go to the other within about one period. */
+static void test_kill_client(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    if (ncpus < 2) skip();
+    struct proc a, b;
+    start_client(&a, "2", "1");
+    start_client(&b, "2", "1");
+    wait_state(&a, 1, ncpus / 2);
+    wait_state(&b, 1, ncpus - ncpus / 2);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    kill(b.pid, SIGKILL);
+    uint64_t t0 = ms();
+    while (slot_count(s, a.pid, NULL) != ncpus) {
+        if (ms() - t0 > WAIT_MS) fail_msg("dead client's CPUs not reassigned");
+        sleep_ms(1);
+    }
+    printf("# reassigned %llu ms after kill -9 (period 10 ms)\n", (unsigned long long)(ms() - t0));
+    reap(b.pid);
+    assert_int_equal(slot_count(s, b.pid, NULL), -1); /* slot reclaimed */
+    wait_state(&a, 1, ncpus);
+    cm_seg_unmap(s);
+    assert_int_equal(count_in(acctf, ",dead"), 1);
+    assert_int_equal(count_in(logf, "is gone, slot reclaimed"), 1);
+}
+
+/* kill -9 the daemon: clients go alone on their affinity mask; a new
+ * daemon rebuilds from the segment and they re-attach. */
+static void test_kill_daemon(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    if (ncpus < 2) skip();
+    struct proc a, b;
+    start_client(&a, "2", "1");
+    start_client(&b, "2", "1");
+    wait_state(&a, 1, 1);
+    wait_state(&b, 1, 1);
+    kill(daemon_pid, SIGKILL);
+    reap(daemon_pid);
+    wait_state(&a, 0, ncpus); /* alone: min(request, affinity) */
+    wait_state(&b, 0, ncpus);
+    start_daemon(NULL);
+    wait_state(&a, 1, 1);
+    wait_state(&b, 1, 1);
+    assert_int_equal(count_in(logf, "rebuilt state"), 1);
+    /* And the new daemon still follows requests. */
+    send(&b, "request 1\n");
+    send(&a, "request 1\n");
+    close(b.in);
+    reap(b.pid);
+    send(&a, "request 2\n");
+    wait_state(&a, 1, ncpus);
+}
+
+/* A client writing garbage into its slot: logged once, ignored, nobody
+ * else loses CPUs, the daemon lives on. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    /* Two slots of ours (we are alive, so not reclaimed): one ACTIVE with
+     * nonsense values, one with a nonsense state; plus junk everywhere. */
+    int k = 0, idx[3];
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS && k < 3; i++) {
+        uint32_t exp = NTH_CPUMGR_SLOT_FREE;
+        if (__atomic_compare_exchange_n(&s->slots[i].state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            idx[k++] = (int)i;
+    }
+    assert_int_equal(k, 3);
+    struct nth_cpumgr_slot *g = &s->slots[idx[0]], *h = &s->slots[idx[1]],
+                           *z = &s->slots[idx[2]];
+    /* A live pid with the wrong start time is a dead process whose pid was
+     * reused: the slot must be reclaimed, whatever it asks for. */
+    z->pid = getpid();
+    z->start_time = nth_cpumgr_proc_start_time(getpid()) + 1;
+    memset(z->affinity, 0xff, sizeof z->affinity);
+    z->request = 1;
+    z->priority = 1;
+    snprintf(z->name, sizeof z->name, "reused-pid");
+    __atomic_store_n(&z->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    memset(g->name, 0xff, sizeof g->name); /* no NUL, non-ASCII */
+    g->pid = getpid();
+    g->start_time = nth_cpumgr_proc_start_time(getpid());
+    memset(g->affinity, 0xff, sizeof g->affinity);
+    g->request = -77;
+    g->priority = 1 << 30;
+    g->aseq = 7; /* odd: "being written" */
+    __atomic_store_n(&g->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    h->pid = -5;
+    __atomic_store_n(&h->state, 0xdeadbeefu, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->wake, 1, __ATOMIC_RELEASE);
+    sleep_ms(300); /* ~30 periods */
+    assert_int_equal(kill(daemon_pid, 0), 0);
+    assert_int_equal(slot_count(s, a.pid, NULL), ncpus);
+    drain(&a);
+    assert_int_equal(a.n, ncpus);
+    assert_int_equal(count_in(logf, "ignoring this slot"), 2);
+    assert_int_equal(count_in(logf, "bad state"), 1);
+    assert_int_equal(__atomic_load_n(&z->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_FREE);
+    assert_int_equal(count_in(logf, "is gone, slot reclaimed"), 1);
+    /* Sane priority, garbage request: still ignored, not re-logged
+     * (one line per occupant, so a hostile client cannot flood the log). */
+    g->priority = 1;
+    sleep_ms(100);
+    assert_int_equal(count_in(logf, "ignoring this slot"), 2);
+    assert_int_equal(slot_count(s, a.pid, NULL), ncpus);
+    assert_int_equal(__atomic_load_n(&g->assigned_count, __ATOMIC_RELAXED), 0);
+    /* A newcomer is still served normally. */
+    if (ncpus >= 2) {
+        struct proc b;
+        start_client(&b, "1", "1");
+        wait_state(&b, 1, 1);
+        wait_state(&a, 1, ncpus - 1);
+    }
+    /* `status` copes with the garbage slots. */
+    char cmd[PATH_MAX * 3 + 256];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
+    assert_int_equal(system(cmd), 0);
+    cm_seg_unmap(s);
+}
+
+/* --share: an unsatisfied application may use a CPU of a satisfied one of
+ * no higher priority; never the other way round. */
+static void test_share(void **state)
+{
+    (void)state;
+    start_daemon("--share");
+    if (ncpus != 2) skip(); /* the arithmetic below is for 2 CPUs */
+    struct proc a, b;
+    start_client(&a, "1", "1");
+    wait_state(&a, 1, 1);
+    start_client(&b, "2", "1");
+    wait_state(&b, 1, 2); /* one own CPU, plus A's shared */
+    wait_state(&a, 1, 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    int shared = 0;
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (s->slots[i].pid == b.pid)
+            shared = __builtin_popcountll(s->slots[i].shared[0]);
+    assert_int_equal(shared, 1);
+    /* A now has the higher priority: its CPU is no longer shared with B. */
+    send(&a, "prio 5\n");
+    wait_state(&b, 1, 1);
+    wait_state(&a, 1, 1);
+    cm_seg_unmap(s);
+}
+
+/* `cpumgr status` shows the table; `cpumgr stop` ends the daemon cleanly,
+ * unlinks the segment, and the clients go alone. */
+static void test_status_stop(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct stat st;
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm%s", seg);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600); /* only this user attaches */
+    struct proc a;
+    start_client(&a, "1", "3");
+    wait_state(&a, 1, 1);
+    sleep_ms(50);
+    char cmd[PATH_MAX * 3 + 256], out[8192];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s", bindir, seg);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    assert_int_equal(pclose(f), 0);
+    char pidstr[32];
+    snprintf(pidstr, sizeof pidstr, " %d ", (int)a.pid);
+    assert_non_null(strstr(out, "running"));
+    assert_non_null(strstr(out, "client_app"));
+    assert_non_null(strstr(out, pidstr));
+    assert_non_null(strstr(out, "CPU-SECONDS"));
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr stop --name %s >/dev/null", bindir, seg);
+    assert_int_equal(system(cmd), 0);
+    reap(daemon_pid);
+    assert_int_not_equal(stat(path, &st), 0);
+    wait_state(&a, 0, 1);
+    assert_int_equal(count_in(acctf, ",stop"), 1);
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s 2>/dev/null >/dev/null", bindir, seg);
+    assert_int_not_equal(system(cmd), 0);
+    /* A new daemon on the same name: the client finds it by itself. */
+    start_daemon(NULL);
+    wait_state(&a, 1, 1);
+}
+
+/* A client of another user cannot attach to a mode 0600 segment: it runs
+ * alone. Needs root to become another user (root itself bypasses modes). */
+static void test_other_user(void **state)
+{
+    (void)state;
+    if (getuid() != 0) skip();
+    start_daemon(NULL);
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tests/cpumgr/client_app", bindir);
+    if (access(path, X_OK) != 0) skip();
+    int pout[2];
+    assert_int_equal(pipe2(pout, O_CLOEXEC), 0);
+    int pin[2];
+    assert_int_equal(pipe2(pin, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+        char *argv[] = {path, seg, "1", "1", NULL};
+        execv(path, argv);
+        _exit(127);
+    }
+    kids[nkids++] = pid;
+    close(pin[0]);
+    close(pout[1]);
+    struct proc a;
+    memset(&a, 0, sizeof a);
+    a.attached = a.n = -1;
+    a.pid = pid;
+    a.in = pin[1];
+    a.out = pout[0];
+    fcntl(a.out, F_SETFL, O_NONBLOCK);
+    wait_state(&a, 0, 1);
+    sleep_ms(250); /* several retries: still alone */
+    drain(&a);
+    assert_int_equal(a.attached, 0);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    assert_int_equal(slot_count(s, pid, NULL), -1);
+    cm_seg_unmap(s);
+}
+
+/* A segment of another layout version is refused by both sides. */
+static void test_version_refused(void **state)
+{
+    (void)state;
+    int fd = shm_open(seg, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, sizeof(struct nth_cpumgr_shm)), 0);
+    struct nth_cpumgr_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(s != MAP_FAILED);
+    s->magic = NTH_CPUMGR_MAGIC;
+    s->layout_version = NTH_CPUMGR_LAYOUT_VERSION + 98;
+    s->size = sizeof *s;
+    s->max_slots = NTH_CPUMGR_MAX_SLOTS;
+    char msg[200];
+    assert_int_equal(cm_seg_check(s, sizeof *s, msg, sizeof msg), EPROTO);
+    assert_non_null(strstr(msg, "layout version"));
+    /* The daemon refuses and exits 1 with a clear message. */
+    char cmd[PATH_MAX * 3 + 256];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr --foreground --name %s 2>>%s", bindir, seg, logf);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    char want[64];
+    snprintf(want, sizeof want, "layout version %u", NTH_CPUMGR_LAYOUT_VERSION + 98);
+    assert_int_equal(count_in(logf, want), 1);
+    /* A client refuses too and runs alone. */
+    struct proc a;
+    start_client(&a, "1", "1");
+    wait_state(&a, 0, 1);
+    sleep_ms(250); /* it retries: still refused, still said once */
+    drain(&a);
+    assert_int_equal(a.attached, 0);
+    assert_int_equal(count_in(logf, "refused: another layout version"), 1);
+    munmap(s, sizeof *s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_three_clients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,253 @@
+/*
+ * test_placement.c -- which CPUs: compact in the hwloc tree, stable across
+ * rebalances, within each app's affinity, and the --share rule. Runs on
+ * hwloc synthetic topologies bigger than this machine.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include <hwloc.h>
+
+#include "../../cpumgr/placement.h"
+
+#define MAXA 8
+
+struct fixture {
+    hwloc_topology_t topo;
+    hwloc_bitmap_t owned;
+    struct cm_place a[MAXA];
+    hwloc_bitmap_t allowed[MAXA], prev[MAXA];
+};
+
+static struct fixture *make(const char *synthetic)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(hwloc_topology_init(&f->topo), 0);
+    assert_int_equal(hwloc_topology_set_synthetic(f->topo, synthetic), 0);
+    assert_int_equal(hwloc_topology_load(f->topo), 0);
+    f->owned = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(f->topo));
+    for (int i = 0; i < MAXA; i++) {
+        f->allowed[i] = hwloc_bitmap_dup(f->owned);
+        f->prev[i] = hwloc_bitmap_alloc();
+        f->a[i] = (struct cm_place){f->allowed[i], f->prev[i], 0, 0, 1,
+                                    hwloc_bitmap_alloc(), hwloc_bitmap_alloc()};
+    }
+    return f;
+}
+
+static void destroy(struct fixture *f)
+{
+    for (int i = 0; i < MAXA; i++) {
+        hwloc_bitmap_free(f->allowed[i]);
+        hwloc_bitmap_free(f->prev[i]);
+        hwloc_bitmap_free(f->a[i].out);
+        hwloc_bitmap_free(f->a[i].shared);
+    }
+    hwloc_bitmap_free(f->owned);
+    hwloc_topology_destroy(f->topo);
+    free(f);
+}
+
+/* Place with counts; results become prev for the next round. */
+static void place(struct fixture *f, int n, const int *counts)
+{
+    for (int i = 0; i < n; i++) {
+        f->a[i].count = counts[i];
+        f->a[i].request = counts[i];
+    }
+    assert_int_equal(cm_place_all(f->topo, f->owned, f->a, n), 0);
+}
+
+static void commit(struct fixture *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        hwloc_bitmap_copy(f->prev[i], f->a[i].out);
+}
+
+static void assert_disjoint(struct fixture *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            assert_false(hwloc_bitmap_intersects(f->a[i].out, f->a[j].out));
+}
+
+/* The set is exactly the cpuset of one object of the given type. */
+static int is_one_object(struct fixture *f, hwloc_const_bitmap_t set, hwloc_obj_type_t type)
+{
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_obj_by_type(f->topo, type, o)) != NULL)
+        if (hwloc_bitmap_isequal(o->cpuset, set))
+            return 1;
+    return 0;
+}
+
+static int within_one_object(struct fixture *f, hwloc_const_bitmap_t set, hwloc_obj_type_t type)
+{
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_obj_by_type(f->topo, type, o)) != NULL)
+        if (hwloc_bitmap_isincluded(set, o->cpuset))
+            return 1;
+    return 0;
+}
+
+static int moved(struct fixture *f, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        m += cm_moved(f->prev[i], f->a[i].out);
+    return m;
+}
+
+static void test_compact_small(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 l3:2 core:4 pu:2");
+    assert_int_equal(hwloc_bitmap_weight(f->owned), 32);
+    int counts[] = {8, 8, 2, 1};
+    place(f, 4, counts);
+    assert_disjoint(f, 4);
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_L3CACHE));
+    assert_true(is_one_object(f, f->a[1].out, HWLOC_OBJ_L3CACHE));
+    assert_true(is_one_object(f, f->a[2].out, HWLOC_OBJ_CORE));
+    assert_int_equal(hwloc_bitmap_weight(f->a[3].out), 1);
+    /* The lone CPU does not break a fresh core while a half-used one exists:
+     * with app 2 on a whole core, it takes a core of its own, but an L3
+     * already used by nobody else. */
+    assert_true(within_one_object(f, f->a[3].out, HWLOC_OBJ_L3CACHE));
+    destroy(f);
+}
+
+static void test_stable(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 l3:2 core:4 pu:2");
+    int c1[] = {16, 16};
+    place(f, 2, c1);
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_PACKAGE));
+    assert_true(is_one_object(f, f->a[1].out, HWLOC_OBJ_PACKAGE));
+    commit(f, 2);
+    int c2[] = {12, 20};
+    place(f, 2, c2);
+    assert_disjoint(f, 2);
+    assert_int_equal(moved(f, 2), 8); /* 4 CPUs leave app 0, 4 reach app 1 */
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->prev[0]));
+    assert_true(hwloc_bitmap_isincluded(f->prev[1], f->a[1].out));
+    /* What app 0 gave up is one whole L3-half: two whole cores at least. */
+    hwloc_bitmap_t gone = hwloc_bitmap_alloc();
+    hwloc_bitmap_andnot(gone, f->prev[0], f->a[0].out);
+    assert_true(within_one_object(f, gone, HWLOC_OBJ_L3CACHE));
+    hwloc_bitmap_free(gone);
+    commit(f, 2);
+    /* Same counts again: nothing moves. */
+    place(f, 2, c2);
+    assert_int_equal(moved(f, 2), 0);
+    /* A third app arrives: the others only shrink. */
+    commit(f, 2);
+    int c3[] = {10, 14, 8};
+    place(f, 3, c3);
+    assert_disjoint(f, 3);
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->prev[0]));
+    assert_true(hwloc_bitmap_isincluded(f->a[1].out, f->prev[1]));
+    assert_int_equal(hwloc_bitmap_weight(f->a[2].out), 8);
+    destroy(f);
+}
+
+static void test_affinity(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 l3:2 core:4 pu:2");
+    hwloc_obj_t pack1 = hwloc_get_obj_by_type(f->topo, HWLOC_OBJ_PACKAGE, 1);
+    hwloc_bitmap_copy(f->allowed[0], pack1->cpuset);
+    hwloc_bitmap_clr(f->allowed[0], (unsigned)hwloc_bitmap_first(pack1->cpuset));
+    int counts[] = {20, 12};
+    place(f, 2, counts);
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->allowed[0]));
+    assert_int_equal(hwloc_bitmap_weight(f->a[0].out), 15); /* all it may have */
+    assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 12);
+    assert_disjoint(f, 2);
+    /* Owned set restricts everyone (daemon --cpus). */
+    hwloc_bitmap_only(f->owned, 3);
+    hwloc_bitmap_set(f->owned, 4);
+    hwloc_bitmap_fill(f->allowed[0]);
+    int c2[] = {2, 2};
+    place(f, 2, c2);
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->owned));
+    assert_true(hwloc_bitmap_isincluded(f->a[1].out, f->owned));
+    assert_disjoint(f, 2);
+    destroy(f);
+}
+
+static void test_large(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 core:20 pu:2");
+    assert_int_equal(hwloc_bitmap_weight(f->owned), 80);
+    int c1[] = {16, 16, 16, 16, 16};
+    place(f, 5, c1);
+    assert_disjoint(f, 5);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(hwloc_bitmap_weight(f->a[i].out), 16);
+        assert_true(within_one_object(f, f->a[i].out, HWLOC_OBJ_PACKAGE));
+        /* whole cores: both PUs of each core */
+        hwloc_obj_t core = NULL;
+        while ((core = hwloc_get_next_obj_by_type(f->topo, HWLOC_OBJ_CORE, core)) != NULL)
+            if (hwloc_bitmap_intersects(core->cpuset, f->a[i].out))
+                assert_true(hwloc_bitmap_isincluded(core->cpuset, f->a[i].out));
+    }
+    commit(f, 5);
+    int c2[] = {20, 12, 16, 16, 16};
+    place(f, 5, c2);
+    assert_disjoint(f, 5);
+    assert_int_equal(moved(f, 5), 8);
+    assert_true(within_one_object(f, f->a[0].out, HWLOC_OBJ_PACKAGE));
+    destroy(f);
+}
+
+/* --share: a satisfied app's CPU goes to an unsatisfied one of equal or
+ * higher priority, never to a lower one. */
+static void test_share(void **state)
+{
+    (void)state;
+    struct {
+        int prioA, prioB, shares;
+    } rows[] = {{1, 2, 1}, {1, 1, 1}, {2, 1, 0}};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        struct fixture *f = make("pack:1 core:2 pu:1");
+        /* A asked 1 and got it; B asked 2 and got 1. */
+        f->a[0].count = 1; f->a[0].request = 1; f->a[0].priority = rows[r].prioA;
+        f->a[1].count = 1; f->a[1].request = 2; f->a[1].priority = rows[r].prioB;
+        assert_int_equal(cm_place_all(f->topo, f->owned, f->a, 2), 0);
+        assert_int_equal(cm_share(f->topo, f->a, 2), 0);
+        assert_int_equal(hwloc_bitmap_weight(f->a[0].out), 1);
+        assert_int_equal(hwloc_bitmap_weight(f->a[1].out), rows[r].shares ? 2 : 1);
+        assert_int_equal(hwloc_bitmap_weight(f->a[1].shared), rows[r].shares);
+        assert_int_equal(hwloc_bitmap_weight(f->a[0].shared), rows[r].shares);
+        destroy(f);
+    }
+    /* Nobody unsatisfied: nothing is shared. */
+    struct fixture *f = make("pack:1 core:4 pu:1");
+    int c[] = {2, 2};
+    place(f, 2, c);
+    assert_int_equal(cm_share(f->topo, f->a, 2), 0);
+    assert_true(hwloc_bitmap_iszero(f->a[0].shared));
+    assert_true(hwloc_bitmap_iszero(f->a[1].shared));
+    destroy(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compact_small),
+        cmocka_unit_test(test_stable),
+        cmocka_unit_test(test_affinity),
+        cmocka_unit_test(test_large),
+        cmocka_unit_test(test_share),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,18 @@
+# Tests of the LU and SOR kernel programs, the team layer and the workload
+# driver (bench/kernels, bench/workload).
+check_PROGRAMS += tests/test_team
+tests_test_team_SOURCES = tests/test_team.c bench/kernels/team_glibc.c bench/kernels/team_cpus.c bench/kernels/team.h
+tests_test_team_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels -DTEAM_IMPL='"glibc"'
+tests_test_team_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_test_team_LDADD = $(CMOCKA_LIBS) $(HWLOC_LIBS) -lpthread
+if HAVE_OPENMP
+check_PROGRAMS += tests/test_team_openmp
+TESTS += tests/test_team_openmp
+tests_test_team_openmp_SOURCES = tests/test_team.c bench/kernels/team_openmp.c bench/kernels/team_cpus.c bench/kernels/team.h
+tests_test_team_openmp_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels -DTEAM_IMPL='"openmp"'
+tests_test_team_openmp_CFLAGS = $(TEST_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_team_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
+tests_test_team_openmp_LDADD = $(CMOCKA_LIBS) $(HWLOC_LIBS)
+endif
+dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh
+TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh

@@ -1,0 +1,26 @@
+#!/bin/sh
+# The workload driver's tiny preset runs end to end: every line of --json
+# parses, every mix of every build reports makespan, efficiency, migrations
+# and one degradation per instance, with sane values.
+set -u
+src=${top_srcdir:-..}
+b=${top_builddir:-.}/bench
+command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+python3 "$src/bench/workload" --tiny --json --no-plot --quiet --bindir "$b" --out "$out" >"$out/stdout" || {
+    echo "FAIL: workload --tiny exited non-zero"; cat "$out/stdout"; exit 1; }
+cat "$out/stdout"
+jq -e -s '
+  length > 0 and
+  (map(select(.bench == "workload_makespan")) | length) >= 2 and
+  all(.[]; (.impl | IN("glibc", "openmp", "nth-fixed", "nth-malleable")) and (.value | type) == "number")
+  and all(.[] | select(.bench == "workload_makespan"); .unit == "s" and .value > 0)
+  and all(.[] | select(.bench == "workload_efficiency"); .value > 0)
+  and all(.[] | select(.bench == "migrations_per_s"); .value >= 0)
+  and all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")
+  and ([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3
+  and (map(.bench) | unique) == (["degradation", "migrations_per_s", "workload_efficiency", "workload_makespan"])
+' "$out/stdout" >/dev/null || { echo "FAIL: JSON does not hold the expected records"; exit 1; }
+[ -s "$out/workload.jsonl" ] && [ -s "$out/mixes.dat" ] || { echo "FAIL: data files missing"; exit 1; }
+echo "ok: workload --tiny"
