@@ -48,19 +48,19 @@ bench_sor_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDADD = $(KERNEL_LIBS)
 endif
-# libnth builds plug in here once nth_parallel() exists (team_nth.c); one
-# program serves nth-fixed (--threads N) and nth-malleable (--malleable):
-#   kernel_programs += bench/lu-nth bench/sor-nth
-#   bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
-#   bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
-#   bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
-#   bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
-#   bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
-#   bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
-# tests/kernels_*.sh, bench/standalone.sh and bench/workload pick the
-# programs up by name once they exist.
+# libnth builds (team_nth.c on nth_parallel); one program serves nth-fixed
+# (--threads N) and nth-malleable (--malleable: team size from
+# nth_cpus_assigned() at every region). tests/kernels_*.sh,
+# bench/standalone.sh and bench/workload pick them up by name.
+kernel_programs += bench/lu-nth bench/sor-nth
+bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
+bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
+bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
+bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md
 bench_programs += $(kernel_programs)
 
 # Keep last: the prerequisite list is expanded when this rule is read.
