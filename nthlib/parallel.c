@@ -57,6 +57,7 @@ struct team {
     void *arg;
     nth_t master;
     int go;                     /* start gate: 0 wait, 1 run, -1 abort */
+    int started;                /* members > 0 that have begun to run */
     long left;                  /* members > 0 not departed | LEFT_WAITING */
     char pad0[NTH_CACHELINE];
     int arrived;                /* barrier arrivals this round */
@@ -156,7 +157,7 @@ static void barrier_wait(struct team *tm, int id)
         }
         return;
     }
-    if (spin_while_eq_int(&tm->gen, g))
+    if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
         return;
     struct slot *s = &tm->slots[id];
     for (;;) {
@@ -215,6 +216,7 @@ static void *member_main(void *p)
     struct member *m = p;
     struct team *tm = m->team;
     set_member(m);
+    __atomic_add_fetch(&tm->started, 1, __ATOMIC_RELEASE);
     int go;
     while ((go = __atomic_load_n(&tm->go, __ATOMIC_ACQUIRE)) == 0)
         if (!spin_while_eq_int(&tm->go, 0))
@@ -226,10 +228,14 @@ static void *member_main(void *p)
     return NULL;
 }
 
-/* The caller (member 0) waits for the others to depart. */
+/* The caller (member 0) waits for the others to depart. Spinning pays only
+ * while every member is running on some VP: a member still queued means its
+ * VP is busy or its kernel thread is off the CPU (a loaded machine), and
+ * then blocking at once lets this VP's idle loop steal and run it, so the
+ * region never waits for a CPU the application does not get. */
 static void join_members(struct team *tm)
 {
-    if (spin_while_left(&tm->left))
+    if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_left(&tm->left))
         return;
     long v = __atomic_load_n(&tm->left, __ATOMIC_ACQUIRE);
     while ((v & LEFT_COUNT) != 0) {
