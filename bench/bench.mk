@@ -48,16 +48,21 @@ bench_sor_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDADD = $(KERNEL_LIBS)
 endif
-# libnth builds (team_nth.c on nth_parallel); one program serves nth-fixed
+# libnth builds (team_nth.c on nth_parallel), linked with libnth's archive
+# (-static: libtool's "use the .a"), so that bench/lu-nth is the program
+# itself and not a libtool wrapper script, whose shell start-up would count
+# in the workload's process wall times. One program serves nth-fixed
 # (--threads N) and nth-malleable (--malleable: team size from
 # nth_cpus_assigned() at every region). tests/kernels_*.sh,
 # bench/standalone.sh and bench/workload pick them up by name.
 kernel_programs += bench/lu-nth bench/sor-nth
 bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
 bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_lu_nth_LDFLAGS = -static
 bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
 bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
 bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_sor_nth_LDFLAGS = -static
 bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
 noinst_PROGRAMS += $(kernel_programs)
 EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md
