@@ -505,7 +505,9 @@ NTH_API int nth_cpumgr_attached(void);
 typedef void (*nth_team_fn)(int id, int n, void *arg);
 
 /* Run fn(id, n, arg) on a team of n nano-threads; n = 0 means
- * nth_cpus_assigned() at this entry (at least 1). Returns when all members
+ * nth_cpus_assigned() at this entry; while that is 0 (the CPU manager
+ * rotates CPUs among more applications than it has) the caller sleeps at
+ * the entry, its VPs parked, until a CPU comes back. Returns when all members
  * have returned: 0; EINVAL for a NULL fn or n outside 0..NTH_TEAM_MAX;
  * EAGAIN if the members cannot be created (no member then runs fn: they are
  * held at a start gate until all exist); EPERM from a kernel thread that is

@@ -18,6 +18,7 @@
  * caller returns only once every member has departed.
  */
 #include "internal.h"
+#include "cpumgr_client.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -277,6 +278,33 @@ static void follow_assignment(void)
     __atomic_store_n(&follow_lock, 0, __ATOMIC_RELEASE);
 }
 
+/* The team size of a malleable region: the CPUs assigned now. With none
+ * (the daemon rotates CPUs among more applications than it has), the
+ * caller waits here, sleeping so that its VPs park and burn nothing, until
+ * it gets one back: as a JNE application stopped when its CPUs were taken.
+ * The client's slow check runs every TICK_NS meanwhile and at region entries,
+ * so a daemon that dies or stops is noticed and the application carries on
+ * alone (DESIGN invariant 8). */
+#define TICK_NS 10000000
+#define ZERO_CPU_SLEEP_NS 1000000
+
+static int64_t last_tick;
+
+static int malleable_size(void)
+{
+    int64_t t = now_ns();
+    if (t - __atomic_load_n(&last_tick, __ATOMIC_RELAXED) >= TICK_NS) {
+        __atomic_store_n(&last_tick, t, __ATOMIC_RELAXED);
+        nth_cpumgr_tick();
+    }
+    int n;
+    while ((n = nth_cpus_assigned()) < 1) {
+        nth_sleep_ns(ZERO_CPU_SLEEP_NS);
+        nth_cpumgr_tick();
+    }
+    return n;
+}
+
 /* ---- regions ------------------------------------------------------------- */
 
 static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
@@ -361,9 +389,7 @@ int nth_parallel(int n, nth_team_fn fn, void *arg)
     if (outer) /* nested: serialised, a team of one */
         return run_team(1, fn, arg, outer);
     if (n == 0) {
-        n = nth_cpus_assigned();
-        if (n < 1)
-            n = 1;
+        n = malleable_size();
         if (n > NTH_TEAM_MAX)
             n = NTH_TEAM_MAX;
         follow_assignment();
