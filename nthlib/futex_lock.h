@@ -29,6 +29,19 @@ static inline void nth_cpu_relax(void)
 #endif
 }
 
+/* A full fence for the Dekker-style checks (enqueue vs park). GCC's
+ * ThreadSanitizer rejects atomic_thread_fence; there a seq_cst RMW on a
+ * private word stands in (a locked instruction: a full barrier on x86). */
+static inline void nth_full_fence(void)
+{
+#ifdef NTH_TSAN
+    static int dummy;
+    __atomic_fetch_add(&dummy, 0, __ATOMIC_SEQ_CST);
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /* Sleep while *addr == val, at most timeout_ns (< 0: no limit). Returns 0
  * on wake-up, ETIMEDOUT, EAGAIN (value changed) or EINTR. */
 static inline int nth_futex_wait(int *addr, int val, int64_t timeout_ns)

@@ -48,7 +48,7 @@ static void park(struct nth_vp *vp, int was_spinning)
     __atomic_fetch_add(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
     if (was_spinning)
         __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    nth_full_fence();
     int disabled = __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE);
     if (disabled || !any_work(vp)) {
         int64_t timeout = -1;

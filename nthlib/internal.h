@@ -23,6 +23,19 @@
 #include "futex_lock.h"
 
 #define NTH_HIDDEN __attribute__((visibility("hidden")))
+
+/* ThreadSanitizer cannot see liburcu's atomics (inline assembly, or the
+ * uninstrumented shared library), so hand-offs through a ready queue or the
+ * stack pool are annotated: release before publishing, acquire after taking. */
+#ifdef NTH_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define NTH_TSAN_RELEASE(p) __tsan_release(p)
+#define NTH_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define NTH_TSAN_RELEASE(p) ((void)0)
+#define NTH_TSAN_ACQUIRE(p) ((void)0)
+#endif
 #define NTH_CACHELINE 64
 
 /* ---- nano-thread descriptor ------------------------------------------ */

@@ -374,9 +374,27 @@ int nth_yield(void)
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);
         return 0;
     }
-    struct nth_thread *next = nth_rq_pop(&vp->rq);
-    if (!next)
-        next = nth_rq_pop(&nth_rt.grq);
+    struct nth_thread *self = vp->current;
+    if (!nth_rq_empty(&vp->rq)) {
+        /* Enqueue ourselves first: the queue then never empties under the
+         * dequeue, which saves liburcu's tail cmpxchg (one atomic operation
+         * of the three a yield would cost). A thief that takes us before the
+         * switch is over waits on our on_cpu flag. */
+        nth_rq_push(&vp->rq, self);
+        struct nth_thread *next = nth_rq_pop(&vp->rq);
+        if (next == self)
+            return 0;                    /* a thief took the other one */
+        if (!next) {
+            /* Thieves took both, us included: the one that has us waits
+             * for our switch-out, so leave through the idle context. */
+            nth_sched_switch(vp, &vp->idle, NTH_PS_NONE);
+            return 0;
+        }
+        nth_thread_try_run(next);
+        nth_sched_switch(vp, next, NTH_PS_NONE);
+        return 0;
+    }
+    struct nth_thread *next = nth_rq_pop(&nth_rt.grq);
     if (!next)
         return 0;                        /* nothing else to run: go on */
     nth_thread_try_run(next);

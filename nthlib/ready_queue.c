@@ -21,6 +21,7 @@ void nth_rq_init(struct nth_rq *q)
 void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
 {
     cds_wfcq_node_init(&t->rq_node);
+    NTH_TSAN_RELEASE(t);
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
 }
 
@@ -29,7 +30,9 @@ static struct nth_thread *pop_locked(struct nth_rq *q)
     struct cds_wfcq_node *n = __cds_wfcq_dequeue_blocking(&q->head, &q->tail);
     if (!n)
         return NULL;
-    return caa_container_of(n, struct nth_thread, rq_node);
+    struct nth_thread *t = caa_container_of(n, struct nth_thread, rq_node);
+    NTH_TSAN_ACQUIRE(t);
+    return t;
 }
 
 struct nth_thread *nth_rq_pop(struct nth_rq *q)

@@ -169,7 +169,7 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
     nth_rq_push(q, t);
     /* Dekker with the idle loop: it publishes nparked, then re-checks the
      * queues; we publish the node, then read nparked. One of us sees the other. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    nth_full_fence();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
         nth_wake_one(vp);

@@ -146,17 +146,26 @@ static void test_fp_control(void **s) { (void)s; assert_child_ok(c_fp, NULL); }
 
 static int ran_on[2];
 
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Busy (never yields) until both VPs have started one of these, at most
+ * 2 s: so a thief cannot drain VP 0's queue before VP 0 gets to run one, on
+ * a slow machine or under a sanitizer. */
 static void *busy(void *a)
 {
     (void)a;
     int vp = nth_vp_id();
     CHECK(vp == 0 || vp == 1);
-    __atomic_fetch_add(&ran_on[vp], 1, __ATOMIC_RELAXED);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-    while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 200000);
+    __atomic_fetch_add(&ran_on[vp], 1, __ATOMIC_SEQ_CST);
+    double t0 = mono_s();
+    while ((__atomic_load_n(&ran_on[0], __ATOMIC_SEQ_CST) == 0 ||
+            __atomic_load_n(&ran_on[1], __ATOMIC_SEQ_CST) == 0) && mono_s() - t0 < 2)
+        nth_cpu_relax();
     return NULL;
 }
 
