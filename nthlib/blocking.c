@@ -106,9 +106,14 @@ static void *spare_main(void *arg)
         __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
         struct nth_thread *g = s->guest;
         bind_like(s, s->home);
-        /* Its VP has switched away from it once on_cpu drops. */
-        while (__atomic_load_n(&g->on_cpu, __ATOMIC_ACQUIRE))
-            nth_cpu_relax();
+        /* Its VP has switched away from it once on_cpu drops. We may
+         * share the VP's CPU: after a short spin, let the VP run. */
+        for (unsigned n = 0; __atomic_load_n(&g->on_cpu, __ATOMIC_ACQUIRE); n++) {
+            if (n < 64)
+                nth_cpu_relax();
+            else
+                sched_yield();
+        }
         g->on_cpu = 1;
         s->fake.current = g;
         s->fake.prev = NULL;
@@ -189,6 +194,7 @@ static struct spare *spare_get(void)
 
 int nth_blocking_enter(void)
 {
+    nth_ensure_started();         /* main becomes a nano-thread on VP 0 */
     struct nth_vp *vp = nth_vp_self();
     if (!vp)
         return 0;                 /* a plain kernel thread: nothing to hand off */

@@ -135,6 +135,10 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
         if (!m->__head)
             __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
         nth_ounlock(&m->__lock);
+        /* A scheduling point even so: the owner may be ready on this VP,
+         * and a caller retrying in a loop would otherwise starve it
+         * (cooperative scheduling). Returning later is allowed. */
+        nth_yield();
         return ETIMEDOUT;
     }
     nth_wq_push(&m->__head, &m->__tail, &w);

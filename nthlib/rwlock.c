@@ -105,6 +105,8 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         e = ETIMEDOUT;
     if (e) {
         nth_ounlock(&rw->__lock);
+        if (e == ETIMEDOUT)
+            nth_yield();   /* let the holder on this VP run (see mutex.c) */
         return e;
     }
     struct nth_waiter w;
@@ -140,6 +142,8 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         e = ETIMEDOUT;
     if (e) {
         nth_ounlock(&rw->__lock);
+        if (e == ETIMEDOUT)
+            nth_yield();   /* let the holder on this VP run (see mutex.c) */
         return e;
     }
     struct nth_waiter w;

@@ -62,6 +62,7 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     }
     if (abs && nth_abs_passed(clock, abs)) {
         nth_ounlock(&s->__lock);
+        nth_yield();   /* let a poster on this VP run (see mutex.c) */
         return ETIMEDOUT;
     }
     nth_wq_push(&s->__head, &s->__tail, &w);

@@ -258,18 +258,33 @@ static void *count_worker_timed(void *p)
     return NULL;
 }
 
-static void test_mutex_stress(void **st)
+static void mutex_stress(int with_timed)
 {
-    (void)st;
     static nth_t t[STRESS_N];
-    nth_mutex_t m = NTH_MUTEX_INITIALIZER;
+    static nth_mutex_t m = NTH_MUTEX_INITIALIZER;  /* static: visible to a debugger */
     counter = 0;
     for (int i = 0; i < STRESS_N; i++)
-        t[i] = spawn(i % 4 == 3 ? count_worker_timed : count_worker, &m);
+        t[i] = spawn(with_timed && i % 4 == 3 ? count_worker_timed : count_worker, &m);
     for (int i = 0; i < STRESS_N; i++)
         join(t[i]);
     T_EQ(counter, (long)STRESS_N * ROUNDS);
     T_EQ(nth_mutex_destroy(&m), 0);
+}
+
+static void test_mutex_stress(void **st)
+{
+    (void)st;
+    mutex_stress(0);
+}
+
+/* A quarter of the nano-threads retry timed locks with 0-50 us deadlines.
+ * KNOWN BUG (open): on the real runtime this case hangs in about 1 run in
+ * 15-40 (the mutex stays held by a nano-thread that never runs again); the
+ * untimed case above has not hung in 50 runs. Kept so the bug stays seen. */
+static void test_mutex_stress_timed(void **st)
+{
+    (void)st;
+    mutex_stress(1);
 }
 
 /* ---- condition variable ------------------------------------------------ */
@@ -358,9 +373,10 @@ static void test_cond_monotonic(void **st)
     T_EQ(ck, CLOCK_MONOTONIC);
     T_EQ(nth_cond_init(&c, &ca), 0);
     nth_mutex_lock(&m);
-    struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
     uint64_t t0 = mono_ns();
+    struct timespec d = in_ns(CLOCK_MONOTONIC, 30 * 1000 * 1000);
     T_EQ(nth_cond_timedwait(&c, &m, &d), ETIMEDOUT);
+    T_TRUE(ts_passed(CLOCK_MONOTONIC, &d));
     T_TRUE(mono_ns() - t0 >= 30 * 1000 * 1000);
     nth_mutex_unlock(&m);
 }
@@ -817,6 +833,7 @@ static void case_test_mutex_errorcheck(void **st) { (void)st; run_case(test_mute
 static void case_test_mutex_recursive(void **st) { (void)st; run_case(test_mutex_recursive, 30); }
 static void case_test_mutex_timedlock(void **st) { (void)st; run_case(test_mutex_timedlock, 30); }
 static void case_test_mutex_stress(void **st) { (void)st; run_case(test_mutex_stress, 30); }
+static void case_test_mutex_stress_timed(void **st) { (void)st; run_case(test_mutex_stress_timed, 30); }
 static void case_test_cond_broadcast(void **st) { (void)st; run_case(test_cond_broadcast, 30); }
 static void case_test_cond_timedwait(void **st) { (void)st; run_case(test_cond_timedwait, 30); }
 static void case_test_cond_monotonic(void **st) { (void)st; run_case(test_cond_monotonic, 30); }
@@ -836,12 +853,17 @@ static void case_test_errno_per_nano_thread(void **st) { (void)st; run_case(test
 int main(void)
 {
     srand(12345);
+    /* NTH_TEST_ONLY=glob runs the matching cases only (e.g. when looping
+     * one case to chase a rare failure). */
+    if (getenv("NTH_TEST_ONLY"))
+        cmocka_set_test_filter(getenv("NTH_TEST_ONLY"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(case_test_mutex_basic),
         cmocka_unit_test(case_test_mutex_errorcheck),
         cmocka_unit_test(case_test_mutex_recursive),
         cmocka_unit_test(case_test_mutex_timedlock),
         cmocka_unit_test(case_test_mutex_stress),
+        cmocka_unit_test(case_test_mutex_stress_timed),
         cmocka_unit_test(case_test_cond_broadcast),
         cmocka_unit_test(case_test_cond_timedwait),
         cmocka_unit_test(case_test_cond_monotonic),
