@@ -68,6 +68,15 @@ noinst_PROGRAMS += $(kernel_programs)
 EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md
 bench_programs += $(kernel_programs)
 
+# ---- cpumgr latencies (bench/cpumgr.c): reallocation and bounded reclaim,
+# with a real daemon and an nthlib application. ------------------------------
+bench_programs += bench/cpumgr-bench
+noinst_PROGRAMS += bench/cpumgr-bench
+bench_cpumgr_bench_SOURCES = bench/cpumgr.c
+bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
+bench_cpumgr_bench_LDFLAGS = -static
+bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

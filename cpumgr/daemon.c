@@ -90,6 +90,9 @@ static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
     bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
+    /* A client whose VPs are all busy or all parked sleeps on aseq in a
+     * watcher thread: wake it now rather than at its next tick. */
+    syscall(SYS_futex, &s->aseq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static void slot_name(const struct nth_cpumgr_slot *s, char *out)
@@ -296,9 +299,15 @@ static void rebalance(struct daemon *d)
     if (ok && cm_place_all(d->topo, d->owned, pl, n) == 0 &&
         (!d->o->share || cm_share(d->topo, pl, n) == 0)) {
         int changed = 0;
+        /* Two passes: first the slots that lose a CPU, then the others, so
+         * a CPU is never published as both the old and the new owner's. */
+        for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < n; k++) {
             struct slotpriv *p = &d->p[idx[k]];
             struct nth_cpumgr_slot *s = &d->shm->slots[idx[k]];
+            int loses = !hwloc_bitmap_isincluded(p->assigned, pl[k].out);
+            if (loses != (pass == 0))
+                continue;
             int same = !p->force_publish && hwloc_bitmap_isequal(pl[k].out, p->assigned) &&
                        hwloc_bitmap_isequal(pl[k].shared, p->shared) &&
                        !(__atomic_load_n(&s->aseq, __ATOMIC_RELAXED) & 1u);

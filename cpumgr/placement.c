@@ -163,6 +163,36 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
             hwloc_bitmap_clr(freeset, (unsigned)c);
         }
     }
+    /* Repair: an app still short whose allowed CPUs are all held by others
+     * (keeping came first, and kept a CPU only it may use) takes one from
+     * an app that can move to a free CPU of its own allowed set. */
+    for (int k = 0; k < n; k++) {
+        struct cm_place *a = &apps[order[k]];
+        while (hwloc_bitmap_weight(a->out) < a->count) {
+            int done = 0;
+            for (int j = 0; j < n && !done; j++) {
+                struct cm_place *b = &apps[j];
+                if (b == a)
+                    continue;
+                hwloc_bitmap_and(cand, freeset, b->allowed);
+                hwloc_bitmap_and(tmp, b->out, a->allowed);
+                if (hwloc_bitmap_iszero(cand) || hwloc_bitmap_iszero(tmp))
+                    continue;
+                int c = hwloc_bitmap_first(tmp);
+                hwloc_bitmap_clr(b->out, (unsigned)c);
+                int alt = hwloc_bitmap_iszero(b->out) ? hwloc_bitmap_first(cand)
+                                                      : closest(topo, cand, b->out);
+                if (alt < 0)
+                    alt = hwloc_bitmap_first(cand);
+                hwloc_bitmap_set(b->out, (unsigned)alt);
+                hwloc_bitmap_clr(freeset, (unsigned)alt);
+                hwloc_bitmap_set(a->out, (unsigned)c);
+                done = 1;
+            }
+            if (!done)
+                break;
+        }
+    }
     rc = 0;
 out:
     hwloc_bitmap_free(freeset);

@@ -53,7 +53,10 @@ typedef struct nth_config {
                               for the per-user default */
     const char *trace;     /* [NTH_TRACE] trace output path, NULL = no trace */
     size_t trace_buffer;   /* [NTH_TRACE_BUFFER] trace buffer per VP, bytes */
-    unsigned reserved[8];  /* zero; room for later settings */
+    unsigned reclaim_us;   /* [NTH_RECLAIM_US] bounded reclaim, µs (1000): a CPU
+                              the cpumgr takes away is left within this time
+                              even by a nano-thread that never yields */
+    unsigned reserved[7];  /* zero; room for later settings */
 } nth_config_t;
 
 /* Fill *cfg with the built-in defaults. Never fails; thread-safe. */

@@ -15,6 +15,8 @@
 #define STACK_MAX ((size_t)1 << 30)
 #define VPS_MAX 4096u
 #define SPIN_MAX 1000000u          /* 1 s */
+#define RECLAIM_DEFAULT 1000u      /* µs */
+#define RECLAIM_MAX 10000000u      /* 10 s */
 
 void nth_config_default(nth_config_t *cfg)
 {
@@ -27,6 +29,7 @@ void nth_config_default(nth_config_t *cfg)
     cfg->cpumgr = NULL;
     cfg->trace = NULL;
     cfg->trace_buffer = (size_t)1 << 20;
+    cfg->reclaim_us = RECLAIM_DEFAULT;
 }
 
 int nth_parse_size(const char *s, size_t *out)
@@ -123,6 +126,13 @@ int nth_config_from_env(nth_config_t *cfg)
             r = EINVAL;
         }
     }
+    if ((v = getenv("NTH_RECLAIM_US")) && *v) {
+        if (parse_uint(v, 0, RECLAIM_MAX, &cfg->reclaim_us)) {
+            bad("NTH_RECLAIM_US", v, "microseconds 0..10000000 (0 = move at once)");
+            cfg->reclaim_us = RECLAIM_DEFAULT;
+            r = EINVAL;
+        }
+    }
     if ((v = getenv("NTH_CPUMGR")) && *v)
         cfg->cpumgr = v;
     if ((v = getenv("NTH_TRACE")) && *v)
@@ -143,7 +153,7 @@ int nth_config_check(const nth_config_t *cfg)
 {
     if (!cfg || cfg->vps > VPS_MAX || (cfg->bind != 0 && cfg->bind != 1) ||
         cfg->stack_size < NTH_STACK_MIN || cfg->stack_size > STACK_MAX ||
-        cfg->spin_us > SPIN_MAX)
+        cfg->spin_us > SPIN_MAX || cfg->reclaim_us > RECLAIM_MAX)
         return EINVAL;
     return 0;
 }

@@ -326,6 +326,10 @@ int nth_cpumgr_tick(void)
         return 0;
     if (!trylock())
         return 0;
+    if (!C.inited) { /* finished while we took the lock (exit) */
+        unlock();
+        return 0;
+    }
     int changed = 0;
     if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED)) {
         uint32_t ds = __atomic_load_n(&C.shm->daemon_state, __ATOMIC_ACQUIRE);
@@ -496,6 +500,11 @@ NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
     *out = C.assigned ? hwloc_bitmap_dup(C.assigned) : hwloc_bitmap_alloc();
     unlock();
     return *out ? 0 : ENOMEM;
+}
+
+int nth_cpumgr_client_attached(void)
+{
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE);
 }
 
 NTH_API int nth_cpumgr_attached(void)

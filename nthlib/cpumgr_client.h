@@ -50,4 +50,23 @@ static inline int nth_cpumgr_poll(void)
  * or came back (re-attach). Returns nonzero if the assignment changed. */
 int nth_cpumgr_tick(void);
 
+/* C.attached without starting the client (for the watcher, also at exit). */
+int nth_cpumgr_client_attached(void);
+
+/* ---- runtime side (cpumgr_rt.c) ---- */
+
+struct nth_config;
+/* Wire the client into the running runtime (init.c calls it once `started`
+ * is set): start the client on cfg->cpumgr, follow the assignment with
+ * nth_vps_set_allowed() (no CPU: every VP parks), poll at scheduling points,
+ * and start the watcher thread that ticks the client and enforces bounded
+ * reclaim (cfg->reclaim_us). Failure leaves the runtime running alone on its
+ * affinity mask (DESIGN invariant 8). Returns 0, or ENOMEM/EAGAIN. */
+int nth_cpumgr_rt_start(const struct nth_config *cfg);
+
+/* Kernel thread id of VP vp as seen by the watcher (0 if not known yet);
+ * the number of times bounded reclaim moved a VP. For tests and benches. */
+int nth_cpumgr_rt_vp_tid(int vp);
+unsigned long nth_cpumgr_rt_reclaims(void);
+
 #endif

@@ -6,6 +6,7 @@
  * usual, whatever the other VPs are doing.
  */
 #include "internal.h"
+#include "cpumgr_client.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +42,15 @@ static int start(const nth_config_t *cfg)
     int r = nth_overflow_install();
     if (r)
         return r;
+    /* The cpumgr client reads the process affinity mask: before VP 0 binds
+     * itself, and before new VPs inherit that binding. */
+    nth_cpumgr_client_init(cfg->cpumgr);
     r = nth_vps_start(cfg);
     if (r)
         return r;
     __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
+    /* After `started`: the assignment callback restricts the running VPs. */
+    nth_cpumgr_rt_start(cfg);
     return 0;
 }
 

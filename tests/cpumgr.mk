@@ -29,3 +29,16 @@ tests_cpumgr_test_client_SOURCES = tests/cpumgr/test_client.c
 tests_cpumgr_test_client_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_client_LDFLAGS = -static
 tests_cpumgr_test_client_LDADD = libnth.la $(CMOCKA_LIBS) $(HWLOC_LIBS) -lrt
+
+# The client inside the real runtime: rt_app is an nthlib application (VPs,
+# counted work items, a non-yielding nano-thread) linked statically to read
+# the VP table; test_runtime drives it under a real daemon.
+check_PROGRAMS += tests/cpumgr/rt_app tests/cpumgr/test_runtime
+TESTS += tests/cpumgr/test_runtime
+tests_cpumgr_rt_app_SOURCES = tests/cpumgr/rt_app.c
+tests_cpumgr_rt_app_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_rt_app_LDFLAGS = -static
+tests_cpumgr_rt_app_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
+tests_cpumgr_test_runtime_SOURCES = tests/cpumgr/test_runtime.c
+tests_cpumgr_test_runtime_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_runtime_LDADD = $(CPUMGR_TEST_LIBS) -lrt

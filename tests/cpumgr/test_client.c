@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -110,6 +112,60 @@ static void test_bad_env(void **state)
     unsetenv("NTH_CPUMGR");
 }
 
+/* NTH_RECLAIM_US: default, accepted range, and one line naming the
+ * variable for a bad value (the default is kept). */
+static int reclaim_env(const char *v, unsigned *out, char *msg, size_t len)
+{
+    char path[] = "/tmp/nth-reclaim-msg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("NTH_RECLAIM_US", v, 1);
+    nth_config_t c;
+    int rc = nth_config_from_env(&c);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("NTH_RECLAIM_US");
+    ssize_t n = pread(fd, msg, len - 1, 0);
+    msg[n > 0 ? n : 0] = 0;
+    close(fd);
+    unlink(path);
+    *out = c.reclaim_us;
+    return rc;
+}
+
+static void test_reclaim_env(void **state)
+{
+    (void)state;
+    nth_config_t c;
+    nth_config_default(&c);
+    assert_int_equal(c.reclaim_us, 1000);
+    char msg[512];
+    unsigned v;
+    assert_int_equal(reclaim_env("250", &v, msg, sizeof msg), 0);
+    assert_int_equal(v, 250);
+    assert_string_equal(msg, "");
+    assert_int_equal(reclaim_env("0", &v, msg, sizeof msg), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(reclaim_env("10000000", &v, msg, sizeof msg), 0);
+    assert_int_equal(v, 10000000);
+    const char *bad[] = {"abc", "-1", "10000001", "1ms", "+5"};
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(reclaim_env(bad[i], &v, msg, sizeof msg), EINVAL);
+        assert_int_equal(v, 1000);
+        assert_non_null(strstr(msg, "NTH_RECLAIM_US"));
+        assert_non_null(strstr(msg, "0..10000000"));
+        assert_non_null(strchr(msg, '\n'));
+        assert_ptr_equal(strchr(msg, '\n'), msg + strlen(msg) - 1); /* one line */
+    }
+    nth_config_default(&c);
+    c.reclaim_us = 10000001;
+    assert_int_equal(nth_init(&c), EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_no_daemon),
         cmocka_unit_test(test_bad_env),
+        cmocka_unit_test(test_reclaim_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

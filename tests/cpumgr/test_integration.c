@@ -272,11 +272,21 @@ static void test_three_clients(void **state)
     while (ms() - t0 < (ncpus == 2 ? 1500u : 300u)) {
         uint64_t m[3][NTH_CPUMGR_MASK_WORDS] = {{0}};
         pid_t pids[3] = {a.pid, b.pid, c.pid};
+        /* One snapshot across slots: no slot republished while we read
+         * (each slot alone is consistent under its own seqlock). */
+        uint32_t q0[NTH_CPUMGR_MAX_SLOTS], q1;
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+            q0[i] = __atomic_load_n(&s->slots[i].aseq, __ATOMIC_ACQUIRE);
         for (int i = 0; i < 3; i++) {
             int n = slot_count(s, pids[i], m[i]);
             if (n > 0) served[i] = 1;
         }
-        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        int torn = 0;
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+            q1 = __atomic_load_n(&s->slots[i].aseq, __ATOMIC_ACQUIRE);
+            torn |= q1 != q0[i];
+        }
+        for (unsigned w = 0; !torn && w < NTH_CPUMGR_MASK_WORDS; w++)
             assert_true((m[0][w] & m[1][w]) == 0 && (m[0][w] & m[2][w]) == 0 &&
                         (m[1][w] & m[2][w]) == 0);
         sleep_ms(3);
@@ -443,10 +453,14 @@ static void test_share(void **state)
     wait_state(&a, 1, 1);
     struct nth_cpumgr_shm *s = map_seg();
     assert_non_null(s);
+    /* B reports A=1 N=2 already while it waits for the daemon's first
+     * answer (it keeps its standalone set until then): poll the slot. */
     int shared = 0;
-    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
-        if (s->slots[i].pid == b.pid)
-            shared = __builtin_popcountll(s->slots[i].shared[0]);
+    for (uint64_t t0 = ms(); shared != 1 && ms() - t0 < WAIT_MS; sleep_ms(2))
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+            if (__atomic_load_n(&s->slots[i].pid, __ATOMIC_RELAXED) == b.pid)
+                shared = __builtin_popcountll(__atomic_load_n(&s->slots[i].shared[0],
+                                                              __ATOMIC_RELAXED));
     assert_int_equal(shared, 1);
     /* A now has the higher priority: its CPU is no longer shared with B. */
     send(&a, "prio 5\n");

@@ -183,6 +183,35 @@ static void test_affinity(void **state)
     destroy(f);
 }
 
+/* An app whose only allowed CPU is kept by another app that shrinks: the
+ * other one moves (found by the runtime bench: B held CPUs 0-1, A may use
+ * CPU 0 only, and B's keep step chose CPU 0). */
+static void test_constrained_takes_kept(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pu:2");
+    hwloc_bitmap_fill(f->prev[0]);
+    hwloc_bitmap_and(f->prev[0], f->prev[0], f->owned); /* B had both */
+    hwloc_bitmap_only(f->allowed[1], 0);                 /* A: CPU 0 only */
+    int counts[] = {1, 1};
+    place(f, 2, counts);
+    assert_true(hwloc_bitmap_isset(f->a[1].out, 0));
+    assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 1);
+    assert_true(hwloc_bitmap_isset(f->a[0].out, 1));
+    assert_int_equal(hwloc_bitmap_weight(f->a[0].out), 1);
+    assert_disjoint(f, 2);
+    /* Same with A allowed only CPU 1. */
+    hwloc_bitmap_only(f->allowed[1], 1);
+    hwloc_bitmap_zero(f->prev[1]);
+    hwloc_bitmap_fill(f->prev[0]);
+    hwloc_bitmap_and(f->prev[0], f->prev[0], f->owned);
+    place(f, 2, counts);
+    assert_true(hwloc_bitmap_isset(f->a[1].out, 1));
+    assert_true(hwloc_bitmap_isset(f->a[0].out, 0));
+    assert_disjoint(f, 2);
+    destroy(f);
+}
+
 static void test_large(void **state)
 {
     (void)state;
@@ -246,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_compact_small),
         cmocka_unit_test(test_stable),
         cmocka_unit_test(test_affinity),
+        cmocka_unit_test(test_constrained_takes_kept),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_share),
     };

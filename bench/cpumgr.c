@@ -1,0 +1,429 @@
+/*
+ * cpumgr.c -- CPU manager latencies, measured end to end with real
+ * processes: a cpumgr daemon, application B (nthlib, its VPs following the
+ * daemon), and application A (this process, a raw slot in the segment, so
+ * its requests cost nothing on the measured path).
+ *
+ *  realloc_latency_p50/p99: A's request drops from 1 CPU to 0; time from
+ *    that request (slot write + futex wake of the daemon) until one of B's
+ *    nano-threads runs on the CPU A gave up. Over --changes changes.
+ *  reclaim_latency: B runs a nano-thread that never reaches a scheduling
+ *    point on CPU X; A asks for X (its affinity mask is X alone); time from
+ *    that request until the spinning thread is running elsewhere (it reads
+ *    sched_getcpu() in its loop). Bounded by NTH_RECLAIM_US plus the daemon
+ *    and watcher reaction. Median over --reclaims runs; p99 and max in params.
+ *
+ * usage: cpumgr-bench [--json] [--changes N] [--reclaims N] [--cpumgr PATH]
+ * Timestamps are CLOCK_MONOTONIC, shared by the processes of one machine.
+ * CPUMGR_BENCH_DEBUG=1 prints each change on stderr, with B's threads
+ * (state, CPU, affinity) when one times out.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nth.h"
+#include "nth/cpumgr_shm.h"
+
+struct shared {
+    int mode;          /* 1 realloc pollers, 2 spinner, 3 quit */
+    int target;        /* CPU to watch, -1 none */
+    uint64_t t1;       /* ns: first nano-thread of B seen on target */
+    int b_assigned;    /* B's nth_cpus_assigned() */
+    int b_ready;
+    int spin_cpu;      /* where the spinner runs now */
+    uint64_t left;     /* ns: spinner seen off target */
+};
+
+static struct shared *sh;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_us(unsigned u)
+{
+    struct timespec ts = {(time_t)(u / 1000000), (long)(u % 1000000) * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- application B (nthlib) ---- */
+
+static void *poller(void *arg)
+{
+    (void)arg;
+    while (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 1) {
+        int t = __atomic_load_n(&sh->target, __ATOMIC_ACQUIRE);
+        if (t >= 0 && sched_getcpu() == t && !__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)) {
+            uint64_t zero = 0, v = now_ns();
+            __atomic_compare_exchange_n(&sh->t1, &zero, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&sh->b_assigned, nth_cpus_assigned(), __ATOMIC_RELEASE);
+        nth_yield();
+    }
+    return NULL;
+}
+
+/* Never an nthlib call. */
+static void *spinner(void *arg)
+{
+    (void)arg;
+    while (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 2) {
+        int c = sched_getcpu();
+        __atomic_store_n(&sh->spin_cpu, c, __ATOMIC_RELAXED);
+        int t = __atomic_load_n(&sh->target, __ATOMIC_ACQUIRE);
+        if (t >= 0 && c != t && !__atomic_load_n(&sh->left, __ATOMIC_RELAXED))
+            __atomic_store_n(&sh->left, now_ns(), __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int app_b(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (nth_init(NULL) != 0 || nth_cpus_request(nth_num_vps()) != 0)
+        return 1;
+    int n = nth_num_vps();
+    nth_t t[64];
+    __atomic_store_n(&sh->b_ready, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 0)
+        sleep_us(1000);
+    for (int i = 0; i < n && i < 64; i++)
+        nth_create(&t[i], NULL, poller, NULL);
+    poller(NULL); /* main too: a yield that finds nothing local keeps its VP */
+    for (int i = 0; i < n && i < 64; i++)
+        nth_join(t[i], NULL);
+    nth_attr_t a;
+    nth_attr_init(&a);
+    nth_attr_setvp(&a, n - 1);
+    nth_t s;
+    nth_create(&s, &a, spinner, NULL);
+    while (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 2) {
+        __atomic_store_n(&sh->b_assigned, nth_cpus_assigned(), __ATOMIC_RELEASE);
+        sleep_us(200); /* main sleeps: it must not take the spinner's place */
+        nth_yield();
+    }
+    nth_join(s, NULL);
+    return 0;
+}
+
+/* ---- application A: a raw slot ---- */
+
+static struct nth_cpumgr_shm *shm;
+static struct nth_cpumgr_slot *slot;
+
+static void wake_daemon(void)
+{
+    __atomic_add_fetch(&shm->wake, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+static void a_request(int n)
+{
+    __atomic_store_n(&slot->request, n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&slot->req_seq, 1, __ATOMIC_RELEASE);
+    wake_daemon();
+}
+
+static void a_affinity(int only) /* only < 0: every CPU below 64 */
+{
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        __atomic_store_n(&slot->affinity[w], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->affinity[0], only < 0 ? ~UINT64_C(0) : UINT64_C(1) << only,
+                     __ATOMIC_RELAXED);
+}
+
+/* A's assigned CPU (the lowest) and count, read under the seqlock. */
+static int a_assigned(int *cpu)
+{
+    for (;;) {
+        uint32_t q = __atomic_load_n(&slot->aseq, __ATOMIC_ACQUIRE);
+        if (q & 1u)
+            continue;
+        int n = (int)__atomic_load_n(&slot->assigned_count, __ATOMIC_RELAXED);
+        uint64_t m = __atomic_load_n(&slot->assigned[0], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&slot->aseq, __ATOMIC_RELAXED) != q)
+            continue;
+        *cpu = m ? __builtin_ctzll(m) : -1;
+        return n;
+    }
+}
+
+static int claim(void)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct nth_cpumgr_slot *s = &shm->slots[i];
+        uint32_t exp = NTH_CPUMGR_SLOT_FREE;
+        if (!__atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        slot = s;
+        s->pid = getpid();
+        s->start_time = nth_cpumgr_proc_start_time(getpid());
+        memset(s->name, 0, sizeof s->name);
+        strcpy(s->name, "bench-A");
+        s->priority = 1;
+        s->request = 1;
+        a_affinity(-1);
+        __atomic_store_n(&s->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+        wake_daemon();
+        return 0;
+    }
+    return -1;
+}
+
+/* Wait for cond (polled every 50 µs) at most ms milliseconds. */
+#define WAIT_FOR(cond, ms)                                                       \
+    ({                                                                           \
+        uint64_t _t0 = now_ns();                                                 \
+        int _ok;                                                                 \
+        while (!(_ok = (cond)) && now_ns() - _t0 < (uint64_t)(ms) * 1000000u)    \
+            sleep_us(50);                                                        \
+        _ok;                                                                     \
+    })
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(uint64_t *v, int n, double p)
+{
+    if (n <= 0)
+        return -1;
+    int i = (int)(p * (n - 1) + 0.5);
+    return (double)v[i] / 1000.0; /* µs */
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0, changes = 1000, reclaims = 50;
+    char daemon_path[PATH_MAX] = "";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--changes") && i + 1 < argc)
+            changes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reclaims") && i + 1 < argc)
+            reclaims = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cpumgr") && i + 1 < argc)
+            snprintf(daemon_path, sizeof daemon_path, "%s", argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (changes < 1 || reclaims < 1) {
+        fprintf(stderr, "cpumgr-bench: --changes and --reclaims take a positive count\n");
+        return 2;
+    }
+    if (!daemon_path[0]) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            return 1;
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(daemon_path, sizeof daemon_path, "%.*s/../cpumgr/cpumgr", PATH_MAX - 32, self);
+    }
+    cpu_set_t cs;
+    sched_getaffinity(0, sizeof cs, &cs);
+    int ncpu = CPU_COUNT(&cs);
+    if (ncpu < 2) {
+        fprintf(stderr, "cpumgr-bench: needs 2 CPUs or more in the affinity mask\n");
+        return 77;
+    }
+    char seg[64];
+    snprintf(seg, sizeof seg, "/nth-bench-%d", (int)getpid());
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return 1;
+    sh->target = -1;
+
+    pid_t dpid = fork();
+    if (dpid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 2);
+        execl(daemon_path, daemon_path, "--foreground", "--name", seg, "--period", "10",
+              (char *)NULL);
+        _exit(127);
+    }
+    int rc = 1;
+    pid_t bpid = -1;
+    uint64_t *rl = calloc((size_t)changes, sizeof *rl), *cl = calloc((size_t)reclaims, sizeof *cl);
+    int nrl = 0, ncl = 0, miss_r = 0, miss_c = 0;
+    int fd = -1;
+    for (int i = 0; i < 400 && fd < 0; i++) {
+        fd = shm_open(seg, O_RDWR, 0);
+        if (fd < 0)
+            sleep_us(5000);
+    }
+    if (fd < 0 || !rl || !cl) {
+        fprintf(stderr, "cpumgr-bench: daemon %s did not start\n", daemon_path);
+        goto out;
+    }
+    shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (shm == MAP_FAILED || !WAIT_FOR(__atomic_load_n(&shm->daemon_state, __ATOMIC_ACQUIRE) ==
+                                           NTH_CPUMGR_DAEMON_RUNNING, 3000)) {
+        fprintf(stderr, "cpumgr-bench: daemon not running\n");
+        goto out;
+    }
+    setenv("NTH_CPUMGR", seg, 1);
+    bpid = fork();
+    if (bpid == 0)
+        _exit(app_b());
+    if (claim() != 0 || !WAIT_FOR(__atomic_load_n(&sh->b_ready, __ATOMIC_ACQUIRE), 5000))
+        goto out;
+
+    /* Reallocation: A 1 -> 0 CPUs, B's VP starts on A's old CPU. */
+    __atomic_store_n(&sh->mode, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < changes; i++) {
+        int x = -1;
+        if (!WAIT_FOR(a_assigned(&x) == 1 &&
+                      __atomic_load_n(&sh->b_assigned, __ATOMIC_ACQUIRE) == ncpu - 1, 2000)) {
+            miss_r++;
+            a_request(1);
+            continue;
+        }
+        sleep_us(1000); /* B's VP on x parks at its next scheduling point */
+        __atomic_store_n(&sh->t1, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
+        uint64_t t0 = now_ns();
+        a_request(0);
+        if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000))
+            rl[nrl++] = __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) - t0;
+        else
+            miss_r++;
+        if (getenv("CPUMGR_BENCH_DEBUG") && !sh->t1) {
+            int y = -1, na = a_assigned(&y);
+            fprintf(stderr, "realloc %d: x=%d t1=%s lat=%.1f us A=%d b=%d\n", i, x,
+                    sh->t1 ? "set" : "unset", sh->t1 ? (double)(sh->t1 - t0) / 1e3 : -1.0, na,
+                    sh->b_assigned);
+            if (!sh->t1) {
+                char cmd[200];
+                snprintf(cmd, sizeof cmd, "for t in /proc/%d/task/*; do echo $t $(cut -d' ' -f3,39 $t/stat) $(taskset -p ${t##*/} | cut -d: -f2); done >&2", (int)bpid);
+                (void)!system(cmd);
+            }
+        }
+        __atomic_store_n(&sh->target, -1, __ATOMIC_RELEASE);
+        WAIT_FOR(__atomic_load_n(&sh->b_assigned, __ATOMIC_ACQUIRE) == ncpu, 1000);
+        a_request(1);
+    }
+
+    /* Bounded reclaim: A asks for the spinner's CPU. */
+    a_request(0);
+    __atomic_store_n(&sh->spin_cpu, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&sh->mode, 2, __ATOMIC_RELEASE);
+    WAIT_FOR(__atomic_load_n(&sh->spin_cpu, __ATOMIC_ACQUIRE) >= 0, 5000); /* spinner started */
+    for (int i = 0; i < reclaims; i++) {
+        int x = -1;
+        WAIT_FOR(a_assigned(&x) == 0 && __atomic_load_n(&sh->b_assigned, __ATOMIC_ACQUIRE) == ncpu,
+                 2000);
+        sleep_us(3000); /* the spinner is back on its own CPU */
+        x = __atomic_load_n(&sh->spin_cpu, __ATOMIC_ACQUIRE);
+        if (x < 0 || x >= 64) {
+            fprintf(stderr, "cpumgr-bench: the spinner did not run (CPU %d)\n", x);
+            miss_c++;
+            continue;
+        }
+        a_affinity(x);
+        __atomic_store_n(&sh->left, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
+        uint64_t t0 = now_ns();
+        a_request(1);
+        if (WAIT_FOR(__atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) != 0, 1000))
+            cl[ncl++] = __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) - t0;
+        else
+            miss_c++;
+        if (getenv("CPUMGR_BENCH_DEBUG") && !sh->left) {
+            int y = -1, na = a_assigned(&y);
+            fprintf(stderr, "reclaim %d: x=%d left=%s A=%d on %d b=%d spin=%d\n", i, x,
+                    sh->left ? "set" : "unset", na, y, sh->b_assigned, sh->spin_cpu);
+            if (!sh->left) {
+                char cmd[200];
+                snprintf(cmd, sizeof cmd, "for t in /proc/%d/task/*; do echo $t $(cut -d' ' -f3,39 $t/stat) $(taskset -p ${t##*/} | cut -d: -f2); done >&2", (int)bpid);
+                (void)!system(cmd);
+            }
+        }
+        __atomic_store_n(&sh->target, -1, __ATOMIC_RELEASE);
+        a_request(0);
+    }
+    __atomic_store_n(&sh->mode, 3, __ATOMIC_RELEASE);
+    qsort(rl, (size_t)nrl, sizeof *rl, cmp_u64);
+    qsort(cl, (size_t)ncl, sizeof *cl, cmp_u64);
+    const char *rus = getenv("NTH_RECLAIM_US");
+    int reclaim_us = rus && *rus ? atoi(rus) : 1000;
+    double r50 = pct(rl, nrl, 0.5), r99 = pct(rl, nrl, 0.99);
+    double c50 = pct(cl, ncl, 0.5), c99 = pct(cl, ncl, 0.99), cmax = ncl ? cl[ncl - 1] / 1000.0 : -1;
+    if (json) {
+        printf("{\"bench\":\"realloc_latency_p50\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
+               "\"params\":{\"changes\":%d,\"measured\":%d,\"cpus\":%d,\"period_ms\":10}}\n",
+               r50, changes, nrl, ncpu);
+        printf("{\"bench\":\"realloc_latency_p99\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
+               "\"params\":{\"changes\":%d,\"measured\":%d,\"cpus\":%d,\"period_ms\":10}}\n",
+               r99, changes, nrl, ncpu);
+        printf("{\"bench\":\"reclaim_latency\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
+               "\"params\":{\"stat\":\"p50\",\"p99\":%.1f,\"max\":%.1f,\"runs\":%d,\"measured\":%d,"
+               "\"reclaim_us\":%d}}\n", c50, c99, cmax, reclaims, ncl, reclaim_us);
+    } else {
+        printf("cpumgr latencies (%d CPUs, daemon period 10 ms, NTH_RECLAIM_US=%d)\n", ncpu,
+               reclaim_us);
+        printf("%-22s %10s %6s %8s\n", "metric", "value", "unit", "samples");
+        printf("%-22s %10.1f %6s %5d/%d\n", "realloc_latency_p50", r50, "us", nrl, changes);
+        printf("%-22s %10.1f %6s %5d/%d\n", "realloc_latency_p99", r99, "us", nrl, changes);
+        printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency p50", c50, "us", ncl, reclaims);
+        printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency p99", c99, "us", ncl, reclaims);
+        printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency max", cmax, "us", ncl, reclaims);
+    }
+    fflush(stdout);
+    if (miss_r || miss_c)
+        fprintf(stderr, "cpumgr-bench: %d reallocations and %d reclaims timed out (not counted)\n",
+                miss_r, miss_c);
+    rc = 0;
+out:
+    if (sh)
+        __atomic_store_n(&sh->mode, 3, __ATOMIC_RELEASE);
+    if (bpid > 0) {
+        if (WAIT_FOR(waitpid(bpid, NULL, WNOHANG) == bpid, 2000) == 0) {
+            kill(bpid, SIGKILL);
+            waitpid(bpid, NULL, 0);
+        }
+    }
+    if (slot)
+        __atomic_store_n(&slot->state, NTH_CPUMGR_SLOT_FREE, __ATOMIC_RELEASE);
+    if (dpid > 0) {
+        kill(dpid, SIGTERM);
+        if (WAIT_FOR(waitpid(dpid, NULL, WNOHANG) == dpid, 2000) == 0) {
+            kill(dpid, SIGKILL);
+            waitpid(dpid, NULL, 0);
+        }
+    }
+    shm_unlink(seg);
+    free(rl);
+    free(cl);
+    return rc;
+}

@@ -1,0 +1,301 @@
+/*
+ * cpumgr_rt.c -- the cpumgr client inside the running runtime: the assigned
+ * CPU set drives the VPs, and a small watcher thread keeps the contract with
+ * the daemon when no VP can (all busy, or all parked).
+ *
+ *  - Assignment -> VPs: the client's callback calls nth_vps_set_allowed();
+ *    an empty set (the daemon rotates CPUs among more applications than it
+ *    has) disables every VP, so each parks at its next scheduling point and
+ *    its ready nano-threads wait on the global queue (DESIGN invariant 2).
+ *  - Scheduling points: a hook does nth_cpumgr_poll(), one atomic load when
+ *    nothing changed, and learns each VP's kernel thread id. It is added at
+ *    the first attach: a VP already inside a long nano-thread then has no
+ *    known tid until its next scheduling point and cannot be moved before.
+ *  - Watcher: one kernel thread from libc's real pthread_create (the pthread
+ *    shim will interpose pthread_create; the watcher must stay a kernel
+ *    thread). It sleeps on the slot's epoch word, which the daemon wakes
+ *    (shared futex), or at most TICK_NS; then it ticks the client (daemon
+ *    death -> alone on the affinity mask, daemon back -> re-attach,
+ *    DESIGN invariant 8) and enforces bounded reclaim.
+ *  - Bounded reclaim: a VP disabled for reclaim_us that has not parked runs
+ *    a nano-thread that does not reach a scheduling point. Its kernel thread
+ *    is rebound (sched_setaffinity on its tid, through hwloc) onto the CPUs
+ *    the application still owns, so the CPU's new owner has it at once; the
+ *    VP's own binding comes back at its next scheduling point (rebind flag)
+ *    or when its CPU is given back. No signal reaches user code. With no CPU
+ *    left at all there is nowhere to move it: it stays until it yields.
+ */
+#include "internal.h"
+#include "cpumgr_client.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TICK_NS (10 * 1000000LL) /* client tick: daemon death seen within ~3 periods anyway */
+
+struct vp_state {
+    int tid;            /* kernel thread id, 0 until seen (atomic) */
+    int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
+    int moved;          /* bound off its CPU by bounded reclaim */
+    unsigned npoints;   /* scheduling points seen (only by its VP) */
+};
+
+static struct {
+    nth_futex_lock_t lock;   /* serialises the callback's and the watcher's passes */
+    int64_t reclaim_ns;
+    hwloc_bitmap_t assigned; /* last set from the client */
+    struct vp_state *vps;
+    int kick;                /* futex word: the callback wakes the watcher (private) */
+    int running;
+    int hooked;              /* on_sched_point registered (atomic) */
+    int stop, stopped;       /* at exit: the watcher leaves the segment first */
+    unsigned long nreclaims; /* atomic */
+} R;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int gettid_(void) { return (int)syscall(SYS_gettid); }
+
+static void bind_tid(int tid, hwloc_const_bitmap_t set)
+{
+    if (tid > 0 && set && !hwloc_bitmap_iszero(set))
+        (void)hwloc_set_proc_cpubind(nth_rt.topo, (hwloc_pid_t)tid, set, HWLOC_CPUBIND_THREAD);
+}
+
+/* Wake the watcher: on its private word, and on the shared epoch word when
+ * it sleeps there (we may wake a futex of a mapping we hold). */
+static void kick_watcher(void)
+{
+    __atomic_add_fetch(&R.kick, 1, __ATOMIC_RELEASE);
+    nth_futex_wake(&R.kick, 1);
+    const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
+    if (nth_cpumgr_client_attached())
+        syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Every VP disabled: the empty assignment. Same steps as the shrinking half
+ * of nth_vps_set_allowed(), which refuses an empty set. */
+static void disable_all(void)
+{
+    nth_futex_lock(&nth_rt.vps_lock);
+    for (int i = 0; i < nth_rt.nvps; i++)
+        __atomic_store_n(&nth_rt.vps[i]->disabled, 1, __ATOMIC_SEQ_CST);
+    nth_futex_unlock(&nth_rt.vps_lock);
+}
+
+/* Bookkeeping after a change, R.lock held: start the reclaim clock of newly
+ * disabled VPs; give a moved VP that has its CPU again its binding back. */
+static void note_vps(int64_t t)
+{
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        struct vp_state *s = &R.vps[i];
+        if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            if (!s->since)
+                s->since = t;
+            continue;
+        }
+        s->since = 0;
+        if (s->moved) {
+            s->moved = 0;
+            if (nth_rt.cfg.bind && vp->cpu >= 0) {
+                hwloc_bitmap_t one = hwloc_bitmap_alloc();
+                if (one) {
+                    hwloc_bitmap_only(one, (unsigned)vp->cpu);
+                    bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), one);
+                    hwloc_bitmap_free(one);
+                }
+            }
+        }
+    }
+}
+
+/* The client's assignment callback (client lock held). */
+static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
+{
+    (void)arg;
+    if (hwloc_bitmap_iszero(cpus) || nth_vps_set_allowed(cpus) == EINVAL)
+        disable_all(); /* no CPU of ours (EINVAL: none in our topology) */
+    nth_futex_lock(&R.lock);
+    hwloc_bitmap_copy(R.assigned, cpus);
+    note_vps(now_ns());
+    nth_futex_unlock(&R.lock);
+    kick_watcher();
+}
+
+/* A disabled VP hands its nano-threads to the global queue, but a VP looks
+ * there only when its local queue is empty, which a busy application may
+ * never reach: every 16th scheduling point of a VP moves one nano-thread
+ * from the global queue to the tail of its local queue, so it runs after a
+ * bounded wait (Go's scheduler checks its global queue the same way). */
+#define GRQ_EVERY 16
+
+static void on_sched_point(struct nth_vp *vp, int where)
+{
+    if (!R.vps)
+        return;
+    struct vp_state *s = &R.vps[vp->id];
+    if (!__atomic_load_n(&s->tid, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELEASE);
+    nth_cpumgr_poll();
+    if (where != NTH_SP_IDLE && ++s->npoints % GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq) &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+        struct nth_thread *t = nth_rq_trypop(&nth_rt.grq);
+        if (t)
+            nth_rq_push(&vp->rq, t);
+    }
+}
+
+/* The scheduling-point hook matters only under a daemon (alone, the
+ * assignment changes only through calls that apply it themselves), so it
+ * is added at the first attach and kept: hook slots are few. */
+static void hook_if_attached(void)
+{
+    if (!__atomic_load_n(&R.hooked, __ATOMIC_ACQUIRE) && nth_cpumgr_client_attached() &&
+        nth_sched_hook_add(on_sched_point) == 0)
+        __atomic_store_n(&R.hooked, 1, __ATOMIC_RELEASE);
+}
+
+/* Move the kernel threads of VPs that overstayed on a CPU taken away.
+ * Returns ns until the next pending deadline, or TICK_NS. */
+static int64_t reclaim_pass(void)
+{
+    int64_t next = TICK_NS, t = now_ns();
+    nth_futex_lock(&R.lock);
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        struct vp_state *s = &R.vps[i];
+        if (!s->since || s->moved || !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE))
+            continue;
+        if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE))
+            continue; /* it left by itself */
+        int64_t due = s->since + R.reclaim_ns;
+        if (t < due) {
+            if (due - t < next)
+                next = due - t;
+            continue;
+        }
+        if (hwloc_bitmap_iszero(R.assigned))
+            continue; /* nowhere to go: it stays until its next scheduling point */
+        /* Bind first, then ask for the VP's own binding back: the VP may
+         * rebind (to its old CPU, where it will only park) at any moment. */
+        bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), R.assigned);
+        __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
+        s->moved = 1;
+        __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
+    }
+    nth_futex_unlock(&R.lock);
+    return next;
+}
+
+static void *watcher(void *arg)
+{
+    (void)arg;
+    /* Timer slack is 50 µs by default: too coarse for a 1 ms bound. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    int64_t last_tick = 0;
+    for (;;) {
+        int kick = __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&R.stop, __ATOMIC_ACQUIRE))
+            break;
+        int64_t t = now_ns();
+        if (t - last_tick >= TICK_NS) {
+            nth_cpumgr_tick();
+            last_tick = t;
+        }
+        hook_if_attached();
+        nth_cpumgr_poll();
+        int64_t wait = reclaim_pass();
+        int64_t to_tick = last_tick + TICK_NS - now_ns();
+        if (to_tick < wait)
+            wait = to_tick;
+        if (wait <= 0)
+            continue;
+        struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
+        const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
+        uint32_t seen = __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED);
+        if (nth_cpumgr_client_attached() && __atomic_load_n(w, __ATOMIC_ACQUIRE) == seen &&
+            __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE) == kick) {
+            /* Shared futex: the daemon, another process, wakes it. */
+            syscall(SYS_futex, w, FUTEX_WAIT, seen, &ts, NULL, 0);
+        } else if (!nth_cpumgr_client_attached()) {
+            syscall(SYS_futex, &R.kick, FUTEX_WAIT_PRIVATE, kick, &ts, NULL, 0);
+        }
+    }
+    __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
+    nth_futex_wake(&R.stopped, 1);
+    return NULL;
+}
+
+/* Registered after the client's own exit handler, so it runs first: the
+ * watcher must not touch the segment the client then unmaps. Bounded wait,
+ * in case exit() is called by the watcher's own callback chain. */
+static void stop_watcher(void)
+{
+    __atomic_store_n(&R.stop, 1, __ATOMIC_RELEASE);
+    kick_watcher();
+    for (int i = 0; i < 100 && !__atomic_load_n(&R.stopped, __ATOMIC_ACQUIRE); i++)
+        nth_futex_wait(&R.stopped, 0, 1000000);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+int nth_cpumgr_rt_start(const struct nth_config *cfg)
+{
+    if (__atomic_exchange_n(&R.running, 1, __ATOMIC_ACQ_REL))
+        return 0;
+    int rc = nth_cpumgr_client_init(cfg->cpumgr);
+    if (rc == ENOMEM)
+        return ENOMEM;
+    const char *name = cfg->cpumgr ? cfg->cpumgr : getenv("NTH_CPUMGR");
+    if (name && !strcmp(name, "off"))
+        return 0; /* alone on the affinity mask: nothing to follow */
+    R.reclaim_ns = (int64_t)cfg->reclaim_us * 1000;
+    R.assigned = hwloc_bitmap_alloc();
+    R.vps = calloc((size_t)nth_rt.nvps, sizeof *R.vps);
+    if (!R.assigned || !R.vps)
+        return ENOMEM;
+    /* We run on VP 0's kernel thread; the others record theirs at their
+     * first idle-loop turn, before they run any nano-thread. */
+    struct nth_vp *self = nth_vp_self();
+    if (self)
+        R.vps[self->id].tid = gettid_();
+    hook_if_attached();
+    nth_cpumgr_set_assign_callback(on_assign, NULL);
+    pthread_create_fn create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!create)
+        create = pthread_create;
+    pthread_t th;
+    if (create(&th, NULL, watcher, NULL) != 0) {
+        fprintf(stderr, "nthlib: cannot start the cpumgr watcher thread; the assignment is "
+                "followed at scheduling points only\n");
+        return EAGAIN;
+    }
+    atexit(stop_watcher);
+    return 0;
+}
+
+int nth_cpumgr_rt_vp_tid(int vp)
+{
+    if (!R.vps || vp < 0 || vp >= nth_rt.nvps)
+        return 0;
+    return __atomic_load_n(&R.vps[vp].tid, __ATOMIC_ACQUIRE);
+}
+
+unsigned long nth_cpumgr_rt_reclaims(void)
+{
+    return __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED);
+}

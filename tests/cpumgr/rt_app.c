@@ -1,0 +1,198 @@
+/*
+ * rt_app.c -- a malleable nthlib application for the runtime integration
+ * tests: the real runtime (VPs, the cpumgr watcher), driven by commands on
+ * stdin, printing one line per change of what it sees:
+ *   "A=<attached> N=<assigned> CPUS=<list> EN=<enabled VPs> PK=<disabled VPs
+ *    parked> OUT=<enabled VPs bound outside the assignment> RC=<reclaims>"
+ * Commands: "request N", "work" (start counted work items), "stop" (end
+ * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
+ * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
+ * "exit". Linked statically to read the runtime's VP table; a plain kernel
+ * thread prints the state lines, so they appear while every VP is parked.
+ *
+ * usage: rt_app SEGMENT REQUEST
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "cpumgr_client.h"
+
+#define MAX_ITEMS (1 << 20)
+#define BATCH 16
+
+static unsigned char counts[MAX_ITEMS]; /* runs of each work item */
+static long next_item;
+static int work_stop, spin_stop;
+static int spin_tid, spin_cpu;
+
+static void *item(void *arg)
+{
+    long id = (long)arg;
+    volatile double x = 1;
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < 2000; i++)
+            x = x * 1.0000001 + 1e-9;
+        nth_yield();
+    }
+    __atomic_add_fetch(&counts[id], 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static void *generator(void *arg)
+{
+    (void)arg;
+    nth_t t[BATCH];
+    while (!__atomic_load_n(&work_stop, __ATOMIC_ACQUIRE) && next_item + BATCH <= MAX_ITEMS) {
+        int n = 0;
+        for (; n < BATCH; n++)
+            if (nth_create(&t[n], NULL, item, (void *)next_item++) != 0) {
+                next_item--;
+                break;
+            }
+        for (int i = 0; i < n; i++)
+            nth_join(t[i], NULL);
+    }
+    return NULL;
+}
+
+/* Never an nthlib call: only bounded reclaim can move it. */
+static void *spinner(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&spin_cpu, sched_getcpu(), __ATOMIC_RELEASE);
+    __atomic_store_n(&spin_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    volatile unsigned long x = 0;
+    while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
+        x++;
+    return NULL;
+}
+
+static void status(char *line, size_t len)
+{
+    hwloc_bitmap_t m = NULL;
+    char list[256] = "";
+    if (nth_cpus_assigned_mask(&m) == 0)
+        hwloc_bitmap_list_snprintf(list, sizeof list, m);
+    int en = 0, pk = 0, out = 0;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            pk += __atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE);
+            continue;
+        }
+        en++;
+        int tid = nth_cpumgr_rt_vp_tid(i);
+        cpu_set_t cs;
+        if (m && tid > 0 && sched_getaffinity(tid, sizeof cs, &cs) == 0)
+            for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &cs) && !hwloc_bitmap_isset(m, (unsigned)c)) {
+                    out++;
+                    break;
+                }
+    }
+    hwloc_bitmap_free(m);
+    snprintf(line, len, "A=%d N=%d CPUS=%s EN=%d PK=%d OUT=%d RC=%lu", nth_cpumgr_attached(),
+             nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims());
+}
+
+/* A kernel thread, not a VP: it reports even while every VP is parked. */
+static void *reporter(void *arg)
+{
+    (void)arg;
+    char last[512] = "", line[512];
+    for (;;) {
+        status(line, sizeof line);
+        if (strcmp(line, last) != 0) {
+            printf("%s\n", line);
+            fflush(stdout);
+            strcpy(last, line);
+        }
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: rt_app SEGMENT REQUEST\n");
+        return 2;
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+    setenv("NTH_CPUMGR", argv[1], 1);
+    if (nth_init(NULL) != 0 || nth_cpus_request(atoi(argv[2])) != 0)
+        return 3;
+    nth_t gen = NULL, spin = NULL;
+    char cmd[128];
+    pthread_t rep;
+    if (pthread_create(&rep, NULL, reporter, NULL) != 0)
+        return 3;
+    size_t cl = 0;
+    int spin_told = 0;
+    for (;;) {
+        struct pollfd p = {0, POLLIN, 0};
+        if (poll(&p, 1, 1) > 0) {
+            char c;
+            ssize_t r = read(0, &c, 1);
+            if (r <= 0)
+                break; /* the test closed our stdin: leave */
+            if (c != '\n' && cl < sizeof cmd - 1) {
+                cmd[cl++] = c;
+                continue;
+            }
+            cmd[cl] = 0;
+            cl = 0;
+            int v;
+            if (sscanf(cmd, "request %d", &v) == 1) {
+                printf("rc=%d\n", nth_cpus_request(v));
+            } else if (!strcmp(cmd, "work") && !gen) {
+                nth_create(&gen, NULL, generator, NULL);
+            } else if (!strcmp(cmd, "stop") && gen) {
+                __atomic_store_n(&work_stop, 1, __ATOMIC_RELEASE);
+                nth_join(gen, NULL);
+                gen = NULL;
+                long lost = 0, dup = 0;
+                for (long i = 0; i < next_item; i++) {
+                    lost += counts[i] == 0;
+                    dup += counts[i] > 1;
+                }
+                printf("DONE items=%ld lost=%ld dup=%ld\n", next_item, lost, dup);
+            } else if (!strcmp(cmd, "spin") && !spin) {
+                nth_attr_t a;
+                nth_attr_init(&a);
+                nth_attr_setvp(&a, nth_num_vps() - 1);
+                nth_create(&spin, &a, spinner, NULL);
+            } else if (!strcmp(cmd, "unspin") && spin) {
+                __atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+                nth_join(spin, NULL);
+                spin = NULL;
+                printf("UNSPUN\n");
+            } else if (!strcmp(cmd, "exit")) {
+                break;
+            }
+            fflush(stdout);
+        }
+        nth_yield();
+        if (spin && !spin_told && __atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE)) {
+            printf("SPIN tid=%d cpu=%d\n", spin_tid, __atomic_load_n(&spin_cpu, __ATOMIC_ACQUIRE));
+            spin_told = 1;
+        }
+        fflush(stdout);
+    }
+    if (spin)
+        __atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+    if (gen)
+        __atomic_store_n(&work_stop, 1, __ATOMIC_RELEASE);
+    exit(0);
+}

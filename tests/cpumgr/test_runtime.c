@@ -1,0 +1,432 @@
+/*
+ * test_runtime.c -- the cpumgr client inside the real runtime: rt_app
+ * processes (nthlib applications with VPs and counted work items) under a
+ * cpumgr daemon (foreground, a private segment per test). Checks that VPs
+ * park and unpark with the assignment, that no work item is lost or run
+ * twice, that an application survives its daemon and re-attaches, and that
+ * a nano-thread which never yields leaves a CPU taken from it (bounded
+ * reclaim). Every test kills its children and unlinks its segment in
+ * teardown; children die with us (PR_SET_PDEATHSIG). Waits are bounded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "nth/cpumgr_shm.h"
+#include "../../cpumgr/segment.h"
+
+#define WAIT_MS 8000      /* generous: 2 noisy cores, maybe sanitizers */
+#define RECLAIM_BOUND_MS 500
+
+struct proc {
+    pid_t pid;
+    int in, out;
+    char buf[16384];
+    size_t len;
+    char state[512];  /* last "A=..." line */
+    char done[256];   /* "DONE ..." line */
+    char spin[128];   /* "SPIN ..." line */
+};
+
+static char bindir[PATH_MAX];
+static char seg[64], logf[PATH_MAX];
+static pid_t kids[32];
+static int nkids;
+static pid_t daemon_pid;
+static int ncpus;
+
+static uint64_t us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void sleep_ms(unsigned m)
+{
+    struct timespec ts = {(time_t)(m / 1000), (long)(m % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* cpu >= 0: the child runs with that one CPU as its affinity mask. */
+static pid_t spawn(char *const argv[], int *in, int *out, int cpu)
+{
+    int pin[2], pout[2];
+    assert_int_equal(pipe2(pin, O_CLOEXEC), 0);
+    if (out) assert_int_equal(pipe2(pout, O_CLOEXEC), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cpu >= 0) {
+            cpu_set_t cs;
+            CPU_ZERO(&cs);
+            CPU_SET(cpu, &cs);
+            sched_setaffinity(0, sizeof cs, &cs);
+        }
+        if (in) { dup2(pin[0], 0); close(pin[0]); close(pin[1]); }
+        else { int nul = open("/dev/null", O_RDONLY); dup2(nul, 0); }
+        if (out) { dup2(pout[1], 1); close(pout[0]); close(pout[1]); }
+        int fd = open(logf, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) dup2(fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(pin[0]);
+    if (in) *in = pin[1]; else close(pin[1]);
+    if (out) { close(pout[1]); *out = pout[0]; fcntl(*out, F_SETFL, O_NONBLOCK); }
+    kids[nkids++] = pid;
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == pid) {
+            waitpid(pid, NULL, 0);
+            kids[i] = kids[--nkids];
+            return;
+        }
+}
+
+static void start_daemon(void)
+{
+    static char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/cpumgr/cpumgr", bindir);
+    char *argv[] = {path, "--foreground", "--name", seg, "--period", "10", "--quantum", "50", NULL};
+    daemon_pid = spawn(argv, NULL, NULL, -1);
+    uint64_t t0 = us();
+    for (;;) {
+        struct nth_cpumgr_shm *s = NULL;
+        char msg[200];
+        int ok = 0;
+        if (cm_seg_open(seg, &s, msg, sizeof msg) == 0 && s) {
+            ok = s->daemon_pid == daemon_pid &&
+                 __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
+            ncpus = (int)s->ncpus;
+            cm_seg_unmap(s);
+        }
+        if (ok) return;
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("daemon not ready on %s", seg);
+        sleep_ms(5);
+    }
+}
+
+static void start(struct proc *p, const char *prog, const char *req, int cpu)
+{
+    static char path[2][PATH_MAX + 32];
+    static int k;
+    k ^= 1;
+    snprintf(path[k], sizeof path[k], "%s/tests/cpumgr/%s", bindir, prog);
+    char *argv[] = {path[k], seg, (char *)req, (char *)"1", NULL};
+    memset(p, 0, sizeof *p);
+    p->pid = spawn(argv, &p->in, &p->out, cpu);
+}
+
+static void send(struct proc *p, const char *cmd)
+{
+    assert_int_equal(write(p->in, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+}
+
+static void drain(struct proc *p)
+{
+    for (;;) {
+        ssize_t r = read(p->out, p->buf + p->len, sizeof p->buf - 1 - p->len);
+        if (r <= 0) break;
+        p->len += (size_t)r;
+        p->buf[p->len] = 0;
+        char *nl;
+        while ((nl = strchr(p->buf, '\n')) != NULL) {
+            *nl = 0;
+            if (getenv("RT_DEBUG"))
+                fprintf(stderr, "[%d] %s\n", (int)p->pid, p->buf);
+            if (!strncmp(p->buf, "A=", 2))
+                snprintf(p->state, sizeof p->state, "%.*s", (int)sizeof p->state - 1, p->buf);
+            else if (!strncmp(p->buf, "DONE", 4))
+                snprintf(p->done, sizeof p->done, "%.*s", (int)sizeof p->done - 1, p->buf);
+            else if (!strncmp(p->buf, "SPIN", 4))
+                snprintf(p->spin, sizeof p->spin, "%.*s", (int)sizeof p->spin - 1, p->buf);
+            size_t used = (size_t)(nl - p->buf) + 1;
+            memmove(p->buf, nl + 1, p->len - used + 1);
+            p->len -= used;
+        }
+    }
+}
+
+/* Does the state line hold every space-separated word of want? */
+static int state_has(const struct proc *p, const char *want)
+{
+    char w[256], line[520];
+    snprintf(w, sizeof w, "%.*s", (int)sizeof w - 1, want);
+    snprintf(line, sizeof line, " %.*s ", 511, p->state);
+    for (char *save, *t = strtok_r(w, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        char pat[300];
+        snprintf(pat, sizeof pat, " %s ", t);
+        if (!strstr(line, pat)) return 0;
+    }
+    return 1;
+}
+
+static void wait_state(struct proc *p, const char *want)
+{
+    uint64_t t0 = us();
+    for (;;) {
+        drain(p);
+        if (state_has(p, want)) return;
+        if (us() - t0 > WAIT_MS * 1000u)
+            fail_msg("app %d: want '%s', have '%s'", (int)p->pid, want, p->state);
+        sleep_ms(2);
+    }
+}
+
+/* Stop the work and check every item ran exactly once. */
+static void check_work(struct proc *p)
+{
+    send(p, "stop\n");
+    uint64_t t0 = us();
+    while (!p->done[0]) {
+        drain(p);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: no DONE line", (int)p->pid);
+        sleep_ms(2);
+    }
+    long items = -1, lost = -1, dup = -1;
+    assert_int_equal(sscanf(p->done, "DONE items=%ld lost=%ld dup=%ld", &items, &lost, &dup), 3);
+    print_message("app %d: %s\n", (int)p->pid, p->done);
+    assert_true(items > 0);
+    assert_int_equal(lost, 0);
+    assert_int_equal(dup, 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    static int serial;
+    const char *b = getenv("top_builddir");
+    snprintf(bindir, sizeof bindir, "%s", b ? b : ".");
+    snprintf(seg, sizeof seg, "/nth-rttest-%d-%d", (int)getpid(), ++serial);
+    snprintf(logf, sizeof logf, "/tmp/nth-rttest-%d-%d.log", (int)getpid(), serial);
+    unlink(logf);
+    nkids = 0;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nkids; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    nkids = 0;
+    shm_unlink(seg);
+    if (getenv("NTH_TEST_KEEP_LOGS") == NULL)
+        unlink(logf);
+    return 0;
+}
+
+/* The assignment shrinks and grows under running work: the VP of the CPU
+ * taken away parks, comes back with the CPU, and every item runs once. */
+static void test_shrink_grow(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus < 2) skip();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "work\n");
+    sleep_ms(50);
+    start(&b, "client_app", "1", -1);
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    sleep_ms(50);
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    sleep_ms(50);
+    check_work(&a);
+}
+
+/* Two applications on 2 CPUs: one CPU each, disjoint, each VP on its own. */
+static void test_two_apps(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    start(&b, "rt_app", "2", -1);
+    send(&a, "work\n");
+    send(&b, "work\n");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0");
+    char ca[32], cb[32];
+    assert_int_equal(sscanf(strstr(a.state, "CPUS="), "CPUS=%31s", ca), 1);
+    assert_int_equal(sscanf(strstr(b.state, "CPUS="), "CPUS=%31s", cb), 1);
+    assert_string_not_equal(ca, cb);
+    sleep_ms(100);
+    check_work(&a);
+    check_work(&b);
+}
+
+/* kill -9 the daemon: the application carries on alone on all its CPUs,
+ * then re-attaches to a new daemon and shrinks again. */
+static void test_daemon_dies(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus < 2) skip();
+    char all[16];
+    snprintf(all, sizeof all, "N=%d", ncpus);
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    start(&b, "client_app", "2", -1);
+    send(&a, "work\n");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1");
+    kill(daemon_pid, SIGKILL);
+    reap(daemon_pid);
+    char want[64];
+    snprintf(want, sizeof want, "A=0 %s EN=%d PK=0 OUT=0", all, ncpus);
+    wait_state(&a, want);
+    sleep_ms(50);
+    start_daemon();
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    check_work(&a);
+}
+
+/* More applications than CPUs: the daemon rotates the CPUs, and while the
+ * application has none every VP is parked (not spinning); its work resumes
+ * and no item is lost or run twice. */
+static void test_zero_cpus(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b, c;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "work\n");
+    start(&b, "client_app", "2", -1);
+    start(&c, "client_app", "2", -1);
+    wait_state(&a, "A=1 N=0 EN=0 PK=2");
+    print_message("app %d with no CPU: %s\n", (int)a.pid, a.state);
+    kill(b.pid, SIGKILL);
+    reap(b.pid);
+    kill(c.pid, SIGKILL);
+    reap(c.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    sleep_ms(50);
+    check_work(&a);
+}
+
+static int proc_cpu(pid_t pid, int tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    if (!p) return -1;
+    int field = 2;
+    for (p++; *p && field < 39; p++)
+        if (*p == ' ') field++;
+    return atoi(p);
+}
+
+/* A nano-thread that never reaches a scheduling point runs on CPU C; C is
+ * given to another application (its affinity mask is C alone). The runtime
+ * must move the spinning kernel thread off C within NTH_RECLAIM_US (1 ms;
+ * asserted with a generous bound: timing here is noisy). */
+static void test_bounded_reclaim(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "spin\n");
+    uint64_t t0 = us();
+    while (!a.spin[0]) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no SPIN line");
+        sleep_ms(2);
+    }
+    int tid = -1, cpu = -1;
+    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d", &tid, &cpu), 2);
+    assert_true(tid > 0 && cpu >= 0);
+    start(&b, "client_app", "1", cpu);
+    /* From the moment B's slot holds C (the daemon gave it), poll A's thread. */
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    uint64_t given = 0, left = 0;
+    t0 = us();
+    for (;;) {
+        uint64_t now = us();
+        if (!given) {
+            for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+                struct nth_cpumgr_slot *sl = &s->slots[i];
+                if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+                    __atomic_load_n(&sl->pid, __ATOMIC_RELAXED) == b.pid &&
+                    nth_cpumgr_mask_test(sl->assigned, (unsigned)cpu))
+                    given = now;
+            }
+        } else {
+            cpu_set_t cs;
+            int on = proc_cpu(a.pid, tid);
+            if (sched_getaffinity(tid, sizeof cs, &cs) == 0 && !CPU_ISSET(cpu, &cs) &&
+                on != cpu) {
+                left = now;
+                break;
+            }
+        }
+        if (now - t0 > WAIT_MS * 1000u) break;
+        if (given && now - given > 2000000u) break;
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    cm_seg_unmap(s);
+    assert_true(given != 0);
+    assert_true(left != 0);
+    print_message("spinning kernel thread left CPU %d %.3f ms after the daemon gave it away\n",
+                  cpu, (double)(left - given) / 1000.0);
+    assert_true(left - given < RECLAIM_BOUND_MS * 1000u);
+    wait_state(&a, "A=1 N=1 RC=1"); /* the runtime says it moved one VP */
+    /* Let it reach a scheduling point: its VP parks; give the CPU back. */
+    send(&a, "unspin\n");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_shrink_grow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_apps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
