@@ -488,9 +488,10 @@ NTH_API int nth_cpumgr_attached(void);
  *
  * Placement: member i > 0 is created on the i-th enabled VP after the
  * caller's (one member per VP while the team is no larger than the VPs), so
- * a team of the assigned size really runs in parallel. In a malleable region
- * (n = 0) the VPs are first made to follow the assigned CPU set, and a caller
- * whose VP lost its CPU moves to one that has a CPU before the team starts.
+ * a team of the assigned size really runs in parallel. The VPs follow the
+ * assigned CPU set (a VP whose CPU is taken away is disabled and parks), and
+ * a caller whose VP lost its CPU moves to one that has a CPU before the team
+ * starts.
  *
  * Nested regions are serialised: nth_parallel() called by a member of a
  * running region runs fn(0, 1, arg) in the caller alone, as a team of one

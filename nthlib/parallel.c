@@ -18,7 +18,6 @@
  * caller returns only once every member has departed.
  */
 #include "internal.h"
-#include "cpumgr_client.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -250,57 +249,26 @@ static void join_members(struct team *tm)
     }
 }
 
-/* ---- following the CPU assignment ---------------------------------------- */
+/* ---- the team size of a malleable region --------------------------------- */
 
-/* Make the VPs follow the assigned CPU set before a malleable region (VPs
- * on CPUs taken away park, VPs are given the new ones), so that a team of
- * nth_cpus_assigned() members lands on the assigned CPUs. Only when the set
- * changed since the last region; one caller at a time (others skip: the
- * one in progress applies the same set). */
-static int follow_lock;
-static hwloc_bitmap_t followed;
-
-static void follow_assignment(void)
-{
-    if (__atomic_exchange_n(&follow_lock, 1, __ATOMIC_ACQUIRE))
-        return;
-    hwloc_bitmap_t set = NULL;
-    if (nth_cpus_assigned_mask(&set) == 0 && !hwloc_bitmap_iszero(set)) {
-        if (!followed || !hwloc_bitmap_isequal(set, followed)) {
-            if (nth_vps_set_allowed(set) == 0) {
-                hwloc_bitmap_free(followed);
-                followed = set;
-                set = NULL;
-            }
-        }
-    }
-    hwloc_bitmap_free(set);
-    __atomic_store_n(&follow_lock, 0, __ATOMIC_RELEASE);
-}
-
-/* The team size of a malleable region: the CPUs assigned now. With none
- * (the daemon rotates CPUs among more applications than it has), the
- * caller waits here, sleeping so that its VPs park and burn nothing, until
- * it gets one back: as a JNE application stopped when its CPUs were taken.
- * The client's slow check runs every TICK_NS meanwhile and at region entries,
- * so a daemon that dies or stops is noticed and the application carries on
- * alone (DESIGN invariant 8). */
-#define TICK_NS 10000000
+/* nth_cpus_assigned() polls the cpumgr client, whose callback makes the VPs
+ * follow the assigned set (nthlib/cpumgr_rt.c: VPs on CPUs taken away are
+ * disabled and park, VPs get the new CPUs), so a team of that size lands on
+ * the assigned CPUs. With no CPU at all (the daemon rotates CPUs among more
+ * applications than it has) every VP is disabled: the caller's yield hands it
+ * to the global queue and its VP parks, and it resumes here when a CPU comes
+ * back, as a JNE application stopped while its CPUs were taken. */
 #define ZERO_CPU_SLEEP_NS 1000000
-
-static int64_t last_tick;
 
 static int malleable_size(void)
 {
-    int64_t t = now_ns();
-    if (t - __atomic_load_n(&last_tick, __ATOMIC_RELAXED) >= TICK_NS) {
-        __atomic_store_n(&last_tick, t, __ATOMIC_RELAXED);
-        nth_cpumgr_tick();
-    }
     int n;
     while ((n = nth_cpus_assigned()) < 1) {
-        nth_sleep_ns(ZERO_CPU_SLEEP_NS);
-        nth_cpumgr_tick();
+        struct nth_vp *vp = nth_vp_self();
+        if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE))
+            nth_yield();
+        else
+            nth_sleep_ns(ZERO_CPU_SLEEP_NS); /* VPs not updated yet: do not spin */
     }
     return n;
 }
@@ -392,7 +360,6 @@ int nth_parallel(int n, nth_team_fn fn, void *arg)
         n = malleable_size();
         if (n > NTH_TEAM_MAX)
             n = NTH_TEAM_MAX;
-        follow_assignment();
     }
     /* A caller whose VP lost its CPU moves to one that has a CPU: the yield
      * of a disabled VP hands it to the global queue. */
