@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include "timer_queue.h"
 
@@ -121,6 +122,60 @@ static void test_abs_to_mono(void **st)
     assert_true(nth_abs_to_mono(CLOCK_REALTIME, &past) <= nth_now_ns());
 }
 
+
+/* Random interleaving of arm, cancel (from anywhere in the heap, also deep
+ * after pops have restructured it) and fire; every armed alarm fires once,
+ * in order, never early, unless cancelled. */
+static int rnd_fired[512];
+static int rnd_fire(struct nth_alarm *a, uint64_t now)
+{
+    assert_true(a->deadline <= now);
+    rnd_fired[(struct nth_alarm (*)[1])a - (struct nth_alarm (*)[1])a->arg]++;
+    return 0;
+}
+
+static void test_random_ops(void **st)
+{
+    (void)st;
+    enum { N = 512 };
+    static struct nth_alarm al[N];
+    static int armed[N];
+    struct nth_tq q;
+    nth_tq_init(&q);
+    srand(99);
+    memset(rnd_fired, 0, sizeof rnd_fired);
+    uint64_t now = 0;
+    int expect_fired[N] = { 0 };
+    for (int step = 0; step < 200000; step++) {
+        int i = rand() % N, op = rand() % 10;
+        if (op < 5 && !armed[i]) {
+            al[i] = (struct nth_alarm){ .deadline = now + 1 + (uint64_t)(rand() % 1000),
+                                        .fn = rnd_fire, .arg = al };
+            nth_tq_arm(&q, &al[i]);
+            armed[i] = 1;
+        } else if (op < 8 && armed[i]) {
+            int c = nth_tq_cancel(&al[i]);
+            assert_int_equal(c, al[i].deadline > now ? 1 : 0);
+            armed[i] = 0;
+        } else if (op == 9) {
+            now += (uint64_t)(rand() % 300);
+            for (int k = 0; k < N; k++)
+                if (armed[k] && al[k].deadline <= now) {
+                    expect_fired[k]++;
+                    armed[k] = 0;
+                }
+            uint64_t next = nth_tq_fire(&q, now);
+            uint64_t want = NTH_TQ_NONE;
+            for (int k = 0; k < N; k++)
+                if (armed[k] && al[k].deadline < want)
+                    want = al[k].deadline;
+            assert_int_equal(next, want);
+            for (int k = 0; k < N; k++)
+                assert_int_equal(rnd_fired[k], expect_fired[k]);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_rearm),
         cmocka_unit_test(test_move),
         cmocka_unit_test(test_abs_to_mono),
+        cmocka_unit_test(test_random_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
