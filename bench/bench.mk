@@ -9,6 +9,13 @@ bench_micro_LDFLAGS = -static -pthread
 bench_micro_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS)
 
 
+# --- sync part (issue 3): bench/micro-sync ---
+bench_programs += bench/micro-sync
+noinst_PROGRAMS += bench/micro-sync
+bench_micro_sync_SOURCES = bench/micro_sync.c
+bench_micro_sync_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -pthread
+bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
+
 # ---- LU and SOR kernels (bench/kernels), one source each, one program per
 # team backend; the multiprogrammed workload driver and its plots. ----------
 # -ffp-contract=off: no fused multiply-add, so every build rounds alike and
@@ -41,19 +48,24 @@ bench_sor_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
 bench_sor_openmp_LDADD = $(KERNEL_LIBS)
 endif
-# libnth builds plug in here once nth_parallel() exists (team_nth.c); one
-# program serves nth-fixed (--threads N) and nth-malleable (--malleable):
-#   kernel_programs += bench/lu-nth bench/sor-nth
-#   bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
-#   bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
-#   bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
-#   bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
-#   bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
-#   bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
-# tests/kernels_*.sh, bench/standalone.sh and bench/workload pick the
-# programs up by name once they exist.
+# libnth builds (team_nth.c on nth_parallel), linked with libnth's archive
+# (-static: libtool's "use the .a"), so that bench/lu-nth is the program
+# itself and not a libtool wrapper script, whose shell start-up would count
+# in the workload's process wall times. One program serves nth-fixed
+# (--threads N) and nth-malleable (--malleable: team size from
+# nth_cpus_assigned() at every region). tests/kernels_*.sh,
+# bench/standalone.sh and bench/workload pick them up by name.
+kernel_programs += bench/lu-nth bench/sor-nth
+bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_common)
+bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_lu_nth_LDFLAGS = -static
+bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
+bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
+bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_sor_nth_LDFLAGS = -static
+bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md
 bench_programs += $(kernel_programs)
 
 # ---- cpumgr latencies (bench/cpumgr.c): reallocation and bounded reclaim,
@@ -64,13 +76,6 @@ bench_cpumgr_bench_SOURCES = bench/cpumgr.c
 bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
-
-# --- sync part (issue 3): bench/micro-sync ---
-bench_programs += bench/micro-sync
-noinst_PROGRAMS += bench/micro-sync
-bench_micro_sync_SOURCES = bench/micro_sync.c
-bench_micro_sync_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -pthread
-bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
 
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs

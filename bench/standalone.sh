@@ -9,6 +9,9 @@ json=0
 [ "${1:-}" = --json ] && { json=1; shift; }
 b=${1:-build/bench}; lu=${2:-1000}; sor=${3:-1500}; runs=${4:-5}
 [ $# -gt 4 ] && { shift 4; threads="$*"; } || threads="1 2"
+# Standalone means no CPU manager: a daemon on the default segment would
+# otherwise share this machine's CPUs out to the libnth programs.
+NTH_CPUMGR=off; export NTH_CPUMGR
 command -v jq >/dev/null || { echo "standalone.sh: jq is needed" >&2; exit 1; }
 [ -x "$b/lu-seq" ] || { echo "standalone.sh: no $b/lu-seq; build first" >&2; exit 1; }
 tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT

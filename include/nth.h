@@ -477,6 +477,82 @@ NTH_API int nth_cpumgr_attached(void);
  * Parallel regions
  * ------------------------------------------------------------------------ */
 
+/*
+ * A parallel region runs one function on a team of nano-threads, the
+ * caller being member 0, and returns when every member has returned (the
+ * closing barrier). Semantics after OpenMP's `parallel` and `for`
+ * constructs (OpenMP 5.2, sections 10.1 and 11.5) as the JOMP compiler
+ * mapped them onto nano-threads on JNE (Martorell et al.): the team size is
+ * decided anew at every region entry, so a malleable application that asks
+ * for n = 0 follows the CPUs the CPU manager gives it, region by region.
+ *
+ * Placement: member i > 0 is created on the i-th enabled VP after the
+ * caller's (one member per VP while the team is no larger than the VPs), so
+ * a team of the assigned size really runs in parallel. The VPs follow the
+ * assigned CPU set (a VP whose CPU is taken away is disabled and parks), and
+ * a caller whose VP lost its CPU moves to one that has a CPU before the team
+ * starts.
+ *
+ * Nested regions are serialised: nth_parallel() called by a member of a
+ * running region runs fn(0, 1, arg) in the caller alone, as a team of one
+ * (OpenMP with max-active-levels = 1); nth_team_id()/nth_team_size() then
+ * answer 0 and 1 until it returns, and the outer team's values afterwards.
+ *
+ * Thread-safety: any nano-thread may start a region; independent regions of
+ * different callers run concurrently. Not callable from a kernel thread
+ * that is no VP (EPERM).
+ */
+
+#define NTH_TEAM_MAX 1024          /* members per region */
+
+/* Body of a region: member id (0 .. n-1) of a team of n. */
+typedef void (*nth_team_fn)(int id, int n, void *arg);
+
+/* Run fn(id, n, arg) on a team of n nano-threads; n = 0 means
+ * nth_cpus_assigned() at this entry; while that is 0 (the CPU manager
+ * rotates CPUs among more applications than it has) the caller sleeps at
+ * the entry, its VPs parked, until a CPU comes back. Returns when all members
+ * have returned: 0; EINVAL for a NULL fn or n outside 0..NTH_TEAM_MAX;
+ * EAGAIN if the members cannot be created (no member then runs fn: they are
+ * held at a start gate until all exist); EPERM from a kernel thread that is
+ * no VP. Costs one nano-thread creation per member (descriptors and stacks
+ * come from the per-VP caches). */
+NTH_API int nth_parallel(int n, nth_team_fn fn, void *arg);
+
+/* Loop schedules, after OpenMP's schedule clause. */
+enum {
+    NTH_SCHED_STATIC = 0,   /* chunk 0: one contiguous block per member;
+                               chunk c: blocks of c iterations dealt round-robin */
+    NTH_SCHED_DYNAMIC = 1,  /* blocks of c (chunk 0 means 1) iterations taken
+                               first come, first served */
+    NTH_SCHED_GUIDED = 2,   /* like dynamic, each block ~ remaining / (2 x team
+                               size) iterations, never smaller than c (0: 1) */
+};
+
+/* Body of a loop: iterations [begin, end), run by member nth_team_id(). */
+typedef void (*nth_for_fn)(long begin, long end, void *arg);
+
+/* Share the iterations [lo, hi) among a team, each exactly once, by
+ * calling body on blocks chosen by schedule and chunk (iterations); returns
+ * after every iteration is done (an implicit team barrier). Outside a region
+ * it opens one (n = 0: the assigned CPUs), like `omp parallel for`; inside a
+ * region it is a work-sharing construct (`omp for`): every member must call
+ * it with the same arguments. Returns 0 (also for hi == lo, with no call);
+ * EINVAL for a bad schedule, a NULL body, hi < lo or chunk < 0; the errors
+ * of nth_parallel() when it opens a region. */
+NTH_API int nth_parallel_for(long lo, long hi, int schedule, long chunk, nth_for_fn body, void *arg);
+
+/* Wait until every member of the caller's team has called it (returns 0 at
+ * once outside a region or in a team of one). Waiters spin for NTH_SPIN_US
+ * while their VP has nothing else to run, then block with nth_wait(), so an
+ * oversubscribed team still progresses. Returns 0. After `omp barrier`. */
+NTH_API int nth_team_barrier(void);
+
+/* The caller's member id in its innermost region (0 outside any), and that
+ * team's size (1 outside any). Never fail; thread-safe. */
+NTH_API int nth_team_id(void);
+NTH_API int nth_team_size(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,5 +22,13 @@ jq -e -s '
   and ([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3
   and (map(.bench) | unique) == (["degradation", "migrations_per_s", "workload_efficiency", "workload_makespan"])
 ' "$out/stdout" >/dev/null || { echo "FAIL: JSON does not hold the expected records"; exit 1; }
+# The libnth builds run when built: the fixed team, and the malleable one
+# under the CPU manager daemon the driver starts.
+if [ -x "$b/lu-nth" ] && [ -x "$b/sor-nth" ]; then
+    for impl in nth-fixed nth-malleable; do
+        jq -e -s --arg i "$impl" '[.[] | select(.bench == "workload_makespan" and .impl == $i)] | length == 2' \
+            "$out/stdout" >/dev/null || { echo "FAIL: no $impl mixes"; exit 1; }
+    done
+fi
 [ -s "$out/workload.jsonl" ] && [ -s "$out/mixes.dat" ] || { echo "FAIL: data files missing"; exit 1; }
 echo "ok: workload --tiny"

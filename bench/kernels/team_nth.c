@@ -1,17 +1,17 @@
-/* team_nth.c -- the libnth backend (issue 6, second phase): not built yet.
+/* team_nth.c -- the libnth backend of the team layer (issue 6).
  *
- * It plugs in once libnth has parallel regions; the calls below are the ones
- * issue 6 specifies (nth_parallel, nth_cpus_request/nth_cpus_assigned from
- * the cpumgr part). The name of the in-region team barrier is a placeholder
- * until the core part fixes it. To build: add the bench/lu-nth and
- * bench/sor-nth programs at the end of bench/bench.mk (see the comment
- * there); bench/workload then runs nth-fixed and nth-malleable by itself.
+ * Regions are nth_parallel() (include/nth.h, "Parallel regions"): members
+ * are nano-threads spread one per enabled VP, the caller is member 0, and
+ * team_barrier() is nth_team_barrier().
  *
- * Fixed team (nth-fixed): every region gets `threads` nano-threads.
- * Malleable (nth-malleable): the application requests `threads` CPUs and
- * every region is started with n = 0, so nth_parallel() sizes the team from
- * nth_cpus_assigned() at that region's entry, as JOMP applications on JNE
- * followed the CPUs their manager gave them. */
+ * Fixed team (nth-fixed, --threads N): every region gets N nano-threads.
+ * Malleable (nth-malleable, --malleable): the application requests N CPUs
+ * and every region is started with n = 0, so nth_parallel() sizes the team
+ * from nth_cpus_assigned() at that region's entry, as JOMP applications on
+ * JNE followed the CPUs their manager gave them. The kernels derive their
+ * partitions from the n each region is handed (team.h), so a team that
+ * shrinks or grows between two regions computes the same result.
+ */
 #include "team.h"
 
 #include <errno.h>

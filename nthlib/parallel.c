@@ -1,0 +1,458 @@
+/*
+ * parallel.c -- parallel regions: teams of nano-threads, the team barrier
+ * and the loop schedules (include/nth.h, "Parallel regions").
+ *
+ * After OpenMP's parallel/for constructs as JOMP ran them on the Nano-threads
+ * Environment: the team size is chosen at every region entry, so a
+ * malleable application follows its CPU assignment region by region.
+ *
+ * Why members are created per region rather than kept in a pool: a pooled
+ * worker would wait in nth_wait() between regions, and nth_to_rq() queues
+ * the woken on the *waker's* VP, so every region would start on one VP and
+ * rely on stealing to spread. nth_create() with attr.vp queues each member
+ * on its own VP directly, and its descriptor and stack come from that VP's
+ * cache, so a region costs a handful of queue operations per member.
+ *
+ * Lifetime: the team record lives in the caller's frame. A member touches it
+ * for the last time in depart(), whose decrement is its final access; the
+ * caller returns only once every member has departed.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The member record of the running nano-thread is kept in one of the spare
+ * descriptor slots reserved for later parts. */
+#define MEMBER_SLOT 0
+
+/* Members whose slots fit in the caller's frame; larger teams malloc. */
+#define INLINE_MEMBERS 16
+
+/* In team.left, beside the count of members yet to depart: the caller
+ * sleeps and wants an nth_to_rq() from the last to depart. */
+#define LEFT_WAITING (1L << 40)
+#define LEFT_COUNT (LEFT_WAITING - 1)
+
+struct team;
+
+struct member {
+    struct team *team;
+    int id;
+};
+
+/* One per member, on its own cache line: the barrier's sleep flag is
+ * written by its owner and taken (exchanged) by the releaser. */
+struct slot {
+    nth_t t;
+    int sleep;                  /* 1: blocked (or about to) in the barrier */
+    struct member m;
+} __attribute__((aligned(NTH_CACHELINE)));
+
+struct team {
+    int n;
+    nth_team_fn fn;
+    void *arg;
+    nth_t master;
+    int go;                     /* start gate: 0 wait, 1 run, -1 abort */
+    int started;                /* members > 0 that have begun to run */
+    long left;                  /* members > 0 not departed | LEFT_WAITING */
+    char pad0[NTH_CACHELINE];
+    int arrived;                /* barrier arrivals this round */
+    int gen;                    /* barrier generation */
+    unsigned long next;         /* work-sharing counter, reset per barrier */
+    char pad1[NTH_CACHELINE];
+    struct slot *slots;
+};
+
+static struct member *current_member(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp)
+        return NULL;
+    return vp->current->user[MEMBER_SLOT];
+}
+
+static void set_member(struct member *m)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (vp)
+        vp->current->user[MEMBER_SLOT] = m;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin until *w != old, for at most NTH_SPIN_US and only while this VP has
+ * nothing else to run (a spinning member must not hold its VP from a member
+ * queued behind it: teams larger than the VPs still progress). Returns 1
+ * if the word changed. */
+static int spin_while_eq_int(const int *w, int old)
+{
+    int64_t deadline = 0;
+    for (unsigned k = 0;; k++) {
+        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != old)
+            return 1;
+        nth_cpu_relax();
+        if ((k & 63) == 63) {
+            struct nth_vp *vp = nth_vp_self();
+            if (nth_rt.nvps == 1 || !nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq) ||
+                __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+                return 0;
+            int64_t now = now_ns();
+            if (!deadline)
+                deadline = now + nth_rt.spin_ns;
+            else if (now > deadline)
+                return 0;
+        }
+    }
+}
+
+static int spin_while_left(const long *w)
+{
+    int64_t deadline = 0;
+    for (unsigned k = 0;; k++) {
+        if ((__atomic_load_n(w, __ATOMIC_ACQUIRE) & LEFT_COUNT) == 0)
+            return 1;
+        nth_cpu_relax();
+        if ((k & 63) == 63) {
+            struct nth_vp *vp = nth_vp_self();
+            if (nth_rt.nvps == 1 || !nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq) ||
+                __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+                return 0;
+            int64_t now = now_ns();
+            if (!deadline)
+                deadline = now + nth_rt.spin_ns;
+            else if (now > deadline)
+                return 0;
+        }
+    }
+}
+
+/* ---- barrier ------------------------------------------------------------- */
+
+/* Centralised counter barrier with a generation number (sense reversal,
+ * Mellor-Crummey & Scott 1991): the last to arrive resets the round and
+ * bumps gen; the others spin, then sleep. Sleep flags and gen are a Dekker
+ * pair (each side stores, fences, then loads the other's word), so a
+ * sleeper is either seen by the releaser or sees the new generation. */
+static void barrier_wait(struct team *tm, int id)
+{
+    int g = __atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&tm->arrived, 1, __ATOMIC_ACQ_REL) == tm->n) {
+        __atomic_store_n(&tm->arrived, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&tm->next, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&tm->gen, g + 1, __ATOMIC_SEQ_CST);
+        for (int i = 0; i < tm->n; i++) {
+            struct slot *s = &tm->slots[i];
+            if (i != id && __atomic_load_n(&s->sleep, __ATOMIC_SEQ_CST) &&
+                __atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
+                nth_to_rq(s->t);
+        }
+        return;
+    }
+    if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
+        return;
+    struct slot *s = &tm->slots[id];
+    for (;;) {
+        __atomic_store_n(&s->sleep, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) != g) {
+            /* Released meanwhile. If the releaser took our flag, its
+             * nth_to_rq() is on its way: consume it here. */
+            if (!__atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
+                nth_wait();
+            return;
+        }
+        nth_wait();
+        if (__atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != g) {
+            __atomic_store_n(&s->sleep, 0, __ATOMIC_RELAXED);
+            return;
+        }
+        /* An early wake-up (a previous round's releaser still scanning, or
+         * a left-over permit): sleep again. */
+    }
+}
+
+int nth_team_barrier(void)
+{
+    struct member *m = current_member();
+    if (m && m->team->n > 1)
+        barrier_wait(m->team, m->id);
+    return 0;
+}
+
+int nth_team_id(void)
+{
+    struct member *m = current_member();
+    return m ? m->id : 0;
+}
+
+int nth_team_size(void)
+{
+    struct member *m = current_member();
+    return m ? m->team->n : 1;
+}
+
+/* ---- members ------------------------------------------------------------- */
+
+/* A member's last access to the team: after the decrement the caller may
+ * return and the record may vanish, so the caller's handle is read first. */
+static void depart(struct team *tm)
+{
+    nth_t master = tm->master;
+    long old = __atomic_fetch_sub(&tm->left, 1, __ATOMIC_ACQ_REL);
+    if (old == (1 | LEFT_WAITING))
+        nth_to_rq(master);
+}
+
+static void *member_main(void *p)
+{
+    struct member *m = p;
+    struct team *tm = m->team;
+    set_member(m);
+    __atomic_add_fetch(&tm->started, 1, __ATOMIC_RELEASE);
+    int go;
+    while ((go = __atomic_load_n(&tm->go, __ATOMIC_ACQUIRE)) == 0)
+        if (!spin_while_eq_int(&tm->go, 0))
+            nth_yield();
+    if (go > 0)
+        tm->fn(m->id, tm->n, tm->arg);
+    set_member(NULL);
+    depart(tm);
+    return NULL;
+}
+
+/* The caller (member 0) waits for the others to depart. Spinning pays only
+ * while every member is running on some VP: a member still queued means its
+ * VP is busy or its kernel thread is off the CPU (a loaded machine), and
+ * then blocking at once lets this VP's idle loop steal and run it, so the
+ * region never waits for a CPU the application does not get. */
+static void join_members(struct team *tm)
+{
+    if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_left(&tm->left))
+        return;
+    long v = __atomic_load_n(&tm->left, __ATOMIC_ACQUIRE);
+    while ((v & LEFT_COUNT) != 0) {
+        if (__atomic_compare_exchange_n(&tm->left, &v, v | LEFT_WAITING, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            do
+                nth_wait();
+            while (__atomic_load_n(&tm->left, __ATOMIC_ACQUIRE) & LEFT_COUNT);
+            return;
+        }
+    }
+}
+
+/* ---- the team size of a malleable region --------------------------------- */
+
+/* nth_cpus_assigned() polls the cpumgr client, whose callback makes the VPs
+ * follow the assigned set (nthlib/cpumgr_rt.c: VPs on CPUs taken away are
+ * disabled and park, VPs get the new CPUs), so a team of that size lands on
+ * the assigned CPUs. With no CPU at all (the daemon rotates CPUs among more
+ * applications than it has) every VP is disabled: the caller's yield hands it
+ * to the global queue and its VP parks, and it resumes here when a CPU comes
+ * back, as a JNE application stopped while its CPUs were taken. */
+#define ZERO_CPU_SLEEP_NS 1000000
+
+static int malleable_size(void)
+{
+    int n;
+    while ((n = nth_cpus_assigned()) < 1) {
+        struct nth_vp *vp = nth_vp_self();
+        if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE))
+            nth_yield();
+        else
+            nth_sleep_ns(ZERO_CPU_SLEEP_NS); /* VPs not updated yet: do not spin */
+    }
+    return n;
+}
+
+/* ---- regions ------------------------------------------------------------- */
+
+static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
+{
+    struct slot inline_slots[INLINE_MEMBERS];
+    struct team tm;
+    memset(&tm, 0, sizeof(tm));
+    tm.n = n;
+    tm.fn = fn;
+    tm.arg = arg;
+    tm.master = nth_self();
+    tm.slots = n <= INLINE_MEMBERS ? inline_slots : aligned_alloc(NTH_CACHELINE, sizeof(struct slot) * (size_t)n);
+    if (!tm.slots)
+        return EAGAIN;
+    for (int i = 0; i < n; i++) {
+        tm.slots[i].t = NULL;
+        tm.slots[i].sleep = 0;
+        tm.slots[i].m.team = &tm;
+        tm.slots[i].m.id = i;
+    }
+    tm.slots[0].t = tm.master;
+
+    int err = 0, created = 0;
+    if (n > 1) {
+        /* Member i on the i-th enabled VP counting from the caller's. */
+        struct nth_vp *self_vp = nth_vp_self();
+        int nvps = nth_rt.nvps, nen = 0;
+        int en_small[64];
+        int *en = nvps <= 64 ? en_small : malloc(sizeof(int) * (size_t)nvps);
+        if (!en) {
+            err = EAGAIN;
+        } else {
+            for (int j = 0; j < nvps; j++) {
+                int v = (self_vp->id + j) % nvps;
+                if (j == 0 || !__atomic_load_n(&nth_rt.vps[v]->disabled, __ATOMIC_RELAXED))
+                    en[nen++] = v;
+            }
+            __atomic_store_n(&tm.left, n - 1, __ATOMIC_RELAXED);
+            nth_attr_t attr;
+            nth_attr_init(&attr);
+            nth_attr_setdetached(&attr, 1);
+            nth_attr_setname(&attr, "team-member");
+            for (int i = 1; i < n; i++) {
+                attr.vp = en[i % nen];
+                err = nth_create(&tm.slots[i].t, &attr, member_main, &tm.slots[i].m);
+                if (err)
+                    break;
+                created++;
+            }
+            if (en != en_small)
+                free(en);
+        }
+        if (err) {
+            /* Members not created never depart; the created ones leave at
+             * the gate without running fn. */
+            __atomic_sub_fetch(&tm.left, (long)(n - 1 - created), __ATOMIC_RELEASE);
+            __atomic_store_n(&tm.go, -1, __ATOMIC_RELEASE);
+            join_members(&tm);
+            if (tm.slots != inline_slots)
+                free(tm.slots);
+            return err;
+        }
+        __atomic_store_n(&tm.go, 1, __ATOMIC_RELEASE);
+    }
+    set_member(&tm.slots[0].m);
+    fn(0, n, arg);
+    set_member(outer);
+    if (n > 1)
+        join_members(&tm);
+    if (tm.slots != inline_slots)
+        free(tm.slots);
+    return 0;
+}
+
+int nth_parallel(int n, nth_team_fn fn, void *arg)
+{
+    if (!fn || n < 0 || n > NTH_TEAM_MAX)
+        return EINVAL;
+    if (!nth_self())
+        return EPERM;
+    struct member *outer = current_member();
+    if (outer) /* nested: serialised, a team of one */
+        return run_team(1, fn, arg, outer);
+    if (n == 0) {
+        n = malleable_size();
+        if (n > NTH_TEAM_MAX)
+            n = NTH_TEAM_MAX;
+    }
+    /* A caller whose VP lost its CPU moves to one that has a CPU: the yield
+     * of a disabled VP hands it to the global queue. */
+    struct nth_vp *vp = nth_vp_self();
+    if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE))
+        nth_yield();
+    return run_team(n, fn, arg, NULL);
+}
+
+/* ---- work sharing -------------------------------------------------------- */
+
+struct for_args {
+    long lo, hi, chunk;
+    int schedule;
+    nth_for_fn body;
+    void *arg;
+};
+
+static long min_ul(unsigned long a, unsigned long b) { return (long)(a < b ? a : b); }
+
+/* Run this member's share of the loop. Offsets from lo are unsigned so
+ * that ranges wider than LONG_MAX do not overflow. */
+static void share(struct team *tm, int id, const struct for_args *a)
+{
+    unsigned long len = (unsigned long)a->hi - (unsigned long)a->lo;
+    unsigned long n = (unsigned long)tm->n;
+    unsigned long c = a->chunk > 0 ? (unsigned long)a->chunk : 0;
+    switch (a->schedule) {
+    case NTH_SCHED_STATIC:
+        if (c == 0) {
+            unsigned long q = len / n, r = len % n, u = (unsigned long)id;
+            unsigned long b = u * q + (u < r ? u : r);
+            unsigned long e = b + q + (u < r ? 1 : 0);
+            if (e > b)
+                a->body(a->lo + (long)b, a->lo + (long)e, a->arg);
+        } else {
+            for (unsigned long b = (unsigned long)id * c; b < len; b += n * c)
+                a->body(a->lo + (long)b, a->lo + min_ul(b + c, len), a->arg);
+        }
+        break;
+    case NTH_SCHED_DYNAMIC:
+        if (c == 0)
+            c = 1;
+        for (;;) {
+            unsigned long b = __atomic_fetch_add(&tm->next, c, __ATOMIC_RELAXED);
+            if (b >= len)
+                break;
+            a->body(a->lo + (long)b, a->lo + min_ul(b + c, len), a->arg);
+        }
+        break;
+    default: /* NTH_SCHED_GUIDED */
+        if (c == 0)
+            c = 1;
+        for (;;) {
+            unsigned long b = __atomic_load_n(&tm->next, __ATOMIC_RELAXED), sz;
+            do {
+                if (b >= len)
+                    return;
+                sz = (len - b) / (2 * n);
+                if (sz < c)
+                    sz = c;
+                if (sz > len - b)
+                    sz = len - b;
+            } while (!__atomic_compare_exchange_n(&tm->next, &b, b + sz, 1, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED));
+            a->body(a->lo + (long)b, a->lo + (long)(b + sz), a->arg);
+        }
+    }
+}
+
+static void for_region(int id, int n, void *p)
+{
+    (void)n;
+    struct member *m = current_member();
+    share(m->team, id, p);
+}
+
+int nth_parallel_for(long lo, long hi, int schedule, long chunk, nth_for_fn body, void *arg)
+{
+    if (!body || hi < lo || chunk < 0 ||
+        (schedule != NTH_SCHED_STATIC && schedule != NTH_SCHED_DYNAMIC && schedule != NTH_SCHED_GUIDED))
+        return EINVAL;
+    if (hi == lo)
+        return 0;
+    struct for_args a = { lo, hi, chunk, schedule, body, arg };
+    struct member *m = current_member();
+    if (!m)
+        return nth_parallel(0, for_region, &a);
+    if (m->team->n == 1) {
+        body(lo, hi, arg);
+        return 0;
+    }
+    share(m->team, m->id, &a);
+    barrier_wait(m->team, m->id);
+    return 0;
+}

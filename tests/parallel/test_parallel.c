@@ -1,0 +1,377 @@
+/*
+ * test_parallel.c -- parallel regions (include/nth.h, "Parallel regions"):
+ * team size and ids, the caller as member 0, the team barrier over many
+ * rounds, every loop schedule covering [lo, hi) exactly once, n = 0
+ * following nth_cpus_assigned(), the nested-region rule, and the errors.
+ *
+ * Each case runs in a forked child with its own runtime (tests/core/child.h),
+ * with the CPU manager off so that a daemon another developer runs on this
+ * machine cannot change the assignment under the test.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "child.h"
+
+static void start(unsigned vps)
+{
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = vps;
+    c.cpumgr = "off";
+    CHECK_EQ(nth_init(&c), 0);
+}
+
+/* ---- team size, ids, member 0 ------------------------------------------- */
+
+#define MAXN 64
+
+struct ids {
+    int seen[MAXN];
+    int bad_n, bad_api;
+    nth_t who0;
+    int n;
+};
+
+static void record_ids(int id, int n, void *p)
+{
+    struct ids *s = p;
+    if (n != s->n)
+        __atomic_add_fetch(&s->bad_n, 1, __ATOMIC_RELAXED);
+    if (nth_team_id() != id || nth_team_size() != n)
+        __atomic_add_fetch(&s->bad_api, 1, __ATOMIC_RELAXED);
+    if (id >= 0 && id < MAXN)
+        __atomic_add_fetch(&s->seen[id], 1, __ATOMIC_RELAXED);
+    if (id == 0)
+        s->who0 = nth_self();
+}
+
+static void case_ids(void *arg)
+{
+    (void)arg;
+    start(0);
+    static const int sizes[] = { 1, 2, 3, 5, 17, 40 }; /* 17, 40: beyond the inline slots */
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        struct ids s;
+        memset(&s, 0, sizeof(s));
+        s.n = sizes[k];
+        CHECK_EQ(nth_parallel(s.n, record_ids, &s), 0);
+        CHECK_EQ(s.bad_n, 0);
+        CHECK_EQ(s.bad_api, 0);
+        for (int i = 0; i < MAXN; i++)
+            CHECK_EQ(s.seen[i], i < s.n ? 1 : 0);
+        CHECK(nth_equal(s.who0, nth_self()));
+    }
+    /* Outside any region: id 0 of a team of one; the barrier returns. */
+    CHECK_EQ(nth_team_id(), 0);
+    CHECK_EQ(nth_team_size(), 1);
+    CHECK_EQ(nth_team_barrier(), 0);
+}
+
+static void test_ids(void **state) { (void)state; assert_child_ok(case_ids, NULL); }
+
+/* ---- barrier ------------------------------------------------------------- */
+
+#define ROUNDS 3000
+
+struct bar {
+    int arrived[ROUNDS];
+    int errors;
+};
+
+/* Nobody may leave round r before all n have arrived in it, and nobody
+ * may arrive in round r+1 before everyone has left round r's check. */
+static void barrier_body(int id, int n, void *p)
+{
+    struct bar *b = p;
+    for (int r = 0; r < ROUNDS; r++) {
+        __atomic_add_fetch(&b->arrived[r], 1, __ATOMIC_RELAXED);
+        nth_team_barrier();
+        if (__atomic_load_n(&b->arrived[r], __ATOMIC_RELAXED) != n)
+            __atomic_add_fetch(&b->errors, 1, __ATOMIC_RELAXED);
+        if (r + 1 < ROUNDS && __atomic_load_n(&b->arrived[r + 1], __ATOMIC_RELAXED) != 0)
+            __atomic_add_fetch(&b->errors, 1, __ATOMIC_RELAXED);
+        nth_team_barrier();
+        /* Uneven work so that the spin and the blocking paths both run. */
+        if ((r + id) % 7 == 0)
+            nth_yield();
+    }
+}
+
+static void case_barrier(void *arg)
+{
+    start(0);
+    static struct bar b;
+    int n = *(int *)arg;
+    memset(&b, 0, sizeof(b));
+    CHECK_EQ(nth_parallel(n, barrier_body, &b), 0);
+    CHECK_EQ(b.errors, 0);
+    for (int r = 0; r < ROUNDS; r++)
+        CHECK_EQ(b.arrived[r], n);
+}
+
+static void test_barrier_vps(void **state)
+{
+    (void)state;
+    int n = 2;
+    assert_child_ok(case_barrier, &n);
+}
+
+static void test_barrier_oversubscribed(void **state)
+{
+    (void)state;
+    int n = 5; /* more members than VPs: waiters must leave their VP */
+    assert_child_ok(case_barrier, &n);
+}
+
+/* Spinning alone cannot end a barrier whose members share one VP. */
+static void case_barrier_one_vp(void *arg)
+{
+    (void)arg;
+    start(1);
+    static struct bar b;
+    memset(&b, 0, sizeof(b));
+    CHECK_EQ(nth_parallel(3, barrier_body, &b), 0);
+    CHECK_EQ(b.errors, 0);
+}
+
+static void test_barrier_one_vp(void **state) { (void)state; assert_child_ok(case_barrier_one_vp, NULL); }
+
+/* ---- loops --------------------------------------------------------------- */
+
+#define SPAN 2000
+
+struct cover {
+    long lo, hi;
+    int hits[SPAN];
+    int outside;
+};
+
+static void count_body(long b, long e, void *p)
+{
+    struct cover *c = p;
+    if (b >= e || b < c->lo || e > c->hi) {
+        __atomic_add_fetch(&c->outside, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    for (long i = b; i < e; i++)
+        __atomic_add_fetch(&c->hits[i - c->lo], 1, __ATOMIC_RELAXED);
+}
+
+static void check_cover(struct cover *c)
+{
+    CHECK_EQ(c->outside, 0);
+    for (long i = 0; i < c->hi - c->lo; i++)
+        if (c->hits[i] != 1) {
+            fprintf(stderr, "iteration %ld of [%ld,%ld) ran %d times\n", c->lo + i, c->lo, c->hi, c->hits[i]);
+            CHECK(0);
+        }
+}
+
+static const long ranges[][2] = { { 0, 1 }, { -5, 12 }, { 3, 1000 }, { -999, 998 }, { 7, 8 } };
+static const long chunks[] = { 0, 1, 3, 7, 64, 5000 };
+static const int scheds[] = { NTH_SCHED_STATIC, NTH_SCHED_DYNAMIC, NTH_SCHED_GUIDED };
+
+static void case_for_outside(void *arg)
+{
+    (void)arg;
+    start(0);
+    static struct cover c;
+    for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++)
+        for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
+            for (size_t s = 0; s < 3; s++) {
+                memset(&c, 0, sizeof(c));
+                c.lo = ranges[r][0];
+                c.hi = ranges[r][1];
+                CHECK_EQ(nth_parallel_for(c.lo, c.hi, scheds[s], chunks[k], count_body, &c), 0);
+                check_cover(&c);
+            }
+}
+
+static void test_for_outside(void **state) { (void)state; assert_child_ok(case_for_outside, NULL); }
+
+/* Inside a region: work-sharing among the team, two loops in a row so the
+ * shared counter must be reset between them. */
+static struct cover ca, cb;
+static int loop_sched;
+static long loop_chunk;
+
+static void two_loops(int id, int n, void *p)
+{
+    (void)id; (void)n; (void)p;
+    int e1 = nth_parallel_for(ca.lo, ca.hi, loop_sched, loop_chunk, count_body, &ca);
+    int e2 = nth_parallel_for(cb.lo, cb.hi, loop_sched, loop_chunk, count_body, &cb);
+    if (e1 || e2)
+        __atomic_add_fetch(&ca.outside, 1, __ATOMIC_RELAXED);
+}
+
+static void case_for_inside(void *arg)
+{
+    int n = *(int *)arg;
+    start(0);
+    for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++)
+        for (size_t s = 0; s < 3; s++) {
+            memset(&ca, 0, sizeof(ca));
+            memset(&cb, 0, sizeof(cb));
+            ca.lo = -3; ca.hi = 1234;
+            cb.lo = 11; cb.hi = 12 + 2 * (long)k + 1;
+            loop_sched = scheds[s];
+            loop_chunk = chunks[k];
+            CHECK_EQ(nth_parallel(n, two_loops, NULL), 0);
+            check_cover(&ca);
+            check_cover(&cb);
+        }
+}
+
+static void test_for_inside(void **state)
+{
+    (void)state;
+    int n = 3;
+    assert_child_ok(case_for_inside, &n);
+    n = 1;
+    assert_child_ok(case_for_inside, &n);
+}
+
+/* ---- n = 0 follows the assignment ---------------------------------------- */
+
+static void size_body(int id, int n, void *p)
+{
+    if (id == 0)
+        *(int *)p = n;
+}
+
+static void case_assigned(void *arg)
+{
+    unsigned vps = *(unsigned *)arg;
+    start(vps);
+    int cpus = nth_cpus_assigned();
+    CHECK(cpus >= 1);
+    int n = -1;
+    CHECK_EQ(nth_parallel(0, size_body, &n), 0);
+    CHECK_EQ(n, nth_cpus_assigned());
+    /* Region by region: ask for one CPU, then for all of them again. */
+    CHECK_EQ(nth_cpus_request(1), 0);
+    CHECK_EQ(nth_parallel(0, size_body, &n), 0);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(nth_cpus_request(cpus), 0);
+    CHECK_EQ(nth_parallel(0, size_body, &n), 0);
+    CHECK_EQ(n, cpus);
+    /* With one CPU assigned the region still runs every member once. */
+    CHECK_EQ(nth_cpus_request(1), 0);
+    static struct cover c;
+    memset(&c, 0, sizeof(c));
+    c.lo = 0; c.hi = 777;
+    CHECK_EQ(nth_parallel_for(c.lo, c.hi, NTH_SCHED_DYNAMIC, 5, count_body, &c), 0);
+    check_cover(&c);
+    CHECK_EQ(nth_cpus_request(cpus), 0);
+    memset(&c, 0, sizeof(c));
+    c.lo = 0; c.hi = 777;
+    CHECK_EQ(nth_parallel_for(c.lo, c.hi, NTH_SCHED_GUIDED, 2, count_body, &c), 0);
+    check_cover(&c);
+}
+
+static void test_assigned(void **state)
+{
+    (void)state;
+    unsigned vps = 0;
+    assert_child_ok(case_assigned, &vps);
+    vps = 1; /* NTH_VPS=1: the team follows the CPUs, members share the VP */
+    assert_child_ok(case_assigned, &vps);
+    vps = 3;
+    assert_child_ok(case_assigned, &vps);
+}
+
+/* ---- nesting ------------------------------------------------------------- */
+
+struct nest {
+    int bad;
+    int inner_runs;
+};
+
+static void inner(int id, int n, void *p)
+{
+    struct nest *s = p;
+    if (id != 0 || n != 1 || nth_team_id() != 0 || nth_team_size() != 1)
+        __atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
+    nth_team_barrier(); /* a team of one: returns at once */
+    __atomic_add_fetch(&s->inner_runs, 1, __ATOMIC_RELAXED);
+}
+
+static void outer(int id, int n, void *p)
+{
+    struct nest *s = p;
+    if (nth_parallel(4, inner, s) != 0 || nth_parallel(0, inner, s) != 0)
+        __atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
+    if (nth_team_id() != id || nth_team_size() != n)
+        __atomic_add_fetch(&s->bad, 1, __ATOMIC_RELAXED);
+    nth_team_barrier(); /* the outer team's barrier still works */
+}
+
+static void case_nested(void *arg)
+{
+    (void)arg;
+    start(0);
+    struct nest s = { 0, 0 };
+    CHECK_EQ(nth_parallel(3, outer, &s), 0);
+    CHECK_EQ(s.bad, 0);
+    CHECK_EQ(s.inner_runs, 6);
+    CHECK_EQ(nth_team_size(), 1);
+}
+
+static void test_nested(void **state) { (void)state; assert_child_ok(case_nested, NULL); }
+
+/* ---- errors -------------------------------------------------------------- */
+
+static int calls;
+static void never(long b, long e, void *p) { (void)b; (void)e; (void)p; calls++; }
+static void noop(int id, int n, void *p) { (void)id; (void)n; (void)p; }
+
+static void *from_kernel_thread(void *p)
+{
+    *(int *)p = nth_parallel(2, noop, NULL);
+    return NULL;
+}
+
+static void case_errors(void *arg)
+{
+    (void)arg;
+    start(0);
+    CHECK_EQ(nth_parallel(2, NULL, NULL), EINVAL);
+    CHECK_EQ(nth_parallel(-1, noop, NULL), EINVAL);
+    CHECK_EQ(nth_parallel(NTH_TEAM_MAX + 1, noop, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(0, 10, 3, 0, never, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(0, 10, -1, 0, never, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(0, 10, NTH_SCHED_STATIC, 0, NULL, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(10, 9, NTH_SCHED_DYNAMIC, 1, never, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(0, 10, NTH_SCHED_GUIDED, -2, never, NULL), EINVAL);
+    CHECK_EQ(nth_parallel_for(5, 5, NTH_SCHED_STATIC, 0, never, NULL), 0);
+    CHECK_EQ(calls, 0);
+    /* A kernel thread that is no VP cannot be member 0. */
+    pthread_t kt;
+    int r = -1;
+    CHECK_EQ(pthread_create(&kt, NULL, from_kernel_thread, &r), 0);
+    CHECK_EQ(pthread_join(kt, NULL), 0);
+    CHECK_EQ(r, EPERM);
+    /* The runtime is intact afterwards. */
+    CHECK_EQ(nth_parallel(NTH_TEAM_MAX, noop, NULL), 0);
+}
+
+static void test_errors(void **state) { (void)state; assert_child_ok(case_errors, NULL); }
+
+int main(void)
+{
+    setenv("NTH_CPUMGR", "off", 1);
+    child_filter();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_barrier_vps),
+        cmocka_unit_test(test_barrier_oversubscribed),
+        cmocka_unit_test(test_barrier_one_vp),
+        cmocka_unit_test(test_for_outside),
+        cmocka_unit_test(test_for_inside),
+        cmocka_unit_test(test_assigned),
+        cmocka_unit_test(test_nested),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
