@@ -77,6 +77,18 @@ void nth_idle_loop(struct nth_vp *vp)
             __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
             nth_vp_bind(vp);
         }
+        struct nth_thread *d = vp->deferred;
+        if (d) {
+            /* Handed over by nth_sched_switch: wait here for its context. */
+            vp->deferred = NULL;
+            if (!__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+                nth_sched_switch(vp, d, NTH_PS_NONE);
+                continue;
+            }
+            while (__atomic_load_n(&d->on_cpu, __ATOMIC_ACQUIRE))
+                nth_cpu_relax();
+            nth_sched_enqueue(NULL, d);
+        }
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
             nth_vp_drain_local(vp);
             park(vp, 0);

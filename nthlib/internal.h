@@ -175,6 +175,8 @@ struct nth_vp {
     uint64_t nstarted;                /* nano-threads first run here (stats) */
     uint64_t nswitch;                 /* context switches (stats) */
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
+    struct nth_thread *deferred;      /* picked while still on another VP's
+                                         CPU: the idle context runs it */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* Post-switch actions, run on the new stack by whoever runs next. */

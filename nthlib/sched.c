@@ -236,6 +236,15 @@ static inline void post_switch(struct nth_vp *vp)
 void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
 {
     struct nth_thread *self = vp->current;
+    if (__builtin_expect(__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE), 0) && self != &vp->idle) {
+        /* next is still being switched out on another VP. Waiting for it
+         * here, with self still on this CPU, deadlocks when that VP picked
+         * self and waits for it in turn. Switch to the idle context first
+         * (which saves self) and let it wait: only idle contexts ever wait,
+         * and nobody waits for an idle context. */
+        vp->deferred = next;
+        next = &vp->idle;
+    }
     while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
         nth_cpu_relax();
     next->on_cpu = 1;
