@@ -263,6 +263,58 @@ static void c_permit_race(void *a)
 
 static void test_permit_race(void **s) { (void)s; assert_child_ok(c_permit_race, NULL); }
 
+/* Pairs of nano-threads on two VPs, each waking the other and then waiting,
+ * so VPs keep picking nano-threads the other VP is still switching out. Every
+ * round must complete (a lost wake-up or a VP waiting for a context that is
+ * never saved hangs, and the child is killed by the timeout). The cross-wait
+ * deadlock this pattern can reach was seen under gdb by the tracing work; it
+ * does not show here on 2 shared CPUs in a bounded run, so this guards the
+ * protocol rather than proving that fix. */
+#define CROSS_PAIRS 4
+#define CROSS_ROUNDS 20000
+static nth_t cross[CROSS_PAIRS][2];
+static int cross_done[CROSS_PAIRS][2];
+static int cross_finished;     /* after the last wake: partners may be joined */
+
+static void *cross_worker(void *a)
+{
+    int pair = (int)((uintptr_t)a >> 1), me = (int)((uintptr_t)a & 1);
+    nth_t partner;
+    while (!(partner = __atomic_load_n(&cross[pair][!me], __ATOMIC_ACQUIRE)))
+        nth_yield();                 /* stolen before the partner exists */
+    for (int r = 0; r < CROSS_ROUNDS; r++) {
+        CHECK_EQ(nth_to_rq(partner), 0);
+        if (!__atomic_load_n(&cross_done[pair][!me], __ATOMIC_ACQUIRE))
+            nth_wait();
+    }
+    __atomic_store_n(&cross_done[pair][me], 1, __ATOMIC_RELEASE);
+    CHECK_EQ(nth_to_rq(partner), 0);
+    __atomic_fetch_add(&cross_finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void c_cross_wake(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    for (int p = 0; p < CROSS_PAIRS; p++)
+        for (int m = 0; m < 2; m++) {
+            nth_attr_setvp(&attr, m);
+            nth_t t;
+            CHECK_EQ(nth_create(&t, &attr, cross_worker, (void *)(uintptr_t)(p * 2 + m)), 0);
+            __atomic_store_n(&cross[p][m], t, __ATOMIC_RELEASE);
+        }
+    while (__atomic_load_n(&cross_finished, __ATOMIC_ACQUIRE) < 2 * CROSS_PAIRS)
+        nth_yield();
+    for (int p = 0; p < CROSS_PAIRS; p++)
+        for (int m = 0; m < 2; m++)
+            CHECK_EQ(nth_join(cross[p][m], NULL), 0);
+}
+
+static void test_cross_wake(void **s) { (void)s; assert_child_ok(c_cross_wake, NULL); }
+
 static void *wait_once(void *a)
 {
     int *flag = a;
@@ -551,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_stealing),
         cmocka_unit_test(test_permit_basic),
         cmocka_unit_test(test_permit_race),
+        cmocka_unit_test(test_cross_wake),
         cmocka_unit_test(test_park),
         cmocka_unit_test(test_set_allowed),
         cmocka_unit_test(test_set_allowed_rebind),
