@@ -159,6 +159,7 @@ struct nth_vp {
     uint64_t nstarted;                /* nano-threads first run here (stats) */
     uint64_t nswitch;                 /* context switches (stats) */
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
+    int tid;                          /* its kernel thread's id (atomic; watchdog) */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
@@ -313,6 +314,15 @@ NTH_HIDDEN int nth_exit_hook_add(nth_exit_hook_fn fn);
  * caller enqueues its nano-thread on the global queue and becomes the spare.
  * Returns ENOSYS for now. */
 NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
+
+/* (5) Stall watchdog (watchdog.c): a VP whose nano-thread sleeps in the
+ * kernel without nth_blocking_enter, for cfg->stall_us with ready
+ * nano-threads waiting, gets a stand-in kernel thread that runs them.
+ * Starts the monitor thread unless stall_us is 0. 0, ENOMEM, EAGAIN. */
+NTH_HIDDEN int nth_watchdog_start(const nth_config_t *cfg);
+/* Stand-ins started so far, and nano-threads they ran (tests, bench). */
+NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
+NTH_HIDDEN unsigned long nth_watchdog_ran(void);
 
 /* The VP's stats for tests. */
 NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);
