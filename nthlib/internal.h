@@ -320,6 +320,16 @@ NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
  * nano-threads waiting, gets a stand-in kernel thread that runs them.
  * Starts the monitor thread unless stall_us is 0. 0, ENOMEM, EAGAIN. */
 NTH_HIDDEN int nth_watchdog_start(const nth_config_t *cfg);
+/* Futex word: 1 while the monitor sleeps because every VP is parked; a VP
+ * that unparks wakes it (Dekker: the monitor publishes the word, then reads
+ * nparked; park() drops nparked, then reads the word). */
+NTH_HIDDEN extern int nth_watchdog_sleeping;
+static inline void nth_watchdog_unparked(void)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST) != 0, 0) &&
+        __atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST))
+        nth_futex_wake(&nth_watchdog_sleeping, 1);
+}
 /* Stand-ins started so far, and nano-threads they ran (tests, bench). */
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);

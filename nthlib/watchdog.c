@@ -30,7 +30,8 @@
  * Stand-ins park in a small cache for the next stall.
  *
  * Cost when nothing stalls: one wake-up of the monitor per NTH_STALL_US/2
- * while some VP runs; when every VP is parked the monitor sleeps IDLE_NS.
+ * while some VP runs; when every VP is parked the monitor sleeps until one
+ * unparks (park() wakes it: one load on the unpark path when it is awake).
  * Off (no thread at all) with NTH_STALL_US=0.
  *
  * Not covered: the stalled VP's own timer queue is not fired by the stand-in
@@ -80,6 +81,8 @@ static struct {
     unsigned long nstalls;         /* stand-ins started (atomic) */
     unsigned long nrun;            /* nano-threads run by stand-ins (atomic) */
 } W;
+
+int nth_watchdog_sleeping;
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
@@ -257,10 +260,16 @@ static void *monitor(void *arg)
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
         for (int i = 0; i < nvps; i++)
             check_vp(nth_rt.vps[i], &W.vps[i], t);
-        int64_t wait = period;
-        if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_ACQUIRE) >= nvps)
-            wait = IDLE_NS;   /* nobody runs: nothing can stall */
-        struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
+        if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
+            /* Nobody runs, so nothing can stall: sleep until a VP unparks
+             * (IDLE_NS at most, in case a wake-up is missed). */
+            __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps)
+                nth_futex_wait(&nth_watchdog_sleeping, 1, IDLE_NS);
+            __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        struct timespec ts = { (time_t)(period / 1000000000), (long)(period % 1000000000) };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
     }
