@@ -11,6 +11,10 @@
  *   timedwait_lateness_p99   (condvar, CLOCK_MONOTONIC, 100 us deadlines), ns
  *   blocking_handoff         nth_blocking_enter+leave around a call that does
  *                            not block (glibc: the bare call), ns/op
+ *   stall_rescue_p50/_p99    stall watchdog, one VP: from a nano-thread
+ *                            entering a raw read() (no enter/leave) to a
+ *                            ready nano-thread of that VP running on the
+ *                            stand-in, us (nth only; includes NTH_STALL_US)
  *
  * Each nthlib case runs in a forked child with its own runtime (1 or 2
  * VPs); the parent never starts the runtime. Without --json: a table with
@@ -289,6 +293,51 @@ static void in_child(unsigned vps, void (*fn)(void))
 
 static long iters(long n) { return quick ? n / 20 : n; }
 
+/* ---- stall watchdog: how long the ready nano-threads of a VP wait when
+ * its nano-thread sits in the kernel without nth_blocking_enter. */
+static int st_pipe[2];
+static uint64_t st_enter, st_run;
+
+static void *st_reader(void *p)
+{
+    (void)p;
+    char c;
+    st_enter = now_ns();
+    if (read(st_pipe[0], &c, 1) != 1)
+        _exit(4);
+    return NULL;
+}
+
+static void *st_runner(void *p)
+{
+    (void)p;
+    st_run = now_ns();
+    if (write(st_pipe[1], "x", 1) != 1)
+        _exit(4);
+    return NULL;
+}
+
+static void nth_stall_rescue(double *p50, double *p99, int n)
+{
+    static uint64_t s[LAT_SAMPLES];
+    if (pipe(st_pipe))
+        _exit(4);
+    for (int i = 0; i < n; i++) {
+        nth_t r, w;
+        /* FIFO: the reader runs first and stalls the only VP; the runner
+         * waits on that VP's ready queue until the watchdog lends it a
+         * stand-in. */
+        nth_create(&r, NULL, st_reader, NULL);
+        nth_create(&w, NULL, st_runner, NULL);
+        nth_join(r, NULL);
+        nth_join(w, NULL);
+        s[i] = st_run - st_enter;
+    }
+    close(st_pipe[0]);
+    close(st_pipe[1]);
+    percentiles(s, n, p50, p99);
+}
+
 static void child_1vp(void)
 {
     long n = iters(5000000);
@@ -314,6 +363,14 @@ static void child_1vp(void)
     }
     add("blocking_handoff", "nth", (double)(now_ns() - t0) / (double)n, "ns/op",
         "{\"vps\":1,\"call\":\"getppid\"}");
+    const char *sv = getenv("NTH_STALL_US");
+    if (!sv || strcmp(sv, "0")) {
+        char params[96];
+        snprintf(params, sizeof params, "{\"vps\":1,\"stall_us\":%s}", sv && *sv ? sv : "1000");
+        nth_stall_rescue(&p50, &p99, quick ? 20 : 200);
+        add("stall_rescue_p50", "nth", p50 / 1000.0, "us", params);
+        add("stall_rescue_p99", "nth", p99 / 1000.0, "us", params);
+    }
 }
 
 static void child_2vp(void)
@@ -412,7 +469,7 @@ int main(int argc, char **argv)
     static const char *order[] = { "mutex_uncontended", "condvar_pingpong_1vp",
                                    "condvar_pingpong_2vp", "barrier",
                                    "timedwait_lateness_p50", "timedwait_lateness_p99",
-                                   "blocking_handoff" };
+                                   "blocking_handoff", "stall_rescue_p50", "stall_rescue_p99" };
     printf("%-24s %14s %14s %-13s %s\n", "bench", "nth", "glibc", "unit", "glibc/nth");
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         const struct result *n = find(order[i], "nth"), *g = find(order[i], "glibc");

@@ -48,7 +48,7 @@ typedef struct nth_config {
     size_t stack_size;     /* [NTH_STACK_SIZE] default nano-thread stack, bytes
                               (default 64 KiB) */
     unsigned spin_us;      /* [NTH_SPIN_US] idle spin before parking, µs (50) */
-    unsigned stall_us;     /* [NTH_STALL_US] stall watchdog period, µs; 0 = off */
+    unsigned stall_us;     /* [NTH_STALL_US] stall watchdog threshold, µs (default 1000); 0 = off */
     const char *cpumgr;    /* [NTH_CPUMGR] cpumgr segment name, "off", or NULL
                               for the per-user default */
     const char *trace;     /* [NTH_TRACE] trace output path, NULL = no trace */

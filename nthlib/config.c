@@ -25,7 +25,7 @@ void nth_config_default(nth_config_t *cfg)
     cfg->bind = 1;
     cfg->stack_size = STACK_DEFAULT;
     cfg->spin_us = 50;
-    cfg->stall_us = 0;
+    cfg->stall_us = 1000;
     cfg->cpumgr = NULL;
     cfg->trace = NULL;
     cfg->trace_buffer = (size_t)1 << 20;
@@ -122,7 +122,7 @@ int nth_config_from_env(nth_config_t *cfg)
     if ((v = getenv("NTH_STALL_US")) && *v) {
         if (parse_uint(v, 0, UINT_MAX, &cfg->stall_us)) {
             bad("NTH_STALL_US", v, "microseconds, 0 = off");
-            cfg->stall_us = 0;
+            cfg->stall_us = 1000;
             r = EINVAL;
         }
     }

@@ -145,8 +145,8 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
 
 static void on_sched_point(struct nth_vp *vp, int where)
 {
-    if (!R.vps)
-        return;
+    if (!R.vps || vp->id < 0)
+        return;   /* a watchdog stand-in's shell VP */
     struct vp_state *s = &R.vps[vp->id];
     if (!__atomic_load_n(&s->tid, __ATOMIC_RELAXED))
         __atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELEASE);

@@ -51,6 +51,7 @@ static int start(const nth_config_t *cfg)
     __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
     /* After `started`: the assignment callback restricts the running VPs. */
     nth_cpumgr_rt_start(cfg);
+    nth_watchdog_start(cfg);   /* without it (no thread): stalls are not rescued */
     return 0;
 }
 

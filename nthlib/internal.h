@@ -177,6 +177,7 @@ struct nth_vp {
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
+    int tid;                          /* its kernel thread's id (atomic; watchdog) */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
@@ -355,6 +356,25 @@ NTH_HIDDEN int nth_exit_hook_add(nth_exit_hook_fn fn);
  * caller enqueues its nano-thread on the global queue and becomes the spare.
  * Returns ENOSYS for now. */
 NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
+
+/* (5) Stall watchdog (watchdog.c): a VP whose nano-thread sleeps in the
+ * kernel without nth_blocking_enter, for cfg->stall_us with ready
+ * nano-threads waiting, gets a stand-in kernel thread that runs them.
+ * Starts the monitor thread unless stall_us is 0. 0, ENOMEM, EAGAIN. */
+NTH_HIDDEN int nth_watchdog_start(const nth_config_t *cfg);
+/* Futex word: 1 while the monitor sleeps because every VP is parked; a VP
+ * that unparks wakes it (Dekker: the monitor publishes the word, then reads
+ * nparked; park() drops nparked, then reads the word). */
+NTH_HIDDEN extern int nth_watchdog_sleeping;
+static inline void nth_watchdog_unparked(void)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST) != 0, 0) &&
+        __atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST))
+        nth_futex_wake(&nth_watchdog_sleeping, 1);
+}
+/* Stand-ins started so far, and nano-threads they ran (tests, bench). */
+NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
+NTH_HIDDEN unsigned long nth_watchdog_ran(void);
 
 /* The VP's stats for tests. */
 NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);

@@ -141,7 +141,7 @@ void nth_thread_set_ready(struct nth_thread *t)
 void nth_wake_one(struct nth_vp *prefer)
 {
     int n = nth_rt.nvps;
-    int start = prefer ? prefer->id : 0;
+    int start = prefer && prefer->id >= 0 ? prefer->id : 0; /* id -1: a spare or stand-in */
     for (int i = 0; i < n; i++) {
         struct nth_vp *v = nth_rt.vps[(start + i) % n];
         if (!__atomic_load_n(&v->parked, __ATOMIC_ACQUIRE) ||

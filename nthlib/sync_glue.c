@@ -23,6 +23,8 @@ static struct nth_tq *vp_tq(struct nth_vp *vp);
  * them. */
 static void timer_hook(struct nth_vp *vp, int where)
 {
+    if (vp->id < 0)
+        return; /* a watchdog stand-in's shell VP owns no timers */
     if (where == NTH_SP_IDLE || where == NTH_SP_WAIT) {
         for (int i = 0; i < nth_rt.nvps; i++) {
             struct nth_vp *o = nth_rt.vps[i];

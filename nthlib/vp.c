@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifdef NTH_TSAN
 void *__tsan_get_current_fiber(void);
@@ -53,6 +55,7 @@ static void *vp_main(void *arg)
 {
     struct nth_vp *vp = arg;
     nth_vp_self_set(vp);
+    __atomic_store_n(&vp->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     nth_vp_bind(vp);
     nth_overflow_vp_altstack(vp);
     vp->idle.flags = NTH_TF_IDLE;
@@ -136,6 +139,7 @@ int nth_vps_start(const nth_config_t *cfg)
     vp0->current = &nth_main_thread;
     nth_main_thread.vp = vp0;
     nth_vp_self_set(vp0);
+    __atomic_store_n(&vp0->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     nth_vp_bind(vp0);
     nth_overflow_vp_altstack(vp0);
 

@@ -36,3 +36,12 @@ tests_sync_test_timer_migration_SOURCES = tests/sync/test_timer_migration.c
 tests_sync_test_timer_migration_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_timer_migration_LDFLAGS = -static
 tests_sync_test_timer_migration_LDADD = $(TEST_LIBS)
+
+# Stall watchdog: a raw read() on one VP, rescued by a stand-in kernel
+# thread, and hanging without it (reads internal counters: static link).
+check_PROGRAMS += tests/sync/test-watchdog
+TESTS += tests/sync/test-watchdog
+tests_sync_test_watchdog_SOURCES = tests/sync/test_watchdog.c
+tests_sync_test_watchdog_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_watchdog_LDFLAGS = -static
+tests_sync_test_watchdog_LDADD = $(TEST_LIBS)

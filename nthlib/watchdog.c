@@ -1,0 +1,312 @@
+/*
+ * watchdog.c -- the stall watchdog (Go's sysmon, retaking a P from a thread
+ * stuck in a system call): a VP whose running nano-thread sits in the kernel
+ * without nth_blocking_enter/leave (a raw read(), a page fault on NFS, ...)
+ * reaches no scheduling point, so its ready nano-threads would wait for it,
+ * forever with NTH_VPS=1. A monitor kernel thread notices the VP and lends it
+ * a stand-in kernel thread that runs those ready nano-threads.
+ *
+ * Detection (the monitor only reads, so the switch path is untouched): every
+ * NTH_STALL_US/2 it reads each VP's switch counter; a VP is stalled when the
+ * counter has not moved for NTH_STALL_US while the VP is running a
+ * nano-thread (not idle, not parked, not disabled), its local ready queue
+ * (or, the global queue) is non-empty, and its kernel thread is asleep in
+ * the kernel (state S or D in /proc/self/task/TID/stat). The last test keeps
+ * the watchdog off a nano-thread that computes without scheduling points:
+ * that thread uses its CPU, and a stand-in would only halve it.
+ *
+ * Stand-in: a kernel thread, bound to the stalled VP's CPU (which its own
+ * kernel thread, asleep, does not use), acting as a VP-less runner like the
+ * blocking-call spare in blocking.c: a shell VP (id -1, disabled, so every
+ * enqueue from it goes to the global queue) whose idle context is the
+ * stand-in's own stack. It takes ready nano-threads from the stalled VP's
+ * local queue (serialised by the queue's lock, exactly as a thief does) and
+ * from the global queue, runs each until it reaches a scheduling point, and
+ * stops when both are empty or when the stalled VP's switch counter moves
+ * (its nano-thread came back). The stalled VP itself is never touched: its
+ * nano-thread, when the system call returns, goes on on its own kernel thread
+ * and VP with no coordination needed. A nano-thread the stand-in ran and that
+ * is switched out is picked up by any VP through the usual on_cpu hand-off.
+ * Stand-ins park in a small cache for the next stall.
+ *
+ * Cost when nothing stalls: one wake-up of the monitor per NTH_STALL_US/2
+ * while some VP runs; when every VP is parked the monitor sleeps until one
+ * unparks (park() wakes it: one load on the unpark path when it is awake).
+ * Off (no thread at all) with NTH_STALL_US=0.
+ *
+ * Not covered: the stalled VP's own timer queue is not fired by the stand-in
+ * (a timed wait armed on that VP expires when it comes back; alarms on other
+ * VPs and the shared fallback queue are unaffected).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+#include "olock.h"
+
+#ifdef NTH_TSAN
+void *__tsan_get_current_fiber(void);
+#endif
+
+#define IDLE_NS (20 * 1000000LL)   /* monitor period while every VP is parked */
+#define MIN_PERIOD_NS 50000LL      /* never wake more often than every 50 µs */
+
+struct standin {
+    struct nth_vp shell;           /* its "VP": id -1, disabled; idle = own stack */
+    int word;                      /* futex: 1 = a stalled VP is assigned */
+    struct nth_vp *target;
+    uint64_t since;                /* target's switch counter when assigned */
+    int cpu;                       /* OS index bound to, -1 none */
+    struct standin *next;          /* cache link */
+};
+
+struct vp_watch {
+    uint64_t nswitch;              /* last counter seen */
+    int64_t since;                 /* when it last moved (ns) */
+    struct standin *busy;          /* stand-in serving it, NULL none (atomic) */
+};
+
+static struct {
+    int64_t stall_ns;
+    struct vp_watch *vps;
+    uint32_t cache_lock;
+    struct standin *cache;
+    unsigned long nstalls;         /* stand-ins started (atomic) */
+    unsigned long nrun;            /* nano-threads run by stand-ins (atomic) */
+} W;
+
+int nth_watchdog_sleeping;
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* libc's own pthread_create: the pthread shim will interpose it, and the
+ * monitor and stand-ins must stay plain kernel threads (as VPs do). */
+static pthread_create_fn real_pthread_create(void)
+{
+    static pthread_create_fn fn;
+    if (!fn) {
+        fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+        if (!fn)
+            fn = pthread_create;
+    }
+    return fn;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* 1 if kernel thread tid is asleep in the kernel (S or D), 0 if it runs or
+ * is unknown: only a thread that does not use its CPU may get a stand-in. */
+static int tid_sleeping(int tid)
+{
+    if (tid <= 0)
+        return 0;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* "pid (comm) S ...": comm may hold spaces and parentheses. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ')
+        return 0;
+    return p[2] == 'S' || p[2] == 'D';
+}
+
+static void bind_cpu(struct standin *s, int cpu)
+{
+    if (cpu == s->cpu || !nth_rt.topo)
+        return;
+    s->cpu = cpu;
+    if (cpu < 0 || !nth_rt.cfg.bind)
+        return;
+    hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(nth_rt.topo, (unsigned)cpu);
+    if (pu)
+        (void)hwloc_set_cpubind(nth_rt.topo, pu->cpuset, HWLOC_CPUBIND_THREAD);
+}
+
+static int still_stalled(const struct standin *s)
+{
+    return __atomic_load_n(&s->target->nswitch, __ATOMIC_RELAXED) == s->since &&
+           !__atomic_load_n(&s->target->disabled, __ATOMIC_RELAXED);
+}
+
+static void *standin_main(void *arg)
+{
+    struct standin *s = arg;
+    struct nth_vp *sh = &s->shell;
+    nth_vp_self_set(sh);
+    sh->idle.flags = NTH_TF_IDLE;
+    sh->idle.on_cpu = 1;
+    sh->current = &sh->idle;
+#ifdef NTH_TSAN
+    sh->idle.tsan_fiber = __tsan_get_current_fiber();
+#endif
+    for (;;) {
+        while (__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) == 0)
+            nth_futex_wait(&s->word, 0, -1);
+        __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
+        struct nth_vp *vp = s->target;
+        bind_cpu(s, vp->cpu);
+        while (still_stalled(s)) {
+            struct nth_thread *t = nth_rq_pop(&vp->rq);
+            if (!t)
+                t = nth_rq_pop(&nth_rt.grq);
+            if (!t)
+                break;
+            nth_thread_try_run(t);
+            __atomic_add_fetch(&W.nrun, 1, __ATOMIC_RELAXED);
+            /* Back here when t reaches a scheduling point: the shell is
+             * disabled, so it always switches to its idle context, us. */
+            nth_sched_switch(sh, t, NTH_PS_NONE);
+        }
+        struct vp_watch *w = &W.vps[vp->id];
+        nth_olock(&W.cache_lock);
+        s->next = W.cache;
+        W.cache = s;
+        nth_ounlock(&W.cache_lock);
+        __atomic_store_n(&w->busy, NULL, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static struct standin *standin_get(void)
+{
+    nth_olock(&W.cache_lock);
+    struct standin *s = W.cache;
+    if (s)
+        W.cache = s->next;
+    nth_ounlock(&W.cache_lock);
+    if (s)
+        return s;
+    size_t sz = (sizeof *s + NTH_CACHELINE - 1) & ~(size_t)(NTH_CACHELINE - 1);
+    s = aligned_alloc(NTH_CACHELINE, sz);
+    if (!s)
+        return NULL;
+    memset(s, 0, sizeof *s);
+    s->shell.id = -1;
+    s->shell.cpu = -1;
+    s->shell.disabled = 1;
+    s->cpu = -1;
+    nth_rq_init(&s->shell.rq);
+    pthread_attr_t a;
+    pthread_t kt;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = real_pthread_create()(&kt, &a, standin_main, s);
+    pthread_attr_destroy(&a);
+    if (e) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
+{
+    uint64_t n = __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED);
+    if (n != w->nswitch) {
+        w->nswitch = n;
+        w->since = t;
+        return;
+    }
+    if (t - w->since < W.stall_ns || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
+        return;
+    if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE) == &vp->idle)
+        return;
+    if (nth_rq_empty(&vp->rq) && nth_rq_empty(&nth_rt.grq))
+        return;
+    if (!tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE)))
+        return;
+    struct standin *s = standin_get();
+    if (!s)
+        return;                  /* out of memory or threads: try next period */
+    __atomic_store_n(&w->busy, s, __ATOMIC_RELEASE);
+    s->target = vp;
+    s->since = n;
+    __atomic_add_fetch(&W.nstalls, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->word, 1, __ATOMIC_RELEASE);
+    nth_futex_wake(&s->word, 1);
+}
+
+static void *monitor(void *arg)
+{
+    (void)arg;
+    /* Default timer slack (50 µs) would blur a sub-millisecond period. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    int64_t period = W.stall_ns / 2;
+    if (period < MIN_PERIOD_NS)
+        period = MIN_PERIOD_NS;
+    for (;;) {
+        int64_t t = now_ns();
+        int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < nvps; i++)
+            check_vp(nth_rt.vps[i], &W.vps[i], t);
+        if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
+            /* Nobody runs, so nothing can stall: sleep until a VP unparks
+             * (IDLE_NS at most, in case a wake-up is missed). */
+            __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps)
+                nth_futex_wait(&nth_watchdog_sleeping, 1, IDLE_NS);
+            __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        struct timespec ts = { (time_t)(period / 1000000000), (long)(period % 1000000000) };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    return NULL;
+}
+
+int nth_watchdog_start(const nth_config_t *cfg)
+{
+    if (!cfg->stall_us)
+        return 0;
+    W.stall_ns = (int64_t)cfg->stall_us * 1000;
+    W.vps = calloc((size_t)nth_rt.nvps, sizeof *W.vps);
+    if (!W.vps)
+        return ENOMEM;
+    int64_t t0 = now_ns();
+    for (int i = 0; i < nth_rt.nvps; i++)
+        W.vps[i].since = t0;
+    pthread_attr_t a;
+    pthread_t th;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = real_pthread_create()(&th, &a, monitor, NULL);
+    pthread_attr_destroy(&a);
+    if (e) {
+        fprintf(stderr, "nthlib: cannot start the stall watchdog thread (NTH_STALL_US); "
+                "running without it\n");
+        return EAGAIN;
+    }
+    return 0;
+}
+
+unsigned long nth_watchdog_stalls(void)
+{
+    return __atomic_load_n(&W.nstalls, __ATOMIC_RELAXED);
+}
+
+unsigned long nth_watchdog_ran(void)
+{
+    return __atomic_load_n(&W.nrun, __ATOMIC_RELAXED);
+}

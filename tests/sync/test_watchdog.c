@@ -1,0 +1,224 @@
+/*
+ * test_watchdog.c -- the stall watchdog (NTH_STALL_US): on ONE VP a
+ * nano-thread sits in a raw read() on a pipe, without nth_blocking_enter,
+ * and only the other nano-threads of that VP will ever write to the pipe.
+ * With the watchdog they run on a stand-in kernel thread and the reader
+ * resumes; with NTH_STALL_US=0 the same program hangs (the alarm kills it),
+ * which proves the test can fail. Every nano-thread body runs exactly once.
+ * A nano-thread that computes without scheduling points is not "stalled":
+ * it uses its CPU, and gets no stand-in.
+ * Each case runs in a forked child with its own runtime (see test_sync.c).
+ * Linked statically: it reads the internal nth_watchdog_stalls().
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "nth.h"
+
+unsigned long nth_watchdog_stalls(void);
+unsigned long nth_watchdog_ran(void);
+
+#define T_FAIL(fmt, ...) do { \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr); _exit(99); } while (0)
+#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
+        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
+#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
+
+/* Runs fn in a child on `vps` VPs with the given watchdog threshold;
+ * returns the child's wait status. */
+static int run_case(void (*fn)(void), unsigned vps, unsigned stall_us, unsigned timeout_s)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        alarm(timeout_s);
+        nth_config_t c;
+        nth_config_default(&c);
+        c.vps = vps;
+        c.stall_us = stall_us;
+        T_EQ(nth_init(&c), 0);
+        fn();
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    return st;
+}
+
+static void expect_ok(int st)
+{
+    if (WIFSIGNALED(st))
+        fail_msg("case died of signal %d%s", WTERMSIG(st),
+                 WTERMSIG(st) == SIGALRM ? " (timeout: the stall was not rescued)" : "");
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+enum { WORKERS = 16, YIELDS = 200, ROUNDS = 5 };
+
+static int pipefd[2];
+static int runs[WORKERS];          /* times each worker's body started */
+static int finished;               /* workers done (atomic) */
+static int reader_done;
+
+static void *reader(void *p)
+{
+    (void)p;
+    char c;
+    /* Raw: no nth_blocking_enter, so the only VP sits in the kernel. */
+    ssize_t n = read(pipefd[0], &c, 1);
+    T_EQ(n, 1);
+    T_EQ(c, 'x');
+    /* Everyone who could write has written: all workers ran. */
+    T_EQ(__atomic_load_n(&finished, __ATOMIC_ACQUIRE), WORKERS);
+    if (nth_num_vps() == 1)
+        T_EQ(nth_vp_id(), 0);      /* resumed on its own VP */
+    for (int i = 0; i < 10; i++)
+        nth_yield();
+    __atomic_add_fetch(&reader_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *worker(void *p)
+{
+    int i = (int)(intptr_t)p;
+    T_EQ(__atomic_add_fetch(&runs[i], 1, __ATOMIC_ACQ_REL), 1);
+    for (int k = 0; k < YIELDS; k++)
+        nth_yield();
+    if (__atomic_add_fetch(&finished, 1, __ATOMIC_ACQ_REL) == WORKERS)
+        T_EQ(write(pipefd[1], "x", 1), 1);
+    return NULL;
+}
+
+static void stuck_read_round(void)
+{
+    for (int i = 0; i < WORKERS; i++)
+        runs[i] = 0;
+    finished = 0;
+    reader_done = 0;
+    T_EQ(pipe(pipefd), 0);
+    nth_t r, w[WORKERS];
+    T_EQ(nth_create(&r, NULL, reader, NULL), 0);
+    /* Let the reader block in the kernel before anything could write. */
+    nth_yield();
+    for (int i = 0; i < WORKERS; i++)
+        T_EQ(nth_create(&w[i], NULL, worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < WORKERS; i++)
+        T_EQ(nth_join(w[i], NULL), 0);
+    T_EQ(nth_join(r, NULL), 0);
+    T_EQ(reader_done, 1);
+    for (int i = 0; i < WORKERS; i++)
+        T_EQ(runs[i], 1);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
+static void stuck_read(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    for (int round = 0; round < ROUNDS; round++)
+        stuck_read_round();
+    T_TRUE(nth_watchdog_stalls() >= 1);
+    T_TRUE(nth_watchdog_ran() >= 1);
+}
+
+static void stuck_read_2(void)
+{
+    T_EQ(nth_num_vps(), 2);
+    for (int round = 0; round < ROUNDS; round++)
+        stuck_read_round();
+}
+
+static void test_stuck_read_rescued(void **st)
+{
+    (void)st;
+    expect_ok(run_case(stuck_read, 1, 1000, 30));
+}
+
+/* The same program without the watchdog never finishes: the test can fail. */
+static void test_stuck_read_hangs_without_watchdog(void **st)
+{
+    (void)st;
+    int s = run_case(stuck_read, 1, 0, 2);
+    assert_true(WIFSIGNALED(s));
+    assert_int_equal(WTERMSIG(s), SIGALRM);
+}
+
+/* Two VPs: the other VP steals anyway; the watchdog must not break that. */
+static void test_stuck_read_2vps(void **st)
+{
+    (void)st;
+    expect_ok(run_case(stuck_read_2, 2, 1000, 30));
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int waiter_ran;
+
+static void *waiter(void *p)
+{
+    (void)p;
+    __atomic_store_n(&waiter_ran, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static nth_t waiter_h;
+
+static void *spinner(void *p)
+{
+    (void)p;
+    /* Ready on this VP's queue from now on. */
+    T_EQ(nth_create(&waiter_h, NULL, waiter, NULL), 0);
+    /* Computes for 30 stall periods with no scheduling point, and sees that
+     * nobody ran the ready waiter meanwhile: the VP was busy, not stalled. */
+    int64_t end = now_ns() + 30 * 1000000LL;
+    while (now_ns() < end)
+        ;
+    T_EQ(__atomic_load_n(&waiter_ran, __ATOMIC_ACQUIRE), 0);
+    return NULL;
+}
+
+static void busy_not_stalled(void)
+{
+    nth_t s;
+    T_EQ(nth_create(&s, NULL, spinner, NULL), 0);
+    T_EQ(nth_join(s, NULL), 0);
+    T_EQ(nth_join(waiter_h, NULL), 0);
+    T_EQ(waiter_ran, 1);
+    T_EQ(nth_watchdog_stalls(), 0);
+}
+
+static void test_busy_nano_thread_is_not_stalled(void **st)
+{
+    (void)st;
+    expect_ok(run_case(busy_not_stalled, 1, 1000, 30));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stuck_read_rescued),
+        cmocka_unit_test(test_stuck_read_hangs_without_watchdog),
+        cmocka_unit_test(test_stuck_read_2vps),
+        cmocka_unit_test(test_busy_nano_thread_is_not_stalled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
