@@ -56,6 +56,15 @@ noinst_PROGRAMS += $(kernel_programs)
 EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/kernels/team_nth.c
 bench_programs += $(kernel_programs)
 
+# ---- tracing overhead (branch traceint) ------------------------------------
+# -static: libnth's archive, to switch the record flag and convert in-process.
+bench_programs += bench/trace_overhead
+noinst_PROGRAMS += bench/trace_overhead
+bench_trace_overhead_SOURCES = bench/trace_overhead.c
+bench_trace_overhead_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -I$(top_srcdir)/nthlib -pthread
+bench_trace_overhead_LDFLAGS = -static -pthread
+bench_trace_overhead_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) $(ZLIB_LIBS)
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)
