@@ -73,6 +73,20 @@ static void *waker(void *arg)
     return NULL;
 }
 
+/* Keeps its VP busy, yielding every few microseconds: with both VPs busy
+ * the migrant, made ready on the global queue, goes to whichever VP yields
+ * first (an idle VP would always take it back at once). */
+static void *hog(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        for (volatile int i = 0; i < 2000; i++)
+            ;
+        nth_yield();
+    }
+    return NULL;
+}
+
 static volatile char sink;
 static int recurse(int n)
 {
@@ -150,11 +164,18 @@ int main(int argc, char **argv)
         return 4;
     migrant_th = m;
     uint64_t mid = nth_id(m);
+    nth_t h[2];
+    nth_attr_setname(&a, "hog");
+    for (int i = 0; i < 2; i++)
+        if (nth_create(&h[i], &a, hog, NULL))
+            return 4;
     pthread_t w;
     if (pthread_create(&w, NULL, waker, NULL))
         return 4;
     nth_join(m, NULL);
     pthread_join(w, NULL);
+    for (int i = 0; i < 2; i++)
+        nth_join(h[i], NULL);
     printf("migrant=%llu moved=%d\n", (unsigned long long)mid, moved);
     fflush(stdout);
     if (!strcmp(mode, "return"))
