@@ -77,6 +77,15 @@ bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 
+# ---- tracing overhead (branch traceint) ------------------------------------
+# -static: libnth's archive, to switch the record flag and convert in-process.
+bench_programs += bench/trace_overhead
+noinst_PROGRAMS += bench/trace_overhead
+bench_trace_overhead_SOURCES = bench/trace_overhead.c
+bench_trace_overhead_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -I$(top_srcdir)/nthlib -pthread
+bench_trace_overhead_LDFLAGS = -static -pthread
+bench_trace_overhead_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) $(ZLIB_LIBS)
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "accounting.h"
+#include "trace.h"
 #include "daemon.h"
 #include "placement.h"
 #include "segment.h"
@@ -128,6 +129,8 @@ static void forget(struct daemon *d, int i, const char *reason)
         if (e)
             fprintf(stderr, "cpumgr: --accounting %s: %s\n", d->o->accounting, strerror(e));
     }
+    if (p->known)
+        cm_trace_grant(p->pid, p->name, 0);
     p->known = p->valid = 0;
     p->primed = 0;
     p->bad_logged = 0;
@@ -315,6 +318,7 @@ static void rebalance(struct daemon *d)
                 hwloc_bitmap_copy(p->assigned, pl[k].out);
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
                 publish(s, p->assigned, p->shared);
+                cm_trace_grant(p->pid, p->name, (unsigned)hwloc_bitmap_weight(p->assigned));
                 p->force_publish = 0;
                 changed = 1;
             }
@@ -455,6 +459,13 @@ int cm_daemon_run(const struct cm_opts *o)
     }
     if (setup_cpus(&d) != 0 || setup_segment(&d) != 0)
         return 1;
+    if (o->trace) {
+        int e = cm_trace_open(o->trace);
+        if (e) {
+            fprintf(stderr, "cpumgr: --trace %s: %s\n", o->trace, strerror(e));
+            return 1;
+        }
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -512,6 +523,7 @@ int cm_daemon_run(const struct cm_opts *o)
     __atomic_add_fetch(&d.shm->epoch, 1, __ATOMIC_RELEASE);
     shm_unlink(o->name);
     cm_seg_unmap(d.shm);
+    cm_trace_close();
     fprintf(stderr, "cpumgr: stopped, %s removed\n", o->name);
     hwloc_topology_destroy(d.topo);
     hwloc_bitmap_free(d.owned);

@@ -18,6 +18,7 @@ struct cm_opts {
     gid_t gid;               /* --group, or (gid_t)-1 */
     const char *cpus;        /* --cpus list, or NULL */
     const char *accounting;  /* --accounting FILE, or NULL */
+    const char *trace;       /* --trace FILE (grants, nthlib binary trace), or NULL */
     int foreground;
     int ready_fd;            /* written one byte once ready, or -1 */
 };

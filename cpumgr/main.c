@@ -21,7 +21,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cpumgr [run] [--foreground] [--name /NAME] [--policy equipartition|priority]\n"
         "              [--period MS] [--quantum MS] [--share] [--group GROUP]\n"
-        "              [--cpus LIST] [--accounting FILE]\n"
+        "              [--cpus LIST] [--accounting FILE] [--trace FILE]\n"
         "       cpumgr status [--name /NAME] [--watch [MS]]\n"
         "       cpumgr stop [--name /NAME]\n"
         "See cpumgr(8).\n");
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         {"policy", required_argument, 0, 'p'}, {"period", required_argument, 0, 'P'},
         {"quantum", required_argument, 0, 'q'}, {"share", no_argument, 0, 's'},
         {"group", required_argument, 0, 'g'}, {"cpus", required_argument, 0, 'c'},
-        {"accounting", required_argument, 0, 'a'}, {"watch", optional_argument, 0, 'w'},
+        {"accounting", required_argument, 0, 'a'}, {"trace", required_argument, 0, 't'}, {"watch", optional_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     unsigned watch = 0;
     optind = argi;
@@ -90,6 +90,7 @@ int main(int argc, char **argv)
         }
         case 'c': o.cpus = optarg; break;
         case 'a': o.accounting = optarg; break;
+        case 't': o.trace = optarg; break;
         case 'w': watch = 1000; if (optarg && parse_ms("--watch", optarg, 10, 3600000, &watch)) return 2; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

@@ -22,6 +22,7 @@
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
 #include "cpumgr_client.h"
+#include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
 
@@ -83,6 +84,7 @@ static int apply(hwloc_const_bitmap_t set)
         return 0;
     hwloc_bitmap_copy(C.assigned, set);
     __atomic_store_n(&C.count, hwloc_bitmap_weight(set), __ATOMIC_RELEASE);
+    nth_trace_cpus((uint64_t)hwloc_bitmap_weight(set));
     if (C.cb)
         C.cb(C.assigned, C.cbarg);
     return 1;

@@ -7,6 +7,7 @@
  */
 #include "internal.h"
 #include "cpumgr_client.h"
+#include "trace_core.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ static int start(const nth_config_t *cfg)
 #ifdef NTH_TSAN
     m->tsan_fiber = __tsan_get_current_fiber();
 #endif
+    nth_trace_rt_start(cfg);
     int r = nth_overflow_install();
     if (r)
         return r;

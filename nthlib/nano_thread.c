@@ -9,6 +9,7 @@
  * ESRCH instead of touching a reused unit by accident.
  */
 #include "internal.h"
+#include "trace_core.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -161,6 +162,7 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     memset(t->user, 0, sizeof(t->user));
     nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
+    nth_trace_rt_create(vp, t);
     if (vp)
         __atomic_store_n(&vp->ncreated, vp->ncreated + 1, __ATOMIC_RELAXED);
     else
@@ -253,6 +255,7 @@ int nth_join(nth_t th, void **ret)
             continue;
         /* Registered: sleep until the exit sets EXITED (nth_wait may return
          * early on a stale permit, so re-check). */
+        nth_trace_rt_join(self, t);
         while ((j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE)) != NTH_J_EXITED) {
             if (self)
                 nth_wait();
@@ -260,6 +263,7 @@ int nth_join(nth_t th, void **ret)
                 sched_yield();          /* a kernel thread that is no VP */
         }
         __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
+        nth_trace_rt_join_done(self);
         break;
     }
     if (ret)
@@ -316,6 +320,7 @@ void nth_exit(void *ret)
     nth_sched_point(vp, NTH_SP_EXIT);
     vp = nth_vp_self();
     t->result = ret;
+    nth_trace_thread_end(t->id);
     if (t->flags & NTH_TF_MAIN)
         __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);
@@ -395,6 +400,7 @@ int nth_to_rq(nth_t th)
         if (st == NTH_ST_BLOCKED) {
             if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_READY, 1,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                nth_trace_state(t->id, NTH_TRACE_READY, NULL);
                 nth_sched_enqueue(nth_vp_self(), t);
                 return 0;
             }

@@ -6,10 +6,12 @@
  * faulting stack is unusable), maps the fault address to the unit's
  * descriptor through the slab registry, writes one line
  *   nthlib: stack overflow in nano-thread <id> (<name>)
- * with write(2) only (async-signal-safe), restores the default action and
- * returns: the faulting instruction runs again and the process dies of
- * SIGSEGV as it would have without us. Faults elsewhere go to the previous
- * handler the same way.
+ * with write(2) only (async-signal-safe), restores the previous action and
+ * returns: the faulting instruction runs again under it. Tracing installs
+ * its handler before this one, so an overflow under NTH_TRACE prints the
+ * line, then flushes the trace, then dies of SIGSEGV by the default action;
+ * untraced, the process dies as it would have without us. Faults elsewhere
+ * go to the previous handler the same way.
  */
 #include "internal.h"
 #include <signal.h>
@@ -48,11 +50,8 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         at = put(buf, at, ")\n");
         ssize_t w = write(2, buf, at);
         (void)w;
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, NULL);
-        return;
+        /* Fall through: the fault repeats under the previous handler (the
+         * trace's flush when NTH_TRACE is set, else the default action). */
     }
     sigaction(sig, &old_segv, NULL);
 }

@@ -10,6 +10,7 @@
  * the hot path pays for no counter.
  */
 #include "internal.h"
+#include "trace_core.h"
 
 void nth_rq_init(struct nth_rq *q)
 {
@@ -20,6 +21,7 @@ void nth_rq_init(struct nth_rq *q)
 
 void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
 {
+    nth_trace_rt_rq(q, 1);
     cds_wfcq_node_init(&t->rq_node);
     NTH_TSAN_RELEASE(t);
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
@@ -31,6 +33,7 @@ static struct nth_thread *pop_locked(struct nth_rq *q)
     if (!n)
         return NULL;
     struct nth_thread *t = caa_container_of(n, struct nth_thread, rq_node);
+    nth_trace_rt_rq(q, -1);
     NTH_TSAN_ACQUIRE(t);
     return t;
 }

@@ -12,6 +12,7 @@
  * nth_to_rq from another VP races with the switch-out of an nth_wait).
  */
 #include "internal.h"
+#include "trace_core.h"
 #include <errno.h>
 #include <stdlib.h>
 
@@ -253,6 +254,7 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     vp->prev_action = action;
     vp->current = next;
     vp->nswitch++;
+    nth_trace_rt_switch(vp, self, next);
     int e = *vp->errno_loc;
     tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
     nth_ctx_switch(&self->ctx, &next->ctx);

@@ -27,3 +27,7 @@ lib_LTLIBRARIES += libnth-malloc.la
 libnth_malloc_la_SOURCES = nthlib/trace_malloc.c
 libnth_malloc_la_LIBADD = libnth.la
 libnth_malloc_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0
+
+# The runtime's call sites (trace_core.h): in libnth itself, since they read
+# the core's descriptors.
+libnth_la_SOURCES += nthlib/trace_core.h nthlib/trace_runtime.c

@@ -26,7 +26,7 @@ struct nth_trace_file_header {
     uint32_t version;          /* NTH_TRACE_VERSION */
     uint32_t record_size;      /* sizeof(struct nth_trace_rec) = 32 */
     uint32_t pid;
-    uint32_t flags;            /* 0 */
+    uint32_t flags;            /* NTH_TRACE_FLAG_* */
     uint64_t mono_start_ns;    /* trace start: JSON/Paraver times count from here */
     uint64_t real_start_ns;
     char host[24];             /* node name for the Paraver .row, NUL-padded */
@@ -76,7 +76,20 @@ enum nth_trace_counter {
     NTH_CTR_CPUS = 2,          /* CPUs assigned to the process by cpumgr */
     NTH_CTR_MEM_BYTES = 3,     /* bytes in use by malloc (NTH_TRACE_MALLOC) */
     NTH_CTR_MEM_CALLS = 4,     /* malloc/calloc/realloc calls so far */
+    NTH_CTR_GRANT = 5,         /* cpumgr --trace: CPUs granted to the
+                                  application whose pid is in `id` */
 };
+
+/* NTH_REC_SWITCH arg: why `value` (the previous nano-thread) left its VP.
+ * A blocked one shows SYNCH (no object) unless the runtime named what it
+ * waits on just before; a yielded or preempted one shows READY. */
+enum nth_trace_switch_why {
+    NTH_SWITCH_YIELD = 0,
+    NTH_SWITCH_BLOCK = 1,
+};
+
+/* nth_trace_file_header.flags */
+#define NTH_TRACE_FLAG_CPUMGR 1u    /* written by the cpumgr daemon (--trace) */
 
 enum nth_trace_name_kind {
     NTH_NAME_THREAD = 1,       /* id = trace id */
@@ -85,6 +98,7 @@ enum nth_trace_name_kind {
     NTH_NAME_VALUE = 4,        /* id = event type, value = event value */
     NTH_NAME_OBJECT = 5,       /* id = object address */
     NTH_NAME_FUNCTION = 6,     /* id = function address; "name (file:line)" */
+    NTH_NAME_APP = 7,          /* id = pid of an application (cpumgr --trace) */
 };
 
 #endif

@@ -33,6 +33,9 @@
  *   nth_trace_region_begin/_end(id, region, team)  parallel regions (nest)
  *   nth_trace_rq_len(vp, len)             when a VP's ready queue length changes
  *   nth_trace_cpus(n)                     when cpumgr's assignment changes
+ *
+ * The runtime itself calls these through trace_core.h, whose helpers take
+ * descriptors (one line per call site in the core).
  */
 #ifndef NTH_TRACE_HOOKS_H
 #define NTH_TRACE_HOOKS_H
@@ -75,6 +78,7 @@ NTH_HIDDEN void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_
 NTH_HIDDEN void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name);
 NTH_HIDDEN void nth_trace__vp(uint16_t type, unsigned vp);
 NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
+NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
 
 /* A relaxed atomic load is a plain load on x86-64 and AArch64: the branch

@@ -150,10 +150,17 @@ static void j_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_t
 
 static void j_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind, int vp, uint64_t value)
 {
-    (void)f;
     struct jctx *j = c;
     ev(j, "C", ts, 0);
-    if (kind == NTH_CTR_RQ_LEN)
+    if (kind == NTH_CTR_GRANT) {
+        /* One counter track per application on the daemon's process. */
+        const char *an = nth_tr_name(f, NTH_NAME_APP, (uint64_t)vp, 0);
+        char b[320];
+        snprintf(b, sizeof b, "CPUs granted to %s (pid %d)", an ? an : "application", vp);
+        nth_out_printf(&j->o, ",\"name\":");
+        nth_out_json_str(&j->o, b);
+        nth_out_printf(&j->o, ",\"args\":{\"cpus\":%" PRIu64 "}}", value);
+    } else if (kind == NTH_CTR_RQ_LEN)
         nth_out_printf(&j->o, ",\"name\":\"ready queue VP %d\",\"args\":{\"length\":%" PRIu64 "}}", vp, value);
     else if (kind == NTH_CTR_CPUS)
         nth_out_printf(&j->o, ",\"name\":\"CPUs assigned\",\"args\":{\"cpus\":%" PRIu64 "}}", value);
@@ -237,7 +244,8 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
             if (files[k].hdr.pid == f->hdr.pid)
                 j.pid += 4194304L * (i + 1);
         char b[320];
-        snprintf(b, sizeof b, "nthlib process %u", f->hdr.pid);
+        snprintf(b, sizeof b, "%s %u", f->hdr.flags & NTH_TRACE_FLAG_CPUMGR ? "cpumgr daemon" : "nthlib process",
+                 f->hdr.pid);
         meta(&j, 0, "process_name", b, -1);
         for (unsigned v = 0; v < f->nvps; v++) {
             snprintf(b, sizeof b, "VP %u", v);

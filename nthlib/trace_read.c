@@ -169,7 +169,7 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
         if (r.type == NTH_REC_NAME) {
             uint32_t len = r.arg & 0xffff, kind = r.arg >> 16;
             size_t payload = (len + sizeof r - 1) / sizeof r;
-            if (len > NTH_TRACE_NAME_MAX || kind < NTH_NAME_THREAD || kind > NTH_NAME_FUNCTION ||
+            if (len > NTH_TRACE_NAME_MAX || kind < NTH_NAME_THREAD || kind > NTH_NAME_APP ||
                 payload > n - i - 1) {
                 warnf(f, warn, "record %zu: bad name record (kind %u, length %u); rest of file skipped", i, kind, len);
                 break;

@@ -158,8 +158,13 @@ void nth_trace__vp(uint16_t type, unsigned vp)
 
 void nth_trace__switch(uint64_t from, uint64_t to)
 {
+    nth_trace__switch_why(from, to, NTH_SWITCH_YIELD);
+}
+
+void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why)
+{
     tl_running = to;
-    nth_trace__rec(NTH_REC_SWITCH, 0, to, from);
+    nth_trace__rec(NTH_REC_SWITCH, why, to, from);
 }
 
 void nth_trace__counter(uint32_t kind, int vp, uint64_t value)

@@ -139,7 +139,7 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
         if (from && from != t && from->depth > 0) {
             struct nth_tr_level *l = &from->stack[from->depth - 1];
             if (l->state == NTH_TRACE_RUN)
-                set_state(r, x->ts, from, NTH_TRACE_READY, 0);
+                set_state(r, x->ts, from, x->arg == NTH_SWITCH_BLOCK ? NTH_TRACE_SYNCH : NTH_TRACE_READY, 0);
             else if (!parked(l->state))
                 push_state(r, x->ts, from, NTH_TRACE_READY, 0, 1);
         }
@@ -199,7 +199,7 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
         }
         break;
     case NTH_REC_COUNTER:
-        if (x->arg == NTH_CTR_RQ_LEN)
+        if (x->arg == NTH_CTR_RQ_LEN || x->arg == NTH_CTR_GRANT)
             CALL(r->s, counter, f, x->ts, x->arg, (int)x->id, x->value);
         else
             CALL(r->s, counter, f, x->ts, x->arg, -1, x->value);

@@ -10,6 +10,7 @@
  * interpose pthread_create, and a VP must not become a nano-thread of itself.
  */
 #include "internal.h"
+#include "trace_core.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +57,7 @@ static void *vp_main(void *arg)
     struct nth_vp *vp = arg;
     nth_vp_self_set(vp);
     __atomic_store_n(&vp->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    nth_trace_rt_vp(vp);
     nth_vp_bind(vp);
     nth_overflow_vp_altstack(vp);
     vp->idle.flags = NTH_TF_IDLE;

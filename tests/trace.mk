@@ -15,3 +15,14 @@ TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trac
 TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
 dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
 EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90
+
+# The runtime traced for real (not the simulator). rt_demo links libnth
+# statically, like tests/cpumgr/client_app, to drive the cpumgr client.
+check_PROGRAMS += tests/trace/rt_demo
+tests_trace_rt_demo_SOURCES = tests/trace/rt_demo.c
+tests_trace_rt_demo_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/nthlib
+tests_trace_rt_demo_LDFLAGS = -static
+tests_trace_rt_demo_LDADD = libnth.la $(HWLOC_LIBS) -lrt -lpthread
+TRACE_RT_TESTS = tests/trace/runtime.sh tests/trace/runtime_exit.sh tests/trace/runtime_cpumgr.sh
+TESTS += $(TRACE_RT_TESTS)
+dist_check_SCRIPTS += $(TRACE_RT_TESTS)

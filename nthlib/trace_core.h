@@ -1,0 +1,77 @@
+/*
+ * trace_core.h -- the runtime's trace call sites (internal to libnth).
+ *
+ * Each helper takes the core's descriptors, tests nth_trace_on once (one
+ * predictable branch when tracing is off: DESIGN.md invariant 9) and hands
+ * the rest to an out-of-line function in trace_runtime.c, so a core call
+ * site stays one line and reads nothing when tracing is off. Where each one
+ * is called, and why there, is said next to it below.
+ */
+#ifndef NTH_TRACE_CORE_H
+#define NTH_TRACE_CORE_H
+
+#include "internal.h"
+#include "trace_hooks.h"
+
+NTH_HIDDEN void nth_trace__rt_start(const nth_config_t *cfg);
+NTH_HIDDEN void nth_trace__rt_vp(struct nth_vp *vp);
+NTH_HIDDEN void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to);
+NTH_HIDDEN void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t);
+NTH_HIDDEN void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t);
+
+/* Runtime start-up (init.c), on the kernel thread that becomes VP 0, before
+ * the core's SIGSEGV handler is installed: that handler then chains to the
+ * trace's (overflow line, then trace flush, then the default action).
+ * Starts tracing when cfg->trace is set and records VP 0 running main
+ * (trace id 1). A trace that cannot start is reported on stderr in one
+ * line; the runtime runs untraced. Not thread-safe (called once). */
+static inline void nth_trace_rt_start(const nth_config_t *cfg)
+{
+    if (cfg->trace)
+        nth_trace__rt_start(cfg);
+}
+
+/* First thing a VP's own kernel thread does (vp.c), so that its records
+ * carry its VP index; it starts in its idle loop. */
+static inline void nth_trace_rt_vp(struct nth_vp *vp) { NTH_TRACE_IF_ON nth_trace__rt_vp(vp); }
+
+/* Every context switch (sched.c), on the VP, before the registers move:
+ * `to` becomes RUN (0 = the idle context); `from` becomes SYNCH if it is
+ * blocked in nth_wait (unless a SYNCH naming an object was recorded), READY
+ * otherwise. Also samples the VP's ready-queue length when it changed. */
+static inline void nth_trace_rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_switch(vp, from, to);
+}
+
+/* nth_create, once the trace id is known; the creator is the nano-thread
+ * running on vp (none for a kernel thread that is no VP). */
+static inline void nth_trace_rt_create(struct nth_vp *vp, struct nth_thread *t)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_create(vp, t);
+}
+
+/* nth_join, once the joiner is registered and about to sleep: SYNCH on the
+ * joined nano-thread, named "join <name> #<id>" by its never-reused trace id
+ * (a descriptor address is recycled and would name the wrong thread). */
+static inline void nth_trace_rt_join(struct nth_thread *self, struct nth_thread *t)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_join(self, t);
+}
+
+/* nth_join, after the wait: RUN again (a no-op in the trace when the
+ * joiner was switched out and back; needed when nth_wait returned at once). */
+static inline void nth_trace_rt_join_done(struct nth_thread *self)
+{
+    NTH_TRACE_IF_ON if (self) nth_trace__rec(NTH_REC_STATE_SET, NTH_TRACE_RUN, self->id, 0);
+}
+
+/* Ready-queue length bookkeeping (ready_queue.c): the core keeps no count
+ * (it costs an atomic per operation), so it is kept only while tracing,
+ * and read at the VP's scheduling points by nth_trace_rt_switch. */
+static inline void nth_trace_rt_rq(struct nth_rq *q, long d)
+{
+    NTH_TRACE_IF_ON __atomic_fetch_add(&q->n, d, __ATOMIC_RELAXED);
+}
+
+#endif

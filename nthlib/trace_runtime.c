@@ -1,0 +1,60 @@
+/*
+ * trace_runtime.c -- what the runtime's trace call sites (trace_core.h) do
+ * when tracing is on: descriptors turned into trace records.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "trace_core.h"
+
+void nth_trace__rt_start(const nth_config_t *cfg)
+{
+    int rc = nth_trace_start(cfg->trace, cfg->trace_buffer, 0);
+    if (rc) {
+        if (rc != EINVAL)   /* EINVAL (bad suffix) has already said so */
+            fprintf(stderr, "nthlib: NTH_TRACE=%s: cannot trace: %s; running untraced\n",
+                    cfg->trace, strerror(rc));
+        return;
+    }
+    nth_trace_vp_start(0);
+    nth_trace_thread_create(1, 0, "main");
+    nth_trace__switch(0, 1);
+}
+
+void nth_trace__rt_vp(struct nth_vp *vp)
+{
+    nth_trace__vp(NTH_REC_VP_START, (unsigned)vp->id);
+    nth_trace__switch(0, 0);
+}
+
+/* vp->trace holds the last ready-queue length recorded for vp, plus one
+ * (0 = none yet); only vp's kernel thread touches it, in the switch path. */
+void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to)
+{
+    int s = __atomic_load_n(&from->state, __ATOMIC_RELAXED) & NTH_ST_MASK;
+    nth_trace__switch_why(from->id, to->id, s == NTH_ST_BLOCKED ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD);
+    long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
+    if (n < 0)
+        n = 0;
+    if ((uintptr_t)vp->trace != (uintptr_t)n + 1) {
+        vp->trace = (void *)((uintptr_t)n + 1);
+        nth_trace__counter(NTH_CTR_RQ_LEN, vp->id, (uint64_t)n);
+    }
+}
+
+void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t)
+{
+    struct nth_thread *c = vp ? vp->current : NULL;
+    nth_trace_thread_create(t->id, c ? c->id : 0, t->name);
+}
+
+void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t)
+{
+    if (!self)
+        return;
+    char name[NTH_NAME_MAX + 32];
+    snprintf(name, sizeof name, "join %.*s #%llu", NTH_NAME_MAX, t->name[0] ? t->name : "nano-thread",
+             (unsigned long long)t->id);
+    nth_trace__name(NTH_NAME_OBJECT, t->id, 0, name);
+    nth_trace__rec(NTH_REC_STATE_SET, NTH_TRACE_SYNCH, self->id, t->id);
+}

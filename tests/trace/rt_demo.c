@@ -1,0 +1,192 @@
+/*
+ * rt_demo -- a real nthlib program traced through NTH_TRACE (not the
+ * simulator): the runtime's own trace call sites produce the trace.
+ *
+ *   rt_demo MODE [CPUMGR_NAME]
+ *   MODE: return | exit | sigterm | abort | overflow | cpumgr
+ *
+ * Every mode except cpumgr: main creates "sleeper" and joins it before it
+ * can run (with NTH_VPS=1 the join is sure to block: cooperative scheduling),
+ * then "migrant": it blocks in nth_wait and a kernel thread (no VP) makes it
+ * ready, until it has been seen on two VPs (bounded; with one VP it cannot
+ * move and says so). Then
+ * the mode's way out, from a nano-thread that is not main:
+ *   return    main returns            exit      exit(0)
+ *   sigterm   kill(getpid(), SIGTERM) abort     abort()
+ *   overflow  unbounded recursion on a small stack (guard page, SIGSEGV)
+ * cpumgr: attach to the daemon's segment CPUMGR_NAME, request 1 CPU, wait
+ * until it is assigned, then 2, then leave (the assigned-CPUs counter).
+ * Prints "migrant=ID moved=0|1" before leaving.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "nth.h"
+#include "nth/trace.h"
+#include "cpumgr_client.h"
+
+static int waiting, moved, done;
+static nth_t migrant_th;
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++)
+        nth_yield();
+    return (void *)7;
+}
+
+static void *migrant(void *arg)
+{
+    (void)arg;
+    int first = nth_vp_id();
+    long cap = nth_num_vps() > 1 ? 20000 : 50;   /* one VP: it cannot move */
+    for (long i = 0; i < cap && !moved; i++) {
+        __atomic_store_n(&waiting, 1, __ATOMIC_RELEASE);
+        nth_wait();
+        if (nth_vp_id() != first)
+            moved = 1;
+    }
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The waker is a kernel thread that is no VP: its nth_to_rq puts the migrant
+ * on the global queue, where whichever VP looks first takes it. (A waker
+ * that is itself a nano-thread yielding on the other VP can deadlock the
+ * core: each VP then waits for the other's nano-thread to finish switching
+ * out -- reported, not worked around here.) */
+static void *waker(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        if (__atomic_exchange_n(&waiting, 0, __ATOMIC_ACQ_REL))
+            nth_to_rq(migrant_th);
+        else
+            sched_yield();
+    }
+    return NULL;
+}
+
+/* Keeps its VP busy, yielding every few microseconds: with both VPs busy
+ * the migrant, made ready on the global queue, goes to whichever VP yields
+ * first (an idle VP would always take it back at once). */
+static void *hog(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        for (volatile int i = 0; i < 2000; i++)
+            ;
+        nth_yield();
+    }
+    return NULL;
+}
+
+static volatile char sink;
+static int recurse(int n)
+{
+    volatile char pad[512];
+    pad[0] = (char)n;
+    sink = pad[0];
+    return n > 1000000 ? pad[0] : recurse(n + 1) + pad[0];
+}
+
+static const char *mode;
+
+static void *leaver(void *arg)
+{
+    (void)arg;
+    nth_trace_event(1, 42);
+    if (!strcmp(mode, "exit")) exit(0);
+    if (!strcmp(mode, "sigterm")) kill(getpid(), SIGTERM);
+    if (!strcmp(mode, "abort")) abort();
+    if (!strcmp(mode, "overflow")) recurse(0);
+    /* A process-directed signal may be handled by another kernel thread:
+     * never return (main would exit meanwhile). */
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int wait_assigned(int n)
+{
+    for (int i = 0; i < 5000; i++) {   /* at most ~5 s of 1 ms naps */
+        nth_cpumgr_poll();
+        nth_cpumgr_tick();
+        if (nth_cpus_assigned() == n)
+            return 0;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr [NAME]\n");
+        return 2;
+    }
+    mode = argv[1];
+    if (!strcmp(mode, "cpumgr")) {
+        if (argc < 3 || nth_init(NULL) != 0 || nth_cpumgr_client_init(argv[2]) != 0)
+            return 2;
+        for (int i = 0; i < 5000 && !nth_cpumgr_attached(); i++) {
+            nth_cpumgr_tick();
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        if (!nth_cpumgr_attached() || nth_cpus_request(1) || wait_assigned(1) ||
+            nth_cpus_request(2) || wait_assigned(2)) {
+            fprintf(stderr, "rt_demo: attached=%d assigned=%d\n", nth_cpumgr_attached(), nth_cpus_assigned());
+            return 3;
+        }
+        nth_cpumgr_client_fini();
+        printf("cpus 1 then 2\n");
+        return 0;
+    }
+    if (nth_init(NULL) != 0)
+        return 2;
+    nth_attr_t a;
+    nth_attr_init(&a);
+    nth_attr_setname(&a, "sleeper");
+    nth_t s, m, l;
+    void *ret = NULL;
+    if (nth_create(&s, &a, sleeper, NULL) || nth_join(s, &ret) || ret != (void *)7)
+        return 4;
+    nth_attr_setname(&a, "migrant");
+    if (nth_create(&m, &a, migrant, NULL))
+        return 4;
+    migrant_th = m;
+    uint64_t mid = nth_id(m);
+    /* With one VP the hogs would starve the migrant: a yield looks at the
+     * global queue only when the local one is empty (reported). */
+    nth_t h[2];
+    int nhog = nth_num_vps() > 1 ? 2 : 0;
+    nth_attr_setname(&a, "hog");
+    for (int i = 0; i < nhog; i++)
+        if (nth_create(&h[i], &a, hog, NULL))
+            return 4;
+    pthread_t w;
+    if (pthread_create(&w, NULL, waker, NULL))
+        return 4;
+    nth_join(m, NULL);
+    pthread_join(w, NULL);
+    for (int i = 0; i < nhog; i++)
+        nth_join(h[i], NULL);
+    printf("migrant=%llu moved=%d\n", (unsigned long long)mid, moved);
+    fflush(stdout);
+    if (!strcmp(mode, "return"))
+        return 0;
+    nth_attr_setname(&a, "leaver");
+    nth_attr_setstacksize(&a, NTH_STACK_MIN);
+    if (nth_create(&l, &a, leaver, NULL))
+        return 4;
+    nth_join(l, NULL);
+    return 5;   /* the way out did not leave */
+}

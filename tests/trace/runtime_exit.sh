@@ -1,0 +1,33 @@
+#!/bin/bash
+# Ways out of a real nthlib program under NTH_TRACE: exit() and SIGTERM and
+# abort() from a nano-thread each leave a JSON file that parses, and a
+# nano-thread's stack overflow prints the core's overflow line, then the
+# trace is written, then the process dies of SIGSEGV.
+. "$top_srcdir/tests/trace/lib.sh"
+DEMO=$top_builddir/tests/trace/rt_demo
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:detect_stack_use_after_return=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0"
+for mode in exit sigterm abort overflow; do
+    ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err
+    st=$?
+    case $mode in
+        exit) want=0 ;;
+        sigterm) want=$((128 + 15)) ;;
+        abort) want=$((128 + 6)) ;;
+        overflow) want=$((128 + 11)) ;;
+    esac
+    [ "$st" = "$want" ] || fail "$mode: exit status $st, expected $want: $(cat $mode.err)"
+    [ -s $mode.json ] || fail "$mode: no JSON written: $(cat $mode.err)"
+    check_json $mode.json
+    [ -n "$(tid_of $mode.json "leaver #$(( $(sed -n 's/^migrant=\([0-9]*\) .*/\1/p' $mode.out) + 3 ))")" ] \
+        || fail "$mode: no track for the nano-thread that left"
+    [ "$(jq '[.traceEvents[]|select(.ph=="i" and .cat=="event" and .args.type==1 and .args.value==42)]|length' $mode.json)" = 1 ] \
+        || fail "$mode: the leaver's last event is missing"
+done
+grep -q '^nthlib: stack overflow in nano-thread [0-9]* (leaver)$' overflow.err \
+    || fail "overflow: no overflow line: $(cat overflow.err)"
+# the order: overflow line first, then the trace's report
+first=$(grep -n 'stack overflow' overflow.err | cut -d: -f1)
+wrote=$(grep -n 'trace: wrote' overflow.err | cut -d: -f1)
+[ -n "$wrote" ] && [ "$first" -lt "$wrote" ] || fail "overflow: line and trace out of order: $(cat overflow.err)"
+exit 0
