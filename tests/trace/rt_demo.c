@@ -134,10 +134,10 @@ int main(int argc, char **argv)
     }
     mode = argv[1];
     if (!strcmp(mode, "cpumgr")) {
-        if (argc < 3 || nth_init(NULL) != 0 || nth_cpumgr_client_init(argv[2]) != 0)
+        /* The runtime starts the cpumgr client itself, from NTH_CPUMGR. */
+        if (argc < 3 || setenv("NTH_CPUMGR", argv[2], 1) != 0 || nth_init(NULL) != 0)
             return 2;
         for (int i = 0; i < 5000 && !nth_cpumgr_attached(); i++) {
-            nth_cpumgr_tick();
             struct timespec ts = { 0, 1000000 };
             nanosleep(&ts, NULL);
         }
@@ -146,7 +146,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "rt_demo: attached=%d assigned=%d\n", nth_cpumgr_attached(), nth_cpus_assigned());
             return 3;
         }
-        nth_cpumgr_client_fini();
         printf("cpus 1 then 2\n");
         return 0;
     }
