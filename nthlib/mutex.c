@@ -110,9 +110,18 @@ static void mutex_waiter_left(struct nth_waiter *w)
 
 static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct timespec *abs)
 {
+    /* Spin only while nobody is queued: with waiters (state 2) unlock hands
+     * the mutex to the first of them and never frees it, so a spin cannot
+     * succeed. Worse, retry loops of timed lockers then spend their whole
+     * turn spinning while the hand-off target waits behind them in a ready
+     * queue: one critical section per ready-queue rotation (the "hang" of
+     * the timed stress test was this convoy, thousands of times slower). */
     for (unsigned i = nth__sync_spin_iters(); i > 0; i--) {
-        if (__atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0 && try_fast(m))
+        uint32_t st = __atomic_load_n(&m->__state, __ATOMIC_RELAXED);
+        if (st == 0 && try_fast(m))
             return 0;
+        if (st == 2)
+            break;
         nth_sync_relax();
     }
     if (abs) {
