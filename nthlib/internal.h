@@ -159,6 +159,7 @@ struct nth_vp {
     uint64_t nstarted;                /* nano-threads first run here (stats) */
     uint64_t nswitch;                 /* context switches (stats) */
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
+    unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
@@ -217,6 +218,14 @@ NTH_HIDDEN void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t);
  * context); action is done by the post-switch hook. */
 NTH_HIDDEN void nth_sched_block(struct nth_vp *vp, int action);
 NTH_HIDDEN struct nth_thread *nth_sched_pick(struct nth_vp *vp);
+/* 1 on every NTH_GRQ_EVERY-th pick of vp: look at the global queue before
+ * the local one, so a nano-thread there runs after a bounded number of
+ * scheduling points even when the local queue never empties. */
+#define NTH_GRQ_EVERY 61
+static inline int nth_sched_grq_turn(struct nth_vp *vp)
+{
+    return ++vp->npick % NTH_GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq);
+}
 NTH_HIDDEN void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action);
 NTH_HIDDEN void nth_post_switch(struct nth_vp *vp);
 NTH_HIDDEN void nth_thread_entry(void *desc);

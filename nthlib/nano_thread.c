@@ -375,7 +375,9 @@ int nth_yield(void)
         return 0;
     }
     struct nth_thread *self = vp->current;
-    if (!nth_rq_empty(&vp->rq)) {
+    /* The global queue's turn (nth_sched_grq_turn) applies to yields too:
+     * busy yielders alone keep a local queue from ever emptying. */
+    if (!nth_sched_grq_turn(vp) && !nth_rq_empty(&vp->rq)) {
         /* Enqueue ourselves first: the queue then never empties under the
          * dequeue, which saves liburcu's tail cmpxchg (one atomic operation
          * of the three a yield would cost). A thief that takes us before the
