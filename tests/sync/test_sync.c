@@ -279,12 +279,12 @@ static void test_mutex_stress(void **st)
 
 /* A quarter of the nano-threads retry timed locks with 0-50 us deadlines,
  * in three rounds, bounded by the case's alarm. Regression test for issue
- * 3's "hang": it was a convoy, not a lost wake-up. Once the retry loops
- * filled the ready queues, every hand-off waited for a full rotation of
- * them, each spending its turn in a spin that cannot succeed while waiters
- * are queued; throughput fell to about 1000 locks/s and the case ran into
- * its alarm in 1 run in 5-40. Now a locker that sees waiters queued does
- * not spin, and one round takes well under a second. */
+ * 3's "hang", a convoy rather than a lost wake-up: unlock used to hand the
+ * mutex to the first waiter, which then had to reach the head of a ready
+ * queue full of these retry loops before anyone could lock again, so the
+ * mutex did one critical section per queue rotation (about 1000 locks/s,
+ * counter still rising under gdb) and the case ran into its alarm in 1 run
+ * in 5-40. Unlock now frees the mutex and wakes the first waiter. */
 static void test_mutex_stress_timed(void **st)
 {
     (void)st;
