@@ -45,7 +45,6 @@ struct vp_state {
     int tid;            /* kernel thread id, 0 until seen (atomic) */
     int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
     int moved;          /* bound off its CPU by bounded reclaim */
-    unsigned npoints;   /* scheduling points seen (only by its VP) */
 };
 
 static struct {
@@ -136,27 +135,17 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
     kick_watcher();
 }
 
-/* A disabled VP hands its nano-threads to the global queue, but a VP looks
- * there only when its local queue is empty, which a busy application may
- * never reach: every 16th scheduling point of a VP moves one nano-thread
- * from the global queue to the tail of its local queue, so it runs after a
- * bounded wait (Go's scheduler checks its global queue the same way). */
-#define GRQ_EVERY 16
-
 static void on_sched_point(struct nth_vp *vp, int where)
 {
+    (void)where;
     if (!R.vps || vp->id < 0)
         return;   /* a watchdog stand-in's shell VP */
     struct vp_state *s = &R.vps[vp->id];
     if (!__atomic_load_n(&s->tid, __ATOMIC_RELAXED))
         __atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELEASE);
+    /* Nano-threads a disabled VP left on the global queue need nothing
+     * here: nth_sched_pick gives the global queue its turn. */
     nth_cpumgr_poll();
-    if (where != NTH_SP_IDLE && ++s->npoints % GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq) &&
-        !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
-        struct nth_thread *t = nth_rq_trypop(&nth_rt.grq);
-        if (t)
-            nth_rq_push(&vp->rq, t);
-    }
 }
 
 /* The scheduling-point hook matters only under a daemon (alone, the

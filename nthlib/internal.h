@@ -178,6 +178,7 @@ struct nth_vp {
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
     int tid;                          /* its kernel thread's id (atomic; watchdog) */
+    unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
@@ -260,6 +261,14 @@ NTH_HIDDEN void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t);
  * context); action is done by the post-switch hook. */
 NTH_HIDDEN void nth_sched_block(struct nth_vp *vp, int action);
 NTH_HIDDEN struct nth_thread *nth_sched_pick(struct nth_vp *vp);
+/* 1 on every NTH_GRQ_EVERY-th pick of vp: look at the global queue before
+ * the local one, so a nano-thread there runs after a bounded number of
+ * scheduling points even when the local queue never empties. */
+#define NTH_GRQ_EVERY 61
+static inline int nth_sched_grq_turn(struct nth_vp *vp)
+{
+    return ++vp->npick % NTH_GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq);
+}
 NTH_HIDDEN void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action);
 NTH_HIDDEN void nth_post_switch(struct nth_vp *vp);
 NTH_HIDDEN void nth_thread_entry(void *desc);

@@ -4,9 +4,14 @@
  *
  * __state: 0 free, 1 locked, 2 locked and someone may be queued. The
  * uncontended path is one CAS to lock and one to unlock. Under contention
- * the lock is handed over: unlock gives ownership straight to the first
- * waiter that can still be woken (FIFO), so a woken nano-thread never finds
- * the mutex taken again and a timed-out waiter never takes a hand-off.
+ * unlock frees the mutex and wakes the first waiter that can still be
+ * woken (FIFO); the woken waiter tries again, at the head of the queue if it
+ * loses, and sets 2 so its own unlock wakes the next one (Drepper, "Futexes
+ * Are Tricky", mutex type 3). No direct hand-off: handing ownership to a
+ * woken waiter makes every critical section wait until that waiter reaches
+ * the head of a ready queue, and with nano-threads retrying timed locks in
+ * that queue the mutex fell to one critical section per queue rotation
+ * (issue 3: a convoy thousands of times slower, seen as a hang).
  */
 #include <errno.h>
 #include "sync_core.h"
@@ -120,37 +125,45 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
         if (e)
             return e;
     }
-    struct nth_waiter w;
-    nth_waiter_init(&w, self);
-    nth_olock(&m->__lock);
-    /* Mark contended; if it was free meanwhile we own it (state 2 costs
-     * one harmless trip through unlock's slow path). */
-    if (__atomic_exchange_n(&m->__state, 2, __ATOMIC_ACQUIRE) == 0) {
-        if (!m->__head)
-            __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
+    int woken = 0;
+    for (;;) {
+        struct nth_waiter w;
+        nth_waiter_init(&w, self);
+        nth_olock(&m->__lock);
+        /* Mark contended; if it was free meanwhile we own it (state 2 costs
+         * one harmless trip through unlock's slow path). */
+        if (__atomic_exchange_n(&m->__state, 2, __ATOMIC_ACQUIRE) == 0) {
+            if (!m->__head)
+                __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
+            nth_ounlock(&m->__lock);
+            return 0;
+        }
+        if (abs && nth_abs_passed(clock, abs)) {
+            if (!m->__head)
+                __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
+            nth_ounlock(&m->__lock);
+            /* A scheduling point even so: the owner may be ready on this VP,
+             * and a caller retrying in a loop would otherwise starve it
+             * (cooperative scheduling). Returning later is allowed. */
+            nth_yield();
+            return ETIMEDOUT;
+        }
+        /* Woken but beaten to it by a running locker: keep our turn. */
+        if (woken)
+            nth_wq_push_front(&m->__head, &m->__tail, &w);
+        else
+            nth_wq_push(&m->__head, &m->__tail, &w);
+        if (abs) {
+            w.on_timeout = mutex_waiter_left;
+            nth_waiter_arm(&w, &m->__lock, &m->__head, &m->__tail, clock, abs);
+        }
         nth_ounlock(&m->__lock);
-        return 0;
+        int s = nth_waiter_block(&w);
+        nth_waiter_disarm(&w);
+        if (s != NTH_W_WOKEN)
+            return ETIMEDOUT;
+        woken = 1;            /* unlock freed the mutex: try again */
     }
-    if (abs && nth_abs_passed(clock, abs)) {
-        if (!m->__head)
-            __atomic_store_n(&m->__state, 1, __ATOMIC_RELAXED);
-        nth_ounlock(&m->__lock);
-        /* A scheduling point even so: the owner may be ready on this VP,
-         * and a caller retrying in a loop would otherwise starve it
-         * (cooperative scheduling). Returning later is allowed. */
-        nth_yield();
-        return ETIMEDOUT;
-    }
-    nth_wq_push(&m->__head, &m->__tail, &w);
-    if (abs) {
-        w.on_timeout = mutex_waiter_left;
-        nth_waiter_arm(&w, &m->__lock, &m->__head, &m->__tail, clock, abs);
-    }
-    nth_ounlock(&m->__lock);
-    int s = nth_waiter_block(&w);
-    nth_waiter_disarm(&w);
-    /* WOKEN: unlock handed us the mutex (state stays nonzero). */
-    return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }
 
 static int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
@@ -213,17 +226,12 @@ static void unlock_slow(nth_mutex_t *m)
 {
     nth_olock(&m->__lock);
     struct nth_waiter *w = nth_wq_claim(&m->__head, &m->__tail);
-    if (!w) {
-        __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
-        nth_ounlock(&m->__lock);
-        return;
-    }
-    /* Hand-off: the mutex stays locked, now on behalf of w. */
-    __atomic_store_n(&m->__state, m->__head ? 2 : 1, __ATOMIC_RELAXED);
-    if (m->__type != NTH_MUTEX_NORMAL)
-        __atomic_store_n(&m->__owner, w->t, __ATOMIC_RELAXED);
+    /* Free it either way; a woken waiter sets 2 again when it retries, so
+     * the waiters still queued are not forgotten. */
+    __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
     nth_ounlock(&m->__lock);
-    nth_waiter_wake(w);
+    if (w)
+        nth_waiter_wake(w);
 }
 
 int nth_mutex_unlock(nth_mutex_t *m)

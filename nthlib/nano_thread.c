@@ -439,11 +439,16 @@ int nth_yield(void)
      * behind everything ready: into next_local if nothing else is ready
      * (no atomic operation: the two-nano-thread case costs none), else at
      * the tail of rq, after the switch (post-switch hook). */
-    struct nth_thread *next = vp->next_local;
-    if (next)
-        vp->next_local = NULL;
-    else if (!nth_rq_empty(&vp->rq))
-        next = nth_rq_pop(&vp->rq);      /* NULL if thieves took it */
+    /* The global queue's turn (nth_sched_grq_turn) applies to yields too:
+     * busy yielders alone keep a local queue from ever emptying. */
+    struct nth_thread *next = NULL;
+    if (!nth_sched_grq_turn(vp)) {
+        next = vp->next_local;
+        if (next)
+            vp->next_local = NULL;
+        else if (!nth_rq_empty(&vp->rq))
+            next = nth_rq_pop(&vp->rq);  /* NULL if thieves took it */
+    }
     if (next) {
         if ((__atomic_load_n(&next->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
             nth_thread_try_run(next);

@@ -173,15 +173,24 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
 
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
+/* Local queue first (cache-warm, FIFO), then the global one, then steal.
+ * Every NTH_GRQ_EVERY-th pick takes the global queue first: otherwise a
+ * nano-thread there (handed over by a disabled VP, or made ready by a
+ * kernel thread that is no VP) starves behind a local queue that never
+ * empties. Go's scheduler does the same every 61st schedule (findRunnable
+ * in runtime/proc.go); a prime does not fall in step with periodic work. */
 struct nth_thread *nth_sched_pick(struct nth_vp *vp)
 {
-    struct nth_thread *t = vp->next_local;
-    if (t) {
+    struct nth_thread *t = NULL;
+    if (nth_sched_grq_turn(vp))
+        t = nth_rq_pop(&nth_rt.grq);
+    if (!t && (t = vp->next_local) != NULL) {
         /* The head of the local queue: a yielder, still RUNNING. */
         vp->next_local = NULL;
         return t;
     }
-    t = nth_rq_pop(&vp->rq);
+    if (!t)
+        t = nth_rq_pop(&vp->rq);
     if (!t)
         t = nth_rq_pop(&nth_rt.grq);
     if (!t)

@@ -74,6 +74,20 @@ static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
     w->queued = 1;
 }
 
+/* At the head: a woken waiter that lost the race keeps its turn. */
+static inline void nth_wq_push_front(void **head, void **tail, struct nth_waiter *w)
+{
+    struct nth_waiter *h = (struct nth_waiter *)*head;
+    w->prev = NULL;
+    w->next = h;
+    if (h)
+        h->prev = w;
+    else
+        *tail = w;
+    *head = w;
+    w->queued = 1;
+}
+
 static inline void nth_wq_remove(void **head, void **tail, struct nth_waiter *w)
 {
     if (w->prev)

@@ -346,6 +346,75 @@ static void c_permit_basic(void *a)
 
 static void test_permit_basic(void **s) { (void)s; assert_child_ok(c_permit_basic, NULL); }
 
+/* ---- the global queue's turn ------------------------------------------------ */
+
+/* One VP whose local queue never empties (busy yielders), and a nano-thread
+ * made ready by a kernel thread that is no VP, which puts it on the global
+ * queue. It must run within a bounded number of yields: every
+ * NTH_GRQ_EVERY-th scheduling point looks at the global queue first. */
+enum { GRQ_BUSY = 3, GRQ_MAX_YIELDS = 50 * NTH_GRQ_EVERY };
+static int grq_go, grq_ran, grq_stop;
+static nth_t grq_target;
+
+static void *grq_waiter(void *a)
+{
+    (void)a;
+    while (!__atomic_load_n(&grq_go, __ATOMIC_ACQUIRE))
+        nth_wait();
+    __atomic_store_n(&grq_ran, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void *grq_busy(void *a)
+{
+    long *yields = a;
+    while (!__atomic_load_n(&grq_stop, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&grq_go, __ATOMIC_ACQUIRE))
+            ++*yields;
+        CHECK_EQ(nth_yield(), 0);
+        if (__atomic_load_n(&grq_ran, __ATOMIC_ACQUIRE) || *yields > GRQ_MAX_YIELDS)
+            __atomic_store_n(&grq_stop, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static void *grq_waker(void *a)
+{
+    (void)a;
+    __atomic_store_n(&grq_go, 1, __ATOMIC_RELEASE);
+    CHECK_EQ(nth_to_rq(grq_target), 0);    /* no VP here: the global queue */
+    return NULL;
+}
+
+static void c_grq_turn(void *a)
+{
+    (void)a;
+    child_init(1);
+    CHECK_EQ(nth_create(&grq_target, NULL, grq_waiter, NULL), 0);
+    while (__atomic_load_n(&grq_target->state, __ATOMIC_ACQUIRE) != NTH_ST_BLOCKED)
+        nth_yield();                        /* until it sleeps, in no queue */
+    static long yields[GRQ_BUSY];
+    nth_t busy[GRQ_BUSY];
+    for (int i = 0; i < GRQ_BUSY; i++)
+        CHECK_EQ(nth_create(&busy[i], NULL, grq_busy, &yields[i]), 0);
+    nth_yield();                            /* the yielders are running */
+    pthread_t k;
+    CHECK_EQ(pthread_create(&k, NULL, grq_waker, NULL), 0);
+    while (!__atomic_load_n(&grq_go, __ATOMIC_ACQUIRE))
+        nth_yield();                        /* never block VP 0 in the kernel */
+    while (!__atomic_load_n(&grq_stop, __ATOMIC_ACQUIRE))
+        nth_yield();
+    CHECK_EQ(pthread_join(k, NULL), 0);
+    for (int i = 0; i < GRQ_BUSY; i++)
+        CHECK_EQ(nth_join(busy[i], NULL), 0);
+    CHECK_EQ(nth_join(grq_target, NULL), 0);
+    for (int i = 0; i < GRQ_BUSY; i++)
+        CHECK(yields[i] <= GRQ_MAX_YIELDS);
+    CHECK_EQ(grq_ran, 1);
+}
+
+static void test_grq_turn(void **s) { (void)s; assert_child_ok(c_grq_turn, NULL); }
+
 /* ---- parking ---------------------------------------------------------------- */
 
 static nth_t park_main;
@@ -604,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_permit_basic),
         cmocka_unit_test(test_permit_race),
         cmocka_unit_test(test_cross_wake),
+        cmocka_unit_test(test_grq_turn),
         cmocka_unit_test(test_park),
         cmocka_unit_test(test_set_allowed),
         cmocka_unit_test(test_set_allowed_rebind),
