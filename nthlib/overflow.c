@@ -12,6 +12,7 @@
  * handler the same way.
  */
 #include "internal.h"
+#include "libc_real.h"
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,7 +47,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         name[NTH_NAME_MAX] = '\0';
         at = put(buf, at, name);
         at = put(buf, at, ")\n");
-        ssize_t w = write(2, buf, at);
+        ssize_t w = nth_sys_write(2, buf, at);
         (void)w;
         struct sigaction dfl;
         memset(&dfl, 0, sizeof dfl);
