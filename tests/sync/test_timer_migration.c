@@ -108,6 +108,7 @@ static void test_alarms_move_off_disabled_vp(void **st)
  * timed wait in VP 1's queue and blocks; VP 1 parks disabled. Nobody was
  * left to fire the alarm unless the parking VP 1 wakes VP 0. */
 static int parked_case_result = -1;
+static int waiter_vp = -2;
 
 static void wait_vp0_parked(void)
 {
@@ -118,10 +119,9 @@ static void wait_vp0_parked(void)
 static void *disable_then_wait(void *p)
 {
     (void)p;
-    if (nth_vp_id() != 1) {
-        parked_case_result = -77;
+    __atomic_store_n(&waiter_vp, nth_vp_id(), __ATOMIC_RELEASE);
+    if (nth_vp_id() != 1)
         return NULL;
-    }
     wait_vp0_parked();     /* main joins us: VP 0 idles, then parks */
     hwloc_bitmap_t only0 = hwloc_bitmap_alloc();
     hwloc_bitmap_only(only0, (unsigned)nth_rt.vps[0]->cpu);
@@ -165,8 +165,11 @@ static void parked_case(void)
     nth_attr_setvp(&a, 1);
     nth_t t;
     T_EQ(nth_create(&t, &a, disable_then_wait, NULL), 0);
+    /* Keep VP 0 busy with us (no stealing) until VP 1 runs the waiter. */
+    while (__atomic_load_n(&waiter_vp, __ATOMIC_ACQUIRE) == -2)
+        nth_yield();
     T_EQ(nth_join(t, NULL), 0);
-    if (parked_case_result == -77) {
+    if (waiter_vp != 1) {
         printf("skipped: the waiter did not start on VP 1\n");
         _exit(77);
     }
