@@ -92,7 +92,7 @@ typedef struct nth_attr {
     int detached;                /* 1 = created detached */
     int vp;                      /* initial VP, or NTH_VP_ANY */
     char name[NTH_NAME_MAX];     /* for traces and the stack-overflow message */
-    uintptr_t reserved[4];
+    uintptr_t reserved[4];       /* [0]: the caller's stack (nth_attr_setstack) */
 } nth_attr_t;
 
 /* Attribute setters and getters. Return 0 or EINVAL (NULL attr; stack size
@@ -107,6 +107,17 @@ NTH_API int nth_attr_getdetached(const nth_attr_t *attr, int *detached);
 NTH_API int nth_attr_setvp(nth_attr_t *attr, int vp);
 NTH_API int nth_attr_getvp(const nth_attr_t *attr, int *vp);
 NTH_API int nth_attr_setname(nth_attr_t *attr, const char *name);
+/* Run the nano-thread on the caller's memory [addr, addr + bytes) instead of
+ * a runtime stack (after pthread_attr_setstack(3p)). The caller keeps the
+ * memory valid until the nano-thread is joined (or, detached, has exited)
+ * and frees it. No guard page is added: an overflow writes below addr. The
+ * descriptor is not put on that memory (nor at its top): it lives in a
+ * runtime unit of the smallest stack class, so the whole range is stack.
+ * Setting a stack also sets the stack size to bytes. Returns 0; EINVAL for
+ * a NULL attr or addr, or bytes outside the stack size range. Not
+ * thread-safe on one attr. The getter gives NULL when none was set. */
+NTH_API int nth_attr_setstack(nth_attr_t *attr, void *addr, size_t bytes);
+NTH_API int nth_attr_getstack(const nth_attr_t *attr, void **addr, size_t *bytes);
 
 /* Create a nano-thread running fn(arg), ready at the tail of the creating
  * VP's local ready queue (or of attr->vp's). attr may be NULL.

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "internal.h"
+#include "libc_real.h"
 #include "sync_core.h"
 #include "olock.h"
 
@@ -112,7 +113,7 @@ static void *spare_main(void *arg)
             if (n < 64)
                 nth_cpu_relax();
             else
-                sched_yield();
+                nth_sys_yield();
         }
         g->on_cpu = 1;
         s->fake.current = g;
@@ -142,20 +143,6 @@ static void *spare_main(void *arg)
     return NULL;
 }
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-/* The real pthread_create: the pthread shim will interpose it, and a spare
- * must not become a nano-thread of itself (as core's VPs). */
-static pthread_create_fn real_pthread_create(void)
-{
-    static pthread_create_fn fn;
-    if (!fn) {
-        fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-        if (!fn)
-            fn = pthread_create;
-    }
-    return fn;
-}
 
 static struct spare *spare_get(void)
 {
@@ -183,7 +170,8 @@ static struct spare *spare_get(void)
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, SPARE_STACK);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int e = real_pthread_create()(&kt, &a, spare_main, s);
+    int e = /* libc's: a spare must not become a nano-thread of itself */
+    nth_libc_pthread_create()(&kt, &a, spare_main, s);
     pthread_attr_destroy(&a);
     if (e) {
         free(s);

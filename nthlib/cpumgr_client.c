@@ -6,6 +6,7 @@
  * Only atomics and a futex wake: a pthread shim will interpose pthread_*.
  */
 #include <errno.h>
+#include "libc_real.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -59,7 +60,7 @@ uint32_t nth_cpumgr_watch_seen;
 static void lock(void)
 {
     while (__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+        nth_sys_yield();
 }
 
 static int trylock(void) { return !__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE); }
@@ -142,7 +143,7 @@ static int read_assignment(void)
         if (q1 & 1u) {
             if (tries > 1000)
                 return 0; /* the daemon is mid-write or gone; retry later */
-            sched_yield();
+            nth_sys_yield();
             continue;
         }
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)

@@ -26,6 +26,7 @@
  *    left at all there is nowhere to move it: it stays until it yields.
  */
 #include "internal.h"
+#include "libc_real.h"
 #include "cpumgr_client.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -264,9 +265,7 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
         R.vps[self->id].tid = gettid_();
     hook_if_attached();
     nth_cpumgr_set_assign_callback(on_assign, NULL);
-    pthread_create_fn create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (!create)
-        create = pthread_create;
+    nth_pthread_create_fn create = nth_libc_pthread_create();
     pthread_t th;
     if (create(&th, NULL, watcher, NULL) != 0) {
         fprintf(stderr, "nthlib: cannot start the cpumgr watcher thread; the assignment is "

@@ -61,8 +61,14 @@ static void park(struct nth_vp *vp, int was_spinning)
     if (disabled || !any_work(vp)) {
         int64_t timeout = -1;
         nth_idle_timeout_fn f = __atomic_load_n(&nth_idle_timeout, __ATOMIC_ACQUIRE);
-        if (f && !disabled)
-            timeout = f(vp);
+        /* A disabled VP parks until it is enabled again, but the callback
+         * still sees it: alarms left in its timer queue must reach a VP
+         * that will fire them, even one already parked without a timeout. */
+        if (f) {
+            int64_t t = f(vp);
+            if (!disabled)
+                timeout = t;
+        }
         if (timeout != 0)
             nth_futex_wait(&vp->park_word, 0, timeout);
     }

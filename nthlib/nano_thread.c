@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include "trace_core.h"
+#include "libc_real.h"
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -69,6 +70,24 @@ int nth_attr_getstacksize(const nth_attr_t *attr, size_t *bytes)
 {
     if (!attr || !bytes)
         return EINVAL;
+    *bytes = attr->stack_size;
+    return 0;
+}
+
+int nth_attr_setstack(nth_attr_t *attr, void *addr, size_t bytes)
+{
+    if (!attr || !addr || bytes < NTH_STACK_MIN || bytes > STACK_MAX)
+        return EINVAL;
+    attr->reserved[0] = (uintptr_t)addr;
+    attr->stack_size = bytes;
+    return 0;
+}
+
+int nth_attr_getstack(const nth_attr_t *attr, void **addr, size_t *bytes)
+{
+    if (!attr || !addr || !bytes)
+        return EINVAL;
+    *addr = (void *)attr->reserved[0];
     *bytes = attr->stack_size;
     return 0;
 }
@@ -137,10 +156,17 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     if (attr && attr_check(attr))
         return EINVAL;
     struct nth_vp *vp = nth_vp_self();
+    char *ustack = attr ? (char *)attr->reserved[0] : NULL;
     size_t size = attr && attr->stack_size ? attr->stack_size : nth_rt.cfg.stack_size;
-    struct nth_thread *t = nth_unit_alloc(vp, size);
+    /* On the caller's stack the unit only holds the descriptor: take the
+     * smallest; nth_unit_free gives the unit its own stack back. */
+    struct nth_thread *t = nth_unit_alloc(vp, ustack ? NTH_STACK_MIN : size);
     if (!t)
         return EAGAIN;
+    if (ustack) {
+        t->stack_lo = ustack;
+        t->stack_size = size;
+    }
     /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
      * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
     t->state = NTH_ST_RUNNING;
@@ -260,7 +286,7 @@ int nth_join(nth_t th, void **ret)
             if (self)
                 nth_wait();
             else
-                sched_yield();          /* a kernel thread that is no VP */
+                nth_sys_yield();        /* a kernel thread that is no VP */
         }
         __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
         nth_trace_rt_join_done(self);
@@ -421,7 +447,7 @@ int nth_yield(void)
         nth_ensure_started();           /* lazy start: main becomes VP 0 */
         vp = nth_vp_self();
         if (!vp)
-            return sched_yield() ? errno : 0;
+            return nth_sys_yield() ? errno : 0;
     }
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();

@@ -14,6 +14,7 @@
  * go to the previous handler the same way.
  */
 #include "internal.h"
+#include "libc_real.h"
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,7 +49,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         name[NTH_NAME_MAX] = '\0';
         at = put(buf, at, name);
         at = put(buf, at, ")\n");
-        ssize_t w = write(2, buf, at);
+        ssize_t w = nth_sys_write(2, buf, at);
         (void)w;
         /* Fall through: the fault repeats under the previous handler (the
          * trace's flush when NTH_TRACE is set, else the default action). */

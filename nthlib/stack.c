@@ -224,6 +224,9 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
 {
     struct nth_stack_class *c = t->cls;
     __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
+    /* A nano-thread on a caller's stack (nth_attr_setstack) borrowed these. */
+    t->stack_lo = (char *)t + DESC_SIZE - c->unit + nth_page_size();
+    t->stack_size = (size_t)((char *)t - t->stack_lo);
     if (vp) {
         struct nth_unit_cache *slot = NULL;
         for (int i = 0; i < NTH_CACHE_SLOTS; i++) {

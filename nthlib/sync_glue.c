@@ -45,8 +45,22 @@ static void timer_hook(struct nth_vp *vp, int where)
     nth__timers_poll(q);
 }
 
+/* The idle park's timeout for vp, ns (-1: none). Called after vp has
+ * published itself as parked. A disabled VP gets no timeout; if its queue
+ * holds alarms (armed by the nano-thread that ran last before its CPU went
+ * away), it wakes a parked enabled VP, which would otherwise sleep forever
+ * if it had parked before those alarms existed: its wake-up adopts them
+ * (timer_hook) and recomputes its timeout here. Dekker with that VP's own
+ * park: we publish parked then read its parked flag; it publishes parked
+ * then reads our queue below, so one of us sees the other. */
 static int64_t earliest_ns(struct nth_vp *vp)
 {
+    if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+        struct nth_tq *dq = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
+        if (dq && nth_tq_next_deadline(dq) != NTH_TQ_NONE)
+            nth_wake_one(vp);
+        return -1;
+    }
     uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
     struct nth_tq *q = vp->timerq;
     if (q && nth_tq_next_deadline(q) < next)

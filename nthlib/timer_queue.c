@@ -5,6 +5,8 @@
  */
 #include <stddef.h>
 #include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "timer_queue.h"
 #include "olock.h"
 
@@ -140,7 +142,7 @@ int nth_tq_cancel(struct nth_alarm *a)
             if (++spins % 256)
                 nth_sync_relax();
             else
-                sched_yield();
+                syscall(SYS_sched_yield);   /* libc's, never a shim's */
             continue;
         }
         struct nth_tq *q = atomic_load_explicit(&a->q, memory_order_acquire);

@@ -12,6 +12,9 @@ libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
 libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \
 	nthlib/trace_writer.c nthlib/trace_exit.c
 libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# libc's own functions for the runtime's kernel threads (the core's VPs and
+# spares use them too, through libnth, which includes this library).
+libnth_trace_rec_la_SOURCES += nthlib/libc_real.h nthlib/libc_real.c
 libnth_trace_rec_la_LIBADD = libnth_trace_fmt.la
 libnth_la_LIBADD += libnth_trace_rec.la
 

@@ -2,7 +2,7 @@
  * trace_writer.c -- the per-process binary file and its background writer.
  *
  * The writer is a kernel thread of libc (pthread_create found with
- * dlsym(RTLD_NEXT), so that a pthread shim interposing pthread_* does not
+ * libc_real.h, so that a pthread shim interposing pthread_* does not
  * turn it into a nano-thread), with every signal blocked so fatal-signal
  * handlers never run on it. It drains every buffer at least every
  * NTH_TRACE_FLUSH_MS, or sooner when a buffer is half full. Draining is
@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "trace_convert.h"
 #include "trace_rt.h"
+#include "libc_real.h"
 
 static int wr_fd = -1;
 static pid_t wr_pid;                     /* a forked child must not write our file */
@@ -70,7 +71,7 @@ static int write_all(const void *p, size_t n)
 {
     const char *c = p;
     while (n) {
-        ssize_t w = write(wr_fd, c, n);
+        ssize_t w = nth_sys_write(wr_fd, c, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -152,12 +153,8 @@ static int start_writer(void)
     pthread_detach_fn detach = pthread_detach;
 #if !defined(NTH_ASAN) && !defined(NTH_TSAN)
     /* The sanitizers must see the thread, so they keep their interceptors. */
-    pthread_create_fn next = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    pthread_detach_fn next_detach = (pthread_detach_fn)dlsym(RTLD_NEXT, "pthread_detach");
-    if (next && next_detach) {
-        create = next;
-        detach = next_detach;
-    }
+    create = nth_libc_pthread_create();
+    detach = nth_libc_pthread_detach();
 #endif
     sigset_t all, old;
     sigfillset(&all);

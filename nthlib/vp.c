@@ -6,11 +6,12 @@
  * cpuset, Slurm), so no VP is ever placed on a CPU the process may not use;
  * the count is then capped by the cgroup v2 CPU quota (cpu.max) and may be
  * overridden by NTH_VPS. VP kernel threads come from libc's real
- * pthread_create, found once with dlsym(RTLD_NEXT): the pthread shim will
- * interpose pthread_create, and a VP must not become a nano-thread of itself.
+ * pthread_create (libc_real.h): the pthread shim interposes pthread_create,
+ * and a VP must not become a nano-thread of itself.
  */
 #include "internal.h"
 #include "trace_core.h"
+#include "libc_real.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -25,18 +26,6 @@ void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 #endif
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-static pthread_create_fn real_pthread_create(void)
-{
-    static pthread_create_fn fn;
-    if (!fn) {
-        fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-        if (!fn)
-            fn = pthread_create;
-    }
-    return fn;
-}
 
 void nth_vp_bind(struct nth_vp *vp)
 {
@@ -146,7 +135,7 @@ int nth_vps_start(const nth_config_t *cfg)
     nth_overflow_vp_altstack(vp0);
 
     for (int i = 1; i < n; i++) {
-        if (real_pthread_create()(&vps[i]->kthread, NULL, vp_main, vps[i]) != 0) {
+        if (nth_libc_pthread_create()(&vps[i]->kthread, NULL, vp_main, vps[i]) != 0) {
             /* Carry on with the VPs we have; the others never run. */
             fprintf(stderr, "nthlib: could not start VP %d of %d; running with %d\n", i, n, i);
             nth_rt.nvps = i;

@@ -3,9 +3,9 @@
  * glibc's own functions fill and read it (the shim forwards to them), so
  * binaries and libc agree on it; pthread_create reads it back through
  * them. Scheduling policy, priority, inheritance and scope are stored and
- * returned but do not change the nano-thread scheduler; a stack given with
- * pthread_attr_setstack is not used: the nano-thread gets a stack of that
- * size from the runtime (see the README's limits).
+ * returned but do not change the nano-thread scheduler. A stack given with
+ * pthread_attr_setstack is the nano-thread's stack (nth_attr_setstack):
+ * no guard page, and pthread_create returns EINVAL below 16 KiB.
  */
 #include "shim.h"
 

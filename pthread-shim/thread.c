@@ -117,9 +117,6 @@ SHIM_DECL(pthread_create)
 int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restrict attr,
                             void *(*fn)(void *), void *restrict arg)
 {
-    /* The runtime's own kernel threads (its VPs) come from libc. */
-    if (FROM_RUNTIME())
-        return REAL(pthread_create)(t, attr, fn, arg);
     zombies_reap();
     struct shim_thread *st = calloc(1, sizeof *st);
     if (!st)
@@ -133,6 +130,8 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     st->stacksize = default_stack();
     st->guardsize = 4096;
     nth_sem_init(&st->done_sem, 0);
+    void *ustack = NULL;
+    size_t ustack_size = 0;
     if (attr) {
         int ds = PTHREAD_CREATE_JOINABLE;
         size_t ss = 0, gs = 0;
@@ -146,6 +145,15 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
         if (ss)
             st->stacksize = ss;
         st->guardsize = gs;
+        /* glibc's attr has a stack address only after setstack(addr) (its
+         * getstack derives one from nothing otherwise). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        void *top = NULL;
+        REAL(pthread_attr_getstackaddr)(attr, &top);
+#pragma GCC diagnostic pop
+        if (top)
+            REAL(pthread_attr_getstack)(attr, &ustack, &ustack_size);
     }
     nth_attr_t na;
     nth_attr_init(&na);
@@ -155,6 +163,10 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
             free(st);
             return EINVAL;
         }
+    }
+    if (ustack && nth_attr_setstack(&na, ustack, ustack_size) != 0) {
+        free(st);
+        return EINVAL;           /* smaller than NTH_STACK_MIN (16 KiB) */
     }
     nth_attr_setdetached(&na, st->detached);
     shim_going_multithreaded();
@@ -387,9 +399,22 @@ int nth_shim_pthread_setconcurrency(int level)
 {
     if (level < 0)
         return EINVAL;
-    /* A hint; it becomes a CPU request once the CPU manager client has an
-     * API for it. */
     __atomic_store_n(&concurrency, level, __ATOMIC_RELAXED);
+    /* The level is how many CPUs the program wants to run on at once: with
+     * a CPU manager that is a CPU request (0, "the implementation's
+     * choice", asks for every CPU the process may use). Alone, it stays a
+     * hint: nth_cpus_request would shrink the VPs to the level, which
+     * POSIX does not allow a hint to do. */
+    if (nth_cpumgr_attached()) {
+        int n = level ? level : CPU_COUNT(&shim_process_cpus);
+        if (n < 1)
+            n = 1;
+        if (n > 1024)
+            n = 1024;
+        int e = nth_cpus_request(n);
+        if (e)
+            return e == ENOMEM ? EAGAIN : e;
+    }
     return 0;
 }
 SHIM_EXPORT(pthread_setconcurrency)
@@ -413,8 +438,8 @@ SHIM_EXPORT(pthread_getcpuclockid)
 SHIM_DECL(sched_yield)
 int nth_shim_sched_yield(void)
 {
-    if (FROM_RUNTIME())
-        return REAL(sched_yield)();
+    /* libnth's own yields are raw system calls (nthlib/libc_real.h): any
+     * caller here is the program's. */
     nth_yield();
     return 0;
 }

@@ -150,6 +150,64 @@ static void c_ids_unique(void *a)
 
 static void test_ids_unique(void **s) { (void)s; assert_child_ok(c_ids_unique, NULL); }
 
+/* ---- caller-provided stacks ----------------------------------------------- */
+
+static char *ustack_lo, *ustack_hi;
+
+static void *where_am_i(void *a)
+{
+    (void)a;
+    volatile char local = 0;
+    char *p = (char *)&local;
+    nth_yield();                 /* and still there after a switch */
+    return (void *)(uintptr_t)(p >= ustack_lo && p < ustack_hi);
+}
+
+static void c_user_stack(void *a)
+{
+    (void)a;
+    child_init(2);
+    enum { SZ = 64 * 1024 };
+    char *mem = aligned_alloc(64, SZ);
+    CHECK(mem != NULL);
+    nth_attr_t attr;
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    CHECK_EQ(nth_attr_setstack(NULL, mem, SZ), EINVAL);
+    CHECK_EQ(nth_attr_setstack(&attr, NULL, SZ), EINVAL);
+    CHECK_EQ(nth_attr_setstack(&attr, mem, NTH_STACK_MIN - 1), EINVAL);
+    void *got = mem;
+    size_t gsz = 1;
+    CHECK_EQ(nth_attr_getstack(&attr, &got, &gsz), 0);
+    CHECK(got == NULL);           /* none set yet */
+    CHECK_EQ(nth_attr_setstack(&attr, mem, SZ), 0);
+    CHECK_EQ(nth_attr_getstack(&attr, &got, &gsz), 0);
+    CHECK(got == mem && gsz == SZ);
+    ustack_lo = mem;
+    ustack_hi = mem + SZ;
+    for (int i = 0; i < 50; i++) {
+        nth_t t;
+        void *r = NULL;
+        CHECK_EQ(nth_create(&t, &attr, where_am_i, NULL), 0);
+        CHECK_EQ(nth_join(t, &r), 0);
+        CHECK_EQ((uintptr_t)r, 1);
+    }
+    /* The units that held those descriptors get their own stacks back:
+     * threads of the smallest class never run on the caller's memory. */
+    nth_attr_t small;
+    CHECK_EQ(nth_attr_init(&small), 0);
+    CHECK_EQ(nth_attr_setstacksize(&small, NTH_STACK_MIN), 0);
+    for (int i = 0; i < 50; i++) {
+        nth_t t;
+        void *r = NULL;
+        CHECK_EQ(nth_create(&t, &small, where_am_i, NULL), 0);
+        CHECK_EQ(nth_join(t, &r), 0);
+        CHECK_EQ((uintptr_t)r, 0);
+    }
+    free(mem);
+}
+
+static void test_user_stack(void **s) { (void)s; assert_child_ok(c_user_stack, NULL); }
+
 /* ---- detach --------------------------------------------------------------- */
 
 static int detached_done;
@@ -274,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_identity),
         cmocka_unit_test(test_ids_unique),
         cmocka_unit_test(test_detach),
+        cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_main_returns),
         cmocka_unit_test(test_main_nth_exit),
     };

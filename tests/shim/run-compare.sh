@@ -58,7 +58,6 @@ run() {
 # still run under the shim and their differences are shown, as XFAIL; one
 # that passes is reported as XPASS so that the list gets shortened.
 declare -A xfail=(
-  [threads]="pthread_attr_setstack: the nano-thread runs on a runtime stack of that size, not on the caller's memory"
   [signals]="signal masks are per VP (kernel thread), not yet per nano-thread; thread-directed signals are delivered at the target's next wait point"
   [sem]="errno is per kernel thread: a nano-thread that migrated between VPs can read errno through an address the compiler cached on the old VP (flaky with 2 VPs)"
   [blocking]="errno is per kernel thread (as for sem): waitpid's ECHILD is read through a stale errno address after a migration"

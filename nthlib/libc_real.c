@@ -1,0 +1,65 @@
+/*
+ * libc_real.c -- libc's own functions for the runtime (see libc_real.h).
+ *
+ * dlopen("libc.so.6", RTLD_NOLOAD) returns the handle of the libc already
+ * mapped, and dlsym on that handle searches libc only, whatever the
+ * position of libnth and of an interposing shim in the lookup order.
+ */
+#include "config.h"   /* NTH_ASAN, NTH_TSAN */
+#include "libc_real.h"
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void *nth_libc_sym(const char *name)
+{
+#if defined(NTH_ASAN) || defined(NTH_TSAN)
+    return dlsym(RTLD_NEXT, name);
+#else
+    static void *libc;
+    void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
+    if (!h) {
+        h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        if (!h)
+            h = RTLD_NEXT;   /* a libc of another name: the old way */
+        __atomic_store_n(&libc, h, __ATOMIC_RELEASE);
+    }
+    return dlsym(h, name);
+#endif
+}
+
+nth_pthread_create_fn nth_libc_pthread_create(void)
+{
+    static nth_pthread_create_fn fn;
+    nth_pthread_create_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (nth_pthread_create_fn)nth_libc_sym("pthread_create");
+        if (!f)
+            f = pthread_create;
+        __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+nth_pthread_detach_fn nth_libc_pthread_detach(void)
+{
+    static nth_pthread_detach_fn fn;
+    nth_pthread_detach_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (nth_pthread_detach_fn)nth_libc_sym("pthread_detach");
+        if (!f)
+            f = pthread_detach;
+        __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+int nth_sys_yield(void)
+{
+    return (int)syscall(SYS_sched_yield);
+}
+
+ssize_t nth_sys_write(int fd, const void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_write, fd, buf, n);
+}

@@ -1,0 +1,38 @@
+/*
+ * libc_real.h -- libc's own functions for the runtime's internal use.
+ *
+ * Under LD_PRELOAD=libnth-pthread.so the shim precedes libc and libnth in
+ * the lookup order, so libnth's plain calls to pthread_create, sched_yield
+ * or write bind to the shim's nano-thread versions, and dlsym(RTLD_NEXT)
+ * from libnth finds nothing (libc precedes libnth). The runtime's kernel
+ * threads (VPs, blocking spares, the trace writer, the cpumgr watcher) and
+ * its own yields and writes must reach libc: these helpers are the one
+ * place that says how.
+ */
+#ifndef NTH_LIBC_REAL_H
+#define NTH_LIBC_REAL_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+typedef int (*nth_pthread_create_fn)(pthread_t *, const pthread_attr_t *,
+                                     void *(*)(void *), void *);
+typedef int (*nth_pthread_detach_fn)(pthread_t);
+
+/* The address of libc's NAME (looked up in libc.so.6 itself, not along the
+ * lookup order), or NULL if libc has none. Thread-safe. In sanitizer
+ * builds the lookup follows RTLD_NEXT, as before: the shim is never
+ * preloaded there and the sanitizers' interceptors must see the threads. */
+void *nth_libc_sym(const char *name);
+
+/* libc's pthread_create / pthread_detach (never NULL: falls back to the
+ * symbol the link bound). Thread-safe. */
+nth_pthread_create_fn nth_libc_pthread_create(void);
+nth_pthread_detach_fn nth_libc_pthread_detach(void);
+
+/* sched_yield(2) and write(2) as raw system calls, so that no interposed
+ * definition runs. Return and errno as the system calls'. Async-signal-safe. */
+int nth_sys_yield(void);
+ssize_t nth_sys_write(int fd, const void *buf, size_t n);
+
+#endif
