@@ -394,6 +394,8 @@ int nth_cpumgr_client_init(const char *name)
         unlock();
         return ENOMEM;
     }
+    /* No x86 CPUID backend: it migrates the caller to every PU (vp.c). */
+    (void)hwloc_topology_set_components(C.topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
     if (hwloc_topology_load(C.topo) != 0 ||
         hwloc_get_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_PROCESS) != 0)
         hwloc_bitmap_copy(C.affinity, hwloc_topology_get_allowed_cpuset(C.topo));

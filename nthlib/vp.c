@@ -14,6 +14,7 @@
 #include "libc_real.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +59,49 @@ static void *vp_main(void *arg)
     nth_idle_loop(vp);
 }
 
+/* The kernel thread is created already bound to its VP's CPU, so it never
+ * runs, even once, on another CPU and is not migrated by its own binding.
+ * A refused attribute (a sandbox) falls back to an unbound start; vp_main
+ * then binds as before. */
+static int start_vp_thread(struct nth_vp *vp)
+{
+    /* Created already bound, so the kernel never starts it elsewhere (one
+     * migration less per VP). The attribute calls are libc's too: under the
+     * shim, pthread_attr_* would be the shim's, and its attribute layout is
+     * not what libc's pthread_create reads. */
+    typedef int (*attr_fn)(pthread_attr_t *);
+    typedef int (*aff_fn)(pthread_attr_t *, size_t, const cpu_set_t *);
+    attr_fn a_init = (attr_fn)nth_libc_sym("pthread_attr_init");
+    attr_fn a_destroy = (attr_fn)nth_libc_sym("pthread_attr_destroy");
+    aff_fn a_aff = (aff_fn)nth_libc_sym("pthread_attr_setaffinity_np");
+    if (nth_rt.cfg.bind && vp->cpu >= 0 && vp->cpu < CPU_SETSIZE && a_init && a_destroy && a_aff) {
+        pthread_attr_t attr;
+        if (a_init(&attr) == 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET((unsigned)vp->cpu, &set);
+            int r = a_aff(&attr, sizeof set, &set);
+            if (r == 0)
+                r = nth_libc_pthread_create()(&vp->kthread, &attr, vp_main, vp);
+            a_destroy(&attr);
+            if (r == 0)
+                return 0;
+        }
+    }
+    return nth_libc_pthread_create()(&vp->kthread, NULL, vp_main, vp);
+}
+
 static int load_topology(void)
 {
     if (hwloc_topology_init(&nth_rt.topo) != 0)
         return EAGAIN;
     hwloc_topology_set_flags(nth_rt.topo, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
                                           HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING);
+    /* hwloc's x86 backend binds the calling thread to every PU in turn to
+     * run CPUID there: 3 migrations of main per process start (perf record
+     * -e cpu-migrations). Linux's sysfs backend alone gives PUs, cores,
+     * caches and NUMA nodes, which is all the VPs use. */
+    (void)hwloc_topology_set_components(nth_rt.topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
     if (hwloc_topology_load(nth_rt.topo) != 0) {
         hwloc_topology_destroy(nth_rt.topo);
         return EAGAIN;
@@ -106,6 +144,24 @@ int nth_vps_start(const nth_config_t *cfg)
         vp->cpu = pus[i] ? (int)pus[i]->os_index : -1;
         vp->idle.flags = NTH_TF_IDLE;
     }
+    /* VP 0 is the calling kernel thread: give it the CPU it is running on,
+     * so binding it does not migrate it (a migration per process start is
+     * what a short-lived malleable process pays most often). */
+    int here = sched_getcpu();
+    for (int j = 0; here >= 0 && j < npus; j++) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, (unsigned)j);
+        if (!pu || (int)pu->os_index != here)
+            continue;
+        int k = 0;
+        while (k < n && pus[k] != pu)
+            k++;
+        if (k < n)
+            pus[k] = pus[0];
+        pus[0] = pu;
+        for (int i = 0; i < n; i++)
+            vps[i]->cpu = pus[i] ? (int)pus[i]->os_index : -1;
+        break;
+    }
     if (nth_steal_order(vps, n, nth_rt.topo, pus) != 0)
         goto nomem;
     free(pus);
@@ -135,7 +191,7 @@ int nth_vps_start(const nth_config_t *cfg)
     nth_overflow_vp_altstack(vp0);
 
     for (int i = 1; i < n; i++) {
-        if (nth_libc_pthread_create()(&vps[i]->kthread, NULL, vp_main, vps[i]) != 0) {
+        if (start_vp_thread(vps[i]) != 0) {
             /* Carry on with the VPs we have; the others never run. */
             fprintf(stderr, "nthlib: could not start VP %d of %d; running with %d\n", i, n, i);
             nth_rt.nvps = i;

@@ -11,6 +11,9 @@ int team_cpus_available(void)
 
     if (hwloc_topology_init(&topo) != 0)
         return 1;
+    /* The x86 backend would migrate this thread to every PU to run CPUID;
+     * counting CPUs needs only the Linux backend. */
+    (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
     if (hwloc_topology_load(topo) == 0) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();
         if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
