@@ -23,23 +23,22 @@ static int64_t now_ns(void)
 
 void nth_vp_drain_local(struct nth_vp *vp)
 {
-    struct nth_thread *t = vp->next_local;
-    if (t) {
-        vp->next_local = NULL;
+    struct nth_thread *t = nth_next_local_take(&vp->next_local);
+    if (t)
         nth_sched_enqueue(NULL, t);
-    }
     while ((t = nth_rq_pop(&vp->rq)) != NULL)
         nth_sched_enqueue(NULL, t);
 }
 
 static int any_work(struct nth_vp *vp)
 {
-    if (vp->next_local || !cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
+    if (!cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
         !cds_wfcq_empty(&nth_rt.grq.head, &nth_rt.grq.tail))
         return 1;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_rq *q = &nth_rt.vps[i]->rq;
-        if (!cds_wfcq_empty(&q->head, &q->tail))
+        if (!cds_wfcq_empty(&q->head, &q->tail) ||
+            __atomic_load_n(&nth_rt.vps[i]->next_local, __ATOMIC_RELAXED))
             return 1;
     }
     return 0;

@@ -127,6 +127,16 @@ static inline int nth_rq_empty(struct nth_rq *q)
     return cds_wfcq_empty(&q->head, &q->tail);
 }
 
+struct nth_vp;
+/* Takes the nano-thread in vp->next_local, or NULL; any kernel thread may
+ * call it (the owner, a thief, a stand-in): the exchange decides who wins. */
+static inline struct nth_thread *nth_next_local_take(struct nth_thread **slot)
+{
+    if (!__atomic_load_n(slot, __ATOMIC_RELAXED))
+        return NULL;
+    return __atomic_exchange_n(slot, NULL, __ATOMIC_ACQ_REL);
+}
+
 /* ---- virtual processors ----------------------------------------------- */
 
 #define NTH_CACHE_SLOTS 4
@@ -144,11 +154,13 @@ struct nth_vp {
     struct nth_thread *current;       /* running nano-thread (or &idle) */
     struct nth_thread *prev;          /* for the post-switch hook */
     int prev_action;                  /* NTH_PS_* */
-    /* Owner-private head of the local ready queue: the last yielder when
-     * nothing else was ready. Only this VP's kernel thread touches it, so a
-     * yield between two nano-threads costs no atomic operation; it holds at
-     * most one nano-thread and only while rq is empty, so whenever a VP has
-     * more than one ready, thieves see all but this one. */
+    /* Head of the local ready queue: the last yielder when nothing else was
+     * ready, so a yield between two nano-threads takes no queue lock. The
+     * owner stores into it plainly, but takes from it with an exchange, as
+     * thieves and the watchdog's stand-in do (nth_next_local_take): a
+     * nano-thread parked here must stay reachable when the VP's running
+     * nano-thread sits in a system call or computes for long (Go's
+     * runnext, taken with a CAS for the same reason). */
     struct nth_thread *next_local;
     /* Per-VP counters instead of global atomics on every create/exit:
      * ids come in blocks of NTH_ID_BLOCK from nth_rt.next_id, and the live

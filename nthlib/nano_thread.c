@@ -469,17 +469,17 @@ int nth_yield(void)
      * busy yielders alone keep a local queue from ever emptying. */
     struct nth_thread *next = NULL;
     if (!nth_sched_grq_turn(vp)) {
-        next = vp->next_local;
-        if (next)
-            vp->next_local = NULL;
-        else if (!nth_rq_empty(&vp->rq))
+        next = nth_next_local_take(&vp->next_local);
+        if (!next && !nth_rq_empty(&vp->rq))
             next = nth_rq_pop(&vp->rq);  /* NULL if thieves took it */
     }
     if (next) {
         if ((__atomic_load_n(&next->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
             nth_thread_try_run(next);
         if (nth_rq_empty(&vp->rq)) {
-            vp->next_local = self;       /* no thief can see it: no race */
+            /* Published for thieves too: self may be taken (and waited
+             * for through on_cpu) before this switch completes. */
+            __atomic_store_n(&vp->next_local, self, __ATOMIC_RELEASE);
             nth_sched_switch(vp, next, NTH_PS_NONE);
         } else {
             nth_sched_switch(vp, next, NTH_PS_YIELD);

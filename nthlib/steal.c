@@ -71,9 +71,13 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
 {
     for (int i = 0; i < vp->nsteal; i++) {
         struct nth_vp *victim = nth_rt.vps[vp->steal_order[i]];
-        if (nth_rq_empty(&victim->rq))
-            continue;
-        struct nth_thread *t = nth_rq_trypop(&victim->rq);
+        struct nth_thread *t = NULL;
+        if (!nth_rq_empty(&victim->rq))
+            t = nth_rq_trypop(&victim->rq);
+        /* Its queue's head too: with the victim's nano-thread in a long
+         * computation or a system call, nothing else would run it. */
+        if (!t)
+            t = nth_next_local_take(&victim->next_local);
         if (t)
             return t;
     }

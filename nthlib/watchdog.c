@@ -165,7 +165,9 @@ static void *standin_main(void *arg)
         struct nth_vp *vp = s->target;
         bind_cpu(s, vp->cpu);
         while (still_stalled(s)) {
-            struct nth_thread *t = nth_rq_pop(&vp->rq);
+            struct nth_thread *t = nth_next_local_take(&vp->next_local);
+            if (!t)
+                t = nth_rq_pop(&vp->rq);
             if (!t)
                 t = nth_rq_pop(&nth_rt.grq);
             if (!t)
@@ -232,7 +234,8 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
         __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE) == &vp->idle)
         return;
-    if (nth_rq_empty(&vp->rq) && nth_rq_empty(&nth_rt.grq))
+    if (nth_rq_empty(&vp->rq) && nth_rq_empty(&nth_rt.grq) &&
+        !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED))
         return;
     if (!tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE)))
         return;
