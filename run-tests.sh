@@ -21,7 +21,9 @@ make -j"$(nproc)" check; rc=$?
 pass=0; fail=0; skip=0
 while IFS= read -r trs; do
   r=$(sed -n 's/^:test-result: //p' "$trs" | head -n1)
-  case "$r" in PASS|XFAIL) pass=$((pass+1));; SKIP) skip=$((skip+1));; *) fail=$((fail+1)); echo "FAILED: ${trs%.trs}";; esac
+  case "$r" in PASS|XFAIL) pass=$((pass+1));; SKIP) skip=$((skip+1));; *) fail=$((fail+1)); echo "FAILED: ${trs%.trs}"
+       # The failing lines, so a CI log alone says what broke.
+       grep -E 'FAIL|ERROR|CHECK failed|not ok|Assertion|signal' "${trs%.trs}.log" 2>/dev/null | head -n 20 | sed 's/^/    /';; esac
 done < <(find . -name '*.trs')
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$rc" -eq 0 ] && [ "$fail" -eq 0 ]
