@@ -163,8 +163,14 @@ int main(int argc, char **argv)
         nanosleep(&ts, NULL);
         _exit(0);
     }
-    if (!strcmp(mode, "sigterm")) kill(getpid(), SIGTERM);
-    if (!strcmp(mode, "sigint")) kill(getpid(), SIGINT);
+    if (!strcmp(mode, "sigterm") || !strcmp(mode, "sigint")) {
+        /* Process-directed, as from a shell: any kernel thread (the trace
+         * writer, a VP) may take it, and kill() returns before that thread
+         * has run the handler, so wait here for the end. */
+        kill(getpid(), !strcmp(mode, "sigint") ? SIGINT : SIGTERM);
+        for (;;)
+            pause();
+    }
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "segv")) raise(SIGSEGV);
     if (strcmp(mode, "return") && strcmp(mode, "exit")) {
