@@ -506,8 +506,14 @@ static void c_set_allowed(void *a)
         fprintf(stderr, "set_allowed: one CPU only, shrink/grow not exercised\n");
         return;
     }
-    unsigned cpu0 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 0)->os_index;
-    unsigned cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 1)->os_index;
+    /* VP i is not on PU i: VP 0 takes the CPU the process was on at start
+     * (no migration), so name the CPUs by the VPs that hold them. */
+    if (nth_rt.vps[0]->cpu < 0 || nth_rt.vps[1]->cpu < 0) {
+        fprintf(stderr, "set_allowed: VPs not bound, shrink/grow not exercised\n");
+        return;
+    }
+    unsigned cpu0 = (unsigned)nth_rt.vps[0]->cpu;
+    unsigned cpu1 = (unsigned)nth_rt.vps[1]->cpu;
     hwloc_bitmap_t only0 = hwloc_bitmap_alloc(), only1 = hwloc_bitmap_alloc(),
                    both = hwloc_bitmap_alloc(), none = hwloc_bitmap_alloc();
     hwloc_bitmap_only(only0, cpu0);
@@ -548,14 +554,18 @@ static void c_set_allowed(void *a)
 
 static void test_set_allowed(void **s) { (void)s; assert_child_ok(c_set_allowed, NULL); }
 
-/* One VP on CPU 0 moved to CPU 1: the parked VP is rebound and unparked. */
+/* One VP moved to another CPU: the parked VP is rebound and unparked. */
 static void c_set_allowed_rebind(void *a)
 {
     (void)a;
     child_init(1);
-    if (nth_rt.npus < 2)
+    if (nth_rt.npus < 2 || nth_rt.vps[0]->cpu < 0)
         return;
-    unsigned cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 1)->os_index;
+    /* "cpu1": the first PU that is not VP 0's (VP 0 starts where the
+     * process was, not necessarily on PU 0). */
+    unsigned cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 0)->os_index;
+    if ((int)cpu1 == nth_rt.vps[0]->cpu)
+        cpu1 = hwloc_get_obj_by_type(nth_rt.topo, HWLOC_OBJ_PU, 1)->os_index;
     hwloc_bitmap_t only1 = hwloc_bitmap_alloc();
     hwloc_bitmap_only(only1, cpu1);
     nth_t t[SA_N];
