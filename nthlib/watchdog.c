@@ -38,7 +38,6 @@
  * (a timed wait armed on that VP expires when it comes back; alarms on other
  * VPs and the shared fallback queue are unaffected).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -49,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
+#include "libc_real.h"
 #include "olock.h"
 
 #ifdef NTH_TSAN
@@ -84,20 +84,14 @@ static struct {
 
 int nth_watchdog_sleeping;
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
-/* libc's own pthread_create: the pthread shim will interpose it, and the
- * monitor and stand-ins must stay plain kernel threads (as VPs do). */
-static pthread_create_fn real_pthread_create(void)
-{
-    static pthread_create_fn fn;
-    if (!fn) {
-        fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-        if (!fn)
-            fn = pthread_create;
-    }
-    return fn;
-}
+/* The monitor and the stand-ins come from libc's pthread_create
+ * (libc_real.h), as VPs do: they must be plain kernel threads. Under
+ * LD_PRELOAD=libnth-pthread.so a plain pthread_create call binds to the
+ * shim's (and dlsym(RTLD_NEXT) from libnth finds nothing, libc preceding
+ * libnth in the lookup order): the monitor would become a nano-thread, and
+ * a runtime started from the shim's first shim_self() hung in it, the
+ * shim's pthread_create waiting for the thread key being made further up
+ * the same stack (xz -T4, zstd -T4). */
 
 static int64_t now_ns(void)
 {
@@ -211,7 +205,7 @@ static struct standin *standin_get(void)
     pthread_t kt;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int e = real_pthread_create()(&kt, &a, standin_main, s);
+    int e = nth_libc_pthread_create()(&kt, &a, standin_main, s);
     pthread_attr_destroy(&a);
     if (e) {
         free(s);
@@ -294,7 +288,7 @@ int nth_watchdog_start(const nth_config_t *cfg)
     pthread_t th;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int e = real_pthread_create()(&th, &a, monitor, NULL);
+    int e = nth_libc_pthread_create()(&th, &a, monitor, NULL);
     pthread_attr_destroy(&a);
     if (e) {
         fprintf(stderr, "nthlib: cannot start the stall watchdog thread (NTH_STALL_US); "

@@ -100,6 +100,13 @@ tests_shim_posix_static_init_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_static_init_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_static_init_LDADD =
 
+check_PROGRAMS += tests/shim/posix-first_call
+tests_shim_posix_first_call_SOURCES = tests/shim/first_call.c tests/shim/check.h
+tests_shim_posix_first_call_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_first_call_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_first_call_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_first_call_LDADD =
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;
