@@ -291,6 +291,17 @@ NTH_API int nth_cond_wait(nth_cond_t *c, nth_mutex_t *m);
  * timespec. A signal and a timeout that race are resolved once: the return
  * value says which won, and a signal that lost goes to another waiter. */
 NTH_API int nth_cond_timedwait(nth_cond_t *c, nth_mutex_t *m, const struct timespec *abstime);
+/* nth_cond_wait() that a third party can interrupt without holding m:
+ * it sets *stop to non-zero, issues a full fence
+ * (__atomic_thread_fence(__ATOMIC_SEQ_CST)), then calls
+ * nth_cond_broadcast(c). The waiter returns EINTR, m relocked (still held
+ * in fact: it never left), if it saw *stop after queueing itself and
+ * before sleeping; otherwise the broadcast wakes it and it returns 0. For
+ * cancellation and signals in a pthread layer, where the canceller cannot
+ * take the waiter's mutex: reading the flag before nth_cond_wait() would
+ * leave a window in which the broadcast finds nobody queued. Thread-safe;
+ * EINVAL for a NULL stop, otherwise as nth_cond_wait(). */
+NTH_API int nth_cond_wait_interruptible(nth_cond_t *c, nth_mutex_t *m, const int *stop);
 /* The same with an explicit clock (CLOCK_REALTIME or CLOCK_MONOTONIC,
  * else EINVAL), after pthread_cond_clockwait. */
 NTH_API int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,

@@ -61,7 +61,8 @@ int nth_cond_destroy(nth_cond_t *c)
     return busy ? EBUSY : 0;
 }
 
-static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
+static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struct timespec *abs,
+                     const int *stop)
 {
     if (!c || !m)
         return EINVAL;
@@ -80,6 +81,22 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     if (abs)
         nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
     nth_ounlock(&c->__lock);
+    if (stop) {
+        /* Dekker with the interrupter (store *stop, fence, read the queue
+         * in nth_cond_broadcast): we are queued, then we read *stop. One
+         * of us sees the other. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        int exp = NTH_W_WAITING;
+        if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
+            atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
+            nth_olock(&c->__lock);
+            if (w.queued)
+                nth_wq_remove(&c->__head, &c->__tail, &w);
+            nth_ounlock(&c->__lock);
+            nth_waiter_disarm(&w);
+            return EINTR;                /* m was never released */
+        }
+    }
     uint32_t depth;
     int e = nth__mutex_release(m, &depth);
     if (e) {
@@ -109,7 +126,14 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
 
 int nth_cond_wait(nth_cond_t *c, nth_mutex_t *m)
 {
-    return cond_wait(c, m, CLOCK_REALTIME, NULL);
+    return cond_wait(c, m, CLOCK_REALTIME, NULL, NULL);
+}
+
+int nth_cond_wait_interruptible(nth_cond_t *c, nth_mutex_t *m, const int *stop)
+{
+    if (!stop)
+        return EINVAL;
+    return cond_wait(c, m, CLOCK_REALTIME, NULL, stop);
 }
 
 int nth_cond_timedwait(nth_cond_t *c, nth_mutex_t *m, const struct timespec *abstime)
@@ -118,7 +142,7 @@ int nth_cond_timedwait(nth_cond_t *c, nth_mutex_t *m, const struct timespec *abs
         return EINVAL;
     if (!abstime)
         return EINVAL;
-    return cond_wait(c, m, (clockid_t)c->__clock, abstime);
+    return cond_wait(c, m, (clockid_t)c->__clock, abstime, NULL);
 }
 
 int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
@@ -126,7 +150,7 @@ int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
 {
     if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
         return EINVAL;
-    return cond_wait(c, m, clock, abstime);
+    return cond_wait(c, m, clock, abstime, NULL);
 }
 
 int nth_cond_signal(nth_cond_t *c)

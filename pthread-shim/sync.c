@@ -49,9 +49,13 @@ int nth_shim_pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *rest
     struct shim_thread *self = shim_self();
     shim_testcancel();
     __atomic_store_n(&self->waiting_cond, c, __ATOMIC_SEQ_CST);
-    int r = 0;
-    if (!__atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST))
-        r = nth_cond_wait((nth_cond_t *)c, mtx(m));
+    /* Interruptible: pthread_cancel sets cancel_pending, then broadcasts c
+     * without our mutex; a plain check before waiting lost that broadcast
+     * when it came between the check and the queueing (posix-cancel hung
+     * about once in 300 runs). EINTR is a spurious wake-up to the caller. */
+    int r = nth_cond_wait_interruptible((nth_cond_t *)c, mtx(m), &self->cancel_pending);
+    if (r == EINTR)
+        r = 0;
     __atomic_store_n(&self->waiting_cond, NULL, __ATOMIC_SEQ_CST);
     shim_signals();
     shim_testcancel();
