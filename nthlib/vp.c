@@ -27,6 +27,47 @@ void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 #endif
 
+/* The CPU mask the process had before VP 0 (its initial kernel thread)
+ * was bound to one CPU. A child made by fork() is a copy of the forking VP's
+ * kernel thread and would keep that VP's single CPU through exec: a
+ * `make -j` or `sh -c 'xz -T4'` started from a program on nthlib (or under
+ * the pthread shim) would run on one CPU. The child handler puts the
+ * process's mask back, with sched_setaffinity, which is async-signal-safe
+ * (the mask is converted from hwloc's bitmap at start, not in the child). */
+static cpu_set_t *initial_mask;
+static size_t initial_mask_size;
+
+static void restore_mask_in_child(void)
+{
+    if (initial_mask)
+        (void)sched_setaffinity(0, initial_mask_size, initial_mask);
+}
+
+static void save_initial_mask(void)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (!set)
+        return;
+    int last = hwloc_bitmap_last(hwloc_topology_get_complete_cpuset(nth_rt.topo));
+    int ncpus = last >= 0 ? last + 1 : CPU_SETSIZE;
+    if (hwloc_get_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD) == 0 && !hwloc_bitmap_iszero(set)) {
+        size_t sz = CPU_ALLOC_SIZE(ncpus);
+        cpu_set_t *m = CPU_ALLOC(ncpus);
+        if (m) {
+            CPU_ZERO_S(sz, m);
+            int i;
+            hwloc_bitmap_foreach_begin(i, set)
+                if (i < ncpus)
+                    CPU_SET_S((size_t)i, sz, m);
+            hwloc_bitmap_foreach_end();
+            initial_mask = m;
+            initial_mask_size = sz;
+            (void)pthread_atfork(NULL, NULL, restore_mask_in_child);
+        }
+    }
+    hwloc_bitmap_free(set);
+}
+
 
 void nth_vp_bind(struct nth_vp *vp)
 {
@@ -187,6 +228,8 @@ int nth_vps_start(const nth_config_t *cfg)
     nth_main_thread.vp = vp0;
     nth_vp_self_set(vp0);
     __atomic_store_n(&vp0->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    if (!initial_mask)
+        save_initial_mask();
     nth_vp_bind(vp0);
     nth_overflow_vp_altstack(vp0);
 

@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 /* ---- yield fairness ------------------------------------------------------- */
@@ -671,6 +673,46 @@ static void c_hooks(void *a)
 
 static void test_hooks(void **s) { (void)s; assert_child_ok(c_hooks, NULL); }
 
+/* ---- fork: the child gets the process's CPU mask back ---------------------- */
+
+/* A child of fork() copies the forking VP's kernel thread, bound to one CPU;
+ * through exec it would keep that one CPU (`sh -c 'xz -T4'` from a program
+ * on nthlib ran on one CPU). The child must have the mask the process had
+ * before nthlib bound its VPs. */
+static void c_fork_mask(void *a)
+{
+    (void)a;
+    cpu_set_t before, in_child;
+    CHECK_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+    child_init(2);
+    if (CPU_COUNT(&before) < 2 || nth_rt.vps[0]->cpu < 0) {
+        fprintf(stderr, "fork_mask: one CPU or unbound VPs, not exercised\n");
+        return;
+    }
+    cpu_set_t now;
+    CHECK_EQ(sched_getaffinity(0, sizeof now, &now), 0);
+    CHECK_EQ(CPU_COUNT(&now), 1);               /* VP 0 is bound: the premise */
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        CPU_ZERO(&in_child);
+        int ok = sched_getaffinity(0, sizeof in_child, &in_child) == 0;
+        (void)!write(p[1], &in_child, sizeof in_child);
+        _exit(ok ? 0 : 1);
+    }
+    CHECK_EQ((int)read(p[0], &in_child, sizeof in_child), (int)sizeof in_child);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(CPU_EQUAL(&before, &in_child));
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_fork_mask(void **s) { (void)s; assert_child_ok(c_fork_mask, NULL); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -688,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_set_allowed),
         cmocka_unit_test(test_set_allowed_rebind),
         cmocka_unit_test(test_hooks),
+        cmocka_unit_test(test_fork_mask),
     };
     child_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
