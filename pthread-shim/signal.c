@@ -347,6 +347,12 @@ void shim_signals_begin(void)
 
 /* ---- sending ------------------------------------------------------------------ */
 
+/* Signals whose default action is to do nothing (signal(7)). */
+static int default_ignored(int sig)
+{
+    return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
 /* A live record: not finished, its nano-thread still the one it names. */
 static int thread_alive(struct shim_thread *st)
 {
@@ -364,7 +370,20 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
     if (sig == 0)
         return 0;
     real_init();
+    if (sig == SIGKILL || sig == SIGSTOP)
+        return real_kill(real_self(), sig);    /* the whole process, at once */
     struct shim_thread *self = shim_self();
+    if (!(__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE) & BIT(sig))) {
+        /* Open on the target, no handler: what it does is process-wide
+         * (terminate, stop) or nothing; do it now, as the kernel would,
+         * rather than when the target next runs (maybe never). */
+        struct sigaction sa;
+        sigaction(sig, NULL, &sa);
+        if (sa.sa_handler == SIG_IGN || (sa.sa_handler == SIG_DFL && default_ignored(sig)))
+            return 0;
+        if (sa.sa_handler == SIG_DFL && !(kmask_read() & BIT(sig)))
+            return real_kill(real_self(), sig);
+    }
     if (st == self && !(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED) & BIT(sig))) {
         /* Open on the caller: handled before this returns (kmask is its). */
         kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
@@ -550,7 +569,7 @@ int nth_shim_sigsuspend(const sigset_t *mask)
         return REAL(sigsuspend)(mask);
     struct shim_thread *self = shim_self();
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
-    uint64_t open = ~(set_bits(mask) | UNBLOCKABLE);
+    uint64_t during = set_bits(mask) & ~UNBLOCKABLE, open = ~during & ~UNBLOCKABLE;
     hook_ensure();
     __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
     kmask_apply(~UNBLOCKABLE);
@@ -565,8 +584,8 @@ int nth_shim_sigsuspend(const sigset_t *mask)
         step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
         shim_nap(CLOCK_MONOTONIC, shim_now(CLOCK_MONOTONIC) + step);
     }
-    __atomic_store_n(&self->sigmask, ~open, __ATOMIC_RELEASE);
-    kmask_apply(~open);                 /* kernel-pending handlers run here */
+    __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
+    kmask_apply(during);                /* kernel-pending handlers run here */
     deliver_queued(self);
     __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
     kmask_apply(old);
