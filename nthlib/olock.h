@@ -10,7 +10,7 @@
 #define NTH_SYNC_SPINLOCK_H
 
 #include <stdint.h>
-#include <sched.h>
+#include "libc_real.h"
 
 static inline void nth_sync_relax(void)
 {
@@ -27,9 +27,12 @@ static inline void nth_olock(uint32_t *l)
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
         do {
             nth_sync_relax();
-            /* The holder's kernel thread may have been preempted. */
+            /* The holder's kernel thread may have been preempted. A raw
+             * system call: under the pthread shim sched_yield is
+             * nth_yield, and this may run on a kernel thread that is no
+             * VP (a blocking spare: it crashed there). */
             if (++n % 1024 == 0)
-                sched_yield();
+                nth_sys_yield();
         } while (__atomic_load_n(l, __ATOMIC_RELAXED));
     }
 }
