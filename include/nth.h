@@ -435,6 +435,29 @@ NTH_API int nth_sleep_ns(uint64_t ns);
 NTH_API int nth_sleep_until(clockid_t clock, const struct timespec *abstime);
 
 
+/* --- switch-in hook ------------------------------------------------------ */
+
+/* Called on the kernel thread of the VP each time a nano-thread resumes
+ * after a switch (inside nth_yield, nth_wait and every call that blocks),
+ * before that call returns to it, with the data the nano-thread set with
+ * nth_switch_data_set (NULL if none); also with NULL when a VP's idle
+ * context resumes or is about to park. Not called when a nano-thread first
+ * starts. It runs in the scheduler's
+ * critical path: keep it short, never block or switch in it. The pthread
+ * shim uses it to put a nano-thread's signal mask on the kernel thread and
+ * deliver the signals queued for it.
+ * nth_switch_hook_set installs fn (NULL removes it; one hook at a time):
+ * while none is installed a switch pays one predictable branch. Returns 0.
+ * Thread-safe: a switch sees the new hook at the latest on its VP's next
+ * switch. */
+typedef void (*nth_switch_hook_fn)(void *data);
+NTH_API int nth_switch_hook_set(nth_switch_hook_fn fn);
+/* Set the calling nano-thread's switch data (what the hook gets when it
+ * resumes). Returns 0, or EPERM when the caller is no nano-thread (a kernel
+ * thread that is no VP). Not thread-safe for another nano-thread: only
+ * the caller sets its own. */
+NTH_API int nth_switch_data_set(void *data);
+
 /* --- blocking system calls ---------------------------------------------- */
 
 /* Bracket a system call that may block in the kernel (read on a pipe or

@@ -194,6 +194,7 @@ static int64_t reclaim_pass(void)
 static void *watcher(void *arg)
 {
     (void)arg;
+    nth_helper_block_signals(NULL);
     /* Timer slack is 50 µs by default: too coarse for a 1 ms bound. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int64_t last_tick = 0;

@@ -119,6 +119,11 @@ void nth_idle_loop(struct nth_vp *vp)
             nth_sched_switch(vp, t, NTH_PS_NONE);
             continue;
         }
+        /* The switch-in hook sees the idle context too before it sleeps:
+         * the pthread shim blocks signals there (nth_switch_hook_set). */
+        nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE);
+        if (h)
+            h(NULL);
         park(vp, 1);
     }
 }

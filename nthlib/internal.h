@@ -397,6 +397,11 @@ static inline void nth_watchdog_unparked(void)
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);
 
+/* (6) Switch-in hook (nth_switch_hook_set in nth.h): called after a resumed
+ * nano-thread's post-switch work, with t->user[NTH_SWITCH_SLOT]. */
+#define NTH_SWITCH_SLOT 1
+NTH_HIDDEN extern nth_switch_hook_fn nth_switch_hook;
+
 /* The VP's stats for tests. */
 NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);
 

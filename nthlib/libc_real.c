@@ -63,3 +63,12 @@ ssize_t nth_sys_write(int fd, const void *buf, size_t n)
 {
     return (ssize_t)syscall(SYS_write, fd, buf, n);
 }
+
+void nth_helper_block_signals(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, 32);      /* glibc's SIGCANCEL, and SIGSETXID: setuid() */
+    sigdelset(&all, 33);      /* in a threaded process waits for every thread */
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, (size_t)(_NSIG / 8));
+}

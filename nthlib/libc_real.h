@@ -13,6 +13,7 @@
 #define NTH_LIBC_REAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/types.h>
 
 typedef int (*nth_pthread_create_fn)(pthread_t *, const pthread_attr_t *,
@@ -34,5 +35,13 @@ nth_pthread_detach_fn nth_libc_pthread_detach(void);
  * definition runs. Return and errno as the system calls'. Async-signal-safe. */
 int nth_sys_yield(void);
 ssize_t nth_sys_write(int fd, const void *buf, size_t n);
+
+/* For the runtime's helper kernel threads that never run nano-threads
+ * (the stall monitor, the cpumgr watcher): block every signal but glibc's
+ * internal ones on the calling kernel thread, so that a process-directed
+ * signal goes to a thread of the program and never runs its handler
+ * there. *old (if not NULL) gets the previous mask. A raw system call:
+ * under the pthread shim pthread_sigmask is the shim's. */
+void nth_helper_block_signals(sigset_t *old);
 
 #endif

@@ -10,7 +10,8 @@
 #define NTH_SYNC_SPINLOCK_H
 
 #include <stdint.h>
-#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static inline void nth_sync_relax(void)
 {
@@ -27,9 +28,13 @@ static inline void nth_olock(uint32_t *l)
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
         do {
             nth_sync_relax();
-            /* The holder's kernel thread may have been preempted. */
+            /* The holder's kernel thread may have been preempted. A raw
+             * system call (inline: the sync mocks link no libc_real.c):
+             * under the pthread shim sched_yield is nth_yield, and this
+             * may run on a kernel thread that is no VP (a blocking spare:
+             * it crashed there). */
             if (++n % 1024 == 0)
-                sched_yield();
+                syscall(SYS_sched_yield);
         } while (__atomic_load_n(l, __ATOMIC_RELAXED));
     }
 }

@@ -269,6 +269,11 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     tool_after(self, vp);
     *vp->errno_loc = e;
     post_switch(vp);
+    /* One predictable branch while no hook is installed (the pthread shim
+     * installs one only once a signal mask or a queued signal exists). */
+    nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED);
+    if (__builtin_expect(h != NULL, 0))
+        h(self->user[NTH_SWITCH_SLOT]);
 }
 
 void nth_sched_block(struct nth_vp *vp, int action)
@@ -353,6 +358,23 @@ int nth_sched_hook_remove(nth_sched_hook_fn fn)
 }
 
 nth_idle_timeout_fn nth_idle_timeout;
+
+nth_switch_hook_fn nth_switch_hook;
+
+int nth_switch_hook_set(nth_switch_hook_fn fn)
+{
+    __atomic_store_n(&nth_switch_hook, fn, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int nth_switch_data_set(void *data)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp || (vp->current->flags & NTH_TF_IDLE))
+        return EPERM;
+    vp->current->user[NTH_SWITCH_SLOT] = data;
+    return 0;
+}
 
 void nth_idle_timeout_set(nth_idle_timeout_fn fn)
 {

@@ -40,6 +40,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,10 +142,17 @@ static int still_stalled(const struct standin *s)
            !__atomic_load_n(&s->target->disabled, __ATOMIC_RELAXED);
 }
 
+/* The signal mask the monitor inherited (the process's at start-up). The
+ * monitor blocks every signal (nth_helper_block_signals); its stand-ins
+ * run nano-threads: they get the inherited mask back (a raw system call:
+ * under the pthread shim pthread_sigmask is the shim's). */
+static sigset_t inherited_mask;
+
 static void *standin_main(void *arg)
 {
     struct standin *s = arg;
     struct nth_vp *sh = &s->shell;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &inherited_mask, NULL, (size_t)(_NSIG / 8));
     nth_vp_self_set(sh);
     sh->idle.flags = NTH_TF_IDLE;
     sh->idle.on_cpu = 1;
@@ -247,6 +255,7 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
 static void *monitor(void *arg)
 {
     (void)arg;
+    nth_helper_block_signals(&inherited_mask);
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int64_t period = W.stall_ns / 2;

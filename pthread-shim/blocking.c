@@ -35,6 +35,7 @@
  * queued signal was delivered. A cancellation point. */
 static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
 {
+    shim_signals_begin();
     for (;;) {
         shim_testcancel();
         int64_t now = shim_now(clock);
@@ -46,8 +47,7 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
             return EINTR;
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
-        struct timespec ts = shim_ns_ts(end);
-        nth_sleep_until(clock, &ts);
+        shim_nap(clock, end);         /* pthread_kill ends it early */
     }
 }
 
@@ -109,6 +109,7 @@ static int wait_fd(int fd, short events)
     if (fl < 0 || (fl & O_NONBLOCK))
         return 0;
     int64_t step = 0;
+    shim_signals_begin();
     for (;;) {
         struct pollfd p = { fd, events, 0 };
         if (REAL(poll)(&p, 1, 0) != 0)
@@ -180,6 +181,7 @@ static int64_t deadline_after_ms(int ms)
 #define POLL_LOOP(deadline, try_expr)                                       \
     do {                                                                    \
         int64_t step_ = 0;                                                  \
+        shim_signals_begin();                                               \
         for (;;) {                                                          \
             int r_ = (try_expr);                                            \
             if (r_ != 0)                                                    \

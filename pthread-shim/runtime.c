@@ -128,7 +128,9 @@ struct shim_thread *shim_self(void)
     st->cancel_type = PTHREAD_CANCEL_DEFERRED;
     st->sched_policy = SCHED_OTHER;
     nth_sem_init(&st->done_sem, 0);
+    shim_sig_init(st, NULL);
     nth_setspecific(self_key, st);
+    shim_sig_started(st);
     return st;
 }
 
@@ -178,10 +180,8 @@ void shim_backoff(int64_t until, int64_t *step)
     int64_t end = now + *step;
     if (end > until)
         end = until;
-    if (end > now) {
-        struct timespec ts = shim_ns_ts(end);
-        nth_sleep_until(CLOCK_MONOTONIC, &ts);
-    }
+    if (end > now)
+        shim_nap(CLOCK_MONOTONIC, end);   /* pthread_kill ends it early */
     if (*step < SHIM_SLICE_NS)
         *step *= 2;
 }

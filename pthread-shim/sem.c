@@ -81,6 +81,7 @@ SHIM_EXPORT(sem_getvalue)
 /* Wait until the absolute time deadline on clock (INT64_MAX: none). */
 static int wait_until(sem_t *s, clockid_t clock, int64_t deadline)
 {
+    shim_signals_begin();
     for (;;) {
         shim_testcancel();
         if (nth_sem_trywait((nth_sem_t *)s) == 0)

@@ -23,6 +23,10 @@
 /* Declare nth_shim_<sym> with libc's type for <sym>. */
 #define SHIM_DECL(sym) SHIM_API __typeof__(sym) nth_shim_##sym;
 
+/* Thread-directed signals a nano-thread can have pending at once (a
+ * standard signal counts once, as in the kernel; each real-time one queues). */
+#define SHIM_SIGQ_MAX 32
+
 /* One per thread known to the shim: pthread_t is a pointer to it. */
 struct shim_thread {
     nth_t nt;                    /* the nano-thread */
@@ -46,10 +50,24 @@ struct shim_thread {
     int zclaim;
     struct shim_thread *joining; /* the thread it joins, for pthread_cancel */
     pthread_cond_t *waiting_cond; /* the condvar it waits on, for pthread_cancel */
-    uint64_t pending;
+    uint64_t pending;            /* signals in sigq, bit sig-1 (atomic) */
     unsigned testcancel_calls;   /* pthread_testcancel yields now and then */
     int has_cpus;                /* pthread_setaffinity_np gave a hint */
-    cpu_set_t cpus;            /* signals queued by pthread_kill, bit sig-1 */                  /* 2 once both the end and the detach happened */
+    cpu_set_t cpus;              /* its affinity hint */
+    /* Signals (signal.c): the nano-thread's own mask, its queue of pending
+     * thread-directed signals, and a doorbell that pthread_kill rings to
+     * end an interruptible wait's nap at once. */
+    uint64_t sigmask;            /* blocked signals, bit sig-1 (atomic) */
+    int sigq_lock;
+    int sigq_n;
+    struct shim_sigq_entry {
+        int sig, code;
+        pid_t pid;
+        uid_t uid;
+        union sigval value;
+    } sigq[SHIM_SIGQ_MAX];
+    nth_sem_t sig_bell;
+    int sig_unreported;          /* a queued signal was delivered: EINTR */
 };
 
 /* m as an nth mutex, after the static-initialiser fix-up (mutex.c). */
@@ -63,10 +81,22 @@ void *shim_real(const char *name);
 /* Act on a pending cancellation request if cancellation is enabled:
  * does not return then. Called at every cancellation point. */
 void shim_testcancel(void);
-/* Deliver the signals pthread_kill queued for the caller (those its
- * kernel thread does not block); 1 if any was, so that an interruptible
- * wait returns EINTR. */
+/* Deliver the signals queued for the caller that its mask leaves open;
+ * 1 if any queued signal was delivered to it since the last call or
+ * shim_signals_begin (also by the switch-in hook), so that an
+ * interruptible wait returns EINTR. */
 int shim_signals(void);
+/* Start of an interruptible wait: forget deliveries reported before it. */
+void shim_signals_begin(void);
+/* Signal state of a new record: st's mask is the creator's (creator NULL:
+ * the kernel thread's), its doorbell ready. */
+void shim_sig_init(struct shim_thread *st, struct shim_thread *creator);
+/* First code of a nano-thread with record st: tell the switch-in hook
+ * about st and put st's mask on the kernel thread. */
+void shim_sig_started(struct shim_thread *st);
+/* Nap until the monotonic time until (ns) or until pthread_kill rings
+ * the caller's doorbell. */
+void shim_nap(clockid_t clock, int64_t until);
 /* 1 when ra (a return address) is in the runtime's own code. */
 int shim_runtime_caller(const void *ra);
 #define FROM_RUNTIME() shim_runtime_caller(__builtin_return_address(0))

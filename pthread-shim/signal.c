@@ -1,19 +1,54 @@
 /*
- * signal.c -- signals and threads, after pthread_kill(3p),
- * pthread_sigmask(3p), sigwait(3p).
+ * signal.c -- signals and nano-threads, after pthread_kill(3p),
+ * pthread_sigmask(3p), sigwait(3p), sigtimedwait(3p), sigpending(3p),
+ * sigsuspend(3p) and signal(7), as NthLib did.
+ *
+ * Each nano-thread has its own signal mask (shim_thread.sigmask) and a
+ * queue of pending thread-directed signals (shim_thread.sigq). The kernel
+ * only knows kernel threads, so the mask of the nano-thread that runs on a
+ * VP is put on that VP's kernel thread: by pthread_sigmask itself, and by
+ * the runtime's switch-in hook (nth_switch_hook_set) each time a
+ * nano-thread resumes. The hook compares the incoming mask with the one
+ * the kernel thread has (kmask, per kernel thread) and makes the system
+ * call only when they differ: when every nano-thread has the same mask, a
+ * switch costs a call and a compare, and no system call. The hook is
+ * installed only once a mask is changed or a signal is queued; before
+ * that a switch pays one predictable branch.
  *
  * pthread_kill to the caller raises the signal on its kernel thread at
- * once. To another nano-thread, it queues the signal in that thread's
- * record; the target delivers it (on whatever VP runs it) at its next
- * cancellation or wait point, and an interruptible wait (sleeps, sem_wait,
- * sigsuspend, pause, poll, ...) then returns EINTR.
+ * once (queued on the nano-thread when its mask blocks it). To another
+ * nano-thread, it queues the signal there and rings its doorbell: a
+ * target napping in an interruptible wait (sigwait and relatives,
+ * sigsuspend, pause, sleeps, poll and the other polling waits) wakes at
+ * once; one in pthread_cond_wait is woken (a spurious wake-up, which
+ * pthread_cond_wait(3p) allows: the handler runs and the wait returns 0);
+ * others (mutexes, sem_wait, joins) notice it within a wait slice
+ * (SHIM_SLICE_NS) or when they resume. The switch-in hook delivers the
+ * queued signals the mask leaves open, with the target's mask on the
+ * kernel thread, by raising them there: the handler runs on the target.
  *
- * Present limit: signal masks are per kernel thread (per VP), as libc keeps
- * them, not yet per nano-thread; sigwait and its relatives poll the
- * caller's kernel thread and the process.
+ * Process-directed signals (kill, sigqueue, timers): the kernel picks a
+ * kernel thread whose mask does not block the signal. Since a VP's kernel
+ * thread carries its running nano-thread's mask, the kernel never hands a
+ * signal to a VP whose nano-thread blocks it; when every running
+ * nano-thread blocks it, it stays pending on the process until a
+ * nano-thread that does not block it is switched in (the hook's mask
+ * change lets the kernel deliver it then, on that nano-thread) or takes
+ * it with sigwait. A VP's idle context blocks every signal (but faults),
+ * so no handler runs outside a nano-thread: when every VP is idle, the
+ * signal waits until a nano-thread that leaves it open resumes (the
+ * shim's waits -- sleeps, sem_wait, sigwait, poll, joins -- resume at
+ * least once a slice; an untimed pthread_cond_wait or mutex lock only
+ * when woken). Limits: a running nano-thread that never
+ * reaches a scheduling point receives a thread-directed signal only when
+ * it next calls the shim's signal functions or switches.
+ *
+ * Masks and the queue cover signals 1..64 (Linux's); glibc's internal
+ * signals (32, 33) and SIGKILL/SIGSTOP are never blocked.
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include "shim.h"
 
 int shim_on_vp(void)
@@ -21,63 +56,406 @@ int shim_on_vp(void)
     return nth_vp_id() >= 0;
 }
 
+/* A nano-thread runs on this kernel thread (a VP's, or a stand-in's of the
+ * stall watchdog, where nth_vp_id() is -1): its mask is its record's. */
+static int on_nano(void)
+{
+    return nth_self() != NULL;
+}
+
+/* ---- masks as 64-bit words ------------------------------------------------ */
+
+#define BIT(sig) (1ULL << ((sig) - 1))
+/* Never blocked: SIGKILL, SIGSTOP (the kernel refuses) and glibc's
+ * SIGCANCEL/SIGSETXID (glibc's pthread_sigmask drops them too). */
+#define UNBLOCKABLE (BIT(SIGKILL) | BIT(SIGSTOP) | BIT(32) | BIT(33))
+/* Blocked in the idle context: all but what the kernel must deliver
+ * synchronously (a fault there would otherwise kill the process). */
+#define IDLE_MASK (~(UNBLOCKABLE | BIT(SIGSEGV) | BIT(SIGBUS) | BIT(SIGFPE) | BIT(SIGILL) | BIT(SIGTRAP)))
+/* kmask value for "not known yet": never a real mask (SIGKILL is set). */
+#define KMASK_UNKNOWN UINT64_MAX
+
+/* glibc's sigset_t keeps signals 1..64 in its first word, bit sig-1. */
+static uint64_t set_bits(const sigset_t *s)
+{
+    uint64_t b;
+    memcpy(&b, s, sizeof b);
+    return b;
+}
+
+static void bits_set(uint64_t b, sigset_t *s)
+{
+    sigemptyset(s);
+    memcpy(s, &b, sizeof b);
+}
+
+static int valid_sig(int sig)
+{
+    return sig >= 1 && sig <= 64 && sig != 32 && sig != 33;
+}
+
+/* libc's functions the hot paths call, looked up once. */
+static int (*real_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*real_kill)(pthread_t, int);
+static int (*real_sigqueue)(pthread_t, int, const union sigval);
+static pthread_t (*real_self)(void);
+
+static void real_init(void)
+{
+    if (__atomic_load_n(&real_self, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&real_sigmask, REAL(pthread_sigmask), __ATOMIC_RELAXED);
+    __atomic_store_n(&real_kill, REAL(pthread_kill), __ATOMIC_RELAXED);
+    __atomic_store_n(&real_sigqueue, REAL(pthread_sigqueue), __ATOMIC_RELAXED);
+    __atomic_store_n(&real_self, REAL(pthread_self), __ATOMIC_RELEASE);
+}
+
+/* The mask the shim last put on this kernel thread. Per kernel thread on
+ * purpose (it describes the kernel thread, not a nano-thread); only read
+ * and written in functions that do not switch, so no stale TLS address. */
+static __thread uint64_t kmask __attribute__((tls_model("initial-exec"))) = KMASK_UNKNOWN;
+
+/* Put mask m on the calling kernel thread, with a system call only when
+ * it differs from what the kernel thread has. */
+static __attribute__((noinline)) void kmask_apply(uint64_t m)
+{
+    if (kmask == m)
+        return;
+    sigset_t s;
+    bits_set(m, &s);
+    real_init();
+    real_sigmask(SIG_SETMASK, &s, NULL);
+    kmask = m;
+}
+
+static __attribute__((noinline)) uint64_t kmask_read(void)
+{
+    if (kmask == KMASK_UNKNOWN) {
+        sigset_t s;
+        real_init();
+        real_sigmask(SIG_BLOCK, NULL, &s);
+        return set_bits(&s) & ~UNBLOCKABLE;
+    }
+    return kmask;
+}
+
+/* ---- the queue of pending thread-directed signals ------------------------ */
+
+/* The queue's lock is taken with every signal blocked on the kernel
+ * thread: a handler that calls pthread_kill (async-signal-safe) on the
+ * same nano-thread must not spin on a lock its own kernel thread holds.
+ * Only the rare paths take it (queueing, taking, delivering). */
+static void q_lock(struct shim_thread *st, sigset_t *saved)
+{
+    sigset_t all;
+    sigfillset(&all);
+    real_init();
+    real_sigmask(SIG_SETMASK, &all, saved);
+    while (__atomic_exchange_n(&st->sigq_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&st->sigq_lock, __ATOMIC_RELAXED))
+            ;
+}
+
+static void q_unlock(struct shim_thread *st, const sigset_t *saved)
+{
+    __atomic_store_n(&st->sigq_lock, 0, __ATOMIC_RELEASE);
+    real_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* Recompute the summary bits after a removal (lock held). */
+static void q_summary(struct shim_thread *st)
+{
+    uint64_t p = 0;
+    for (int i = 0; i < st->sigq_n; i++)
+        p |= BIT(st->sigq[i].sig);
+    __atomic_store_n(&st->pending, p, __ATOMIC_RELEASE);
+}
+
+/* Queue sig for st: 0, or EAGAIN when a real-time signal finds the queue
+ * full (sigqueue(3p)'s resource limit). A standard signal already pending
+ * is not queued twice. */
+static int q_put(struct shim_thread *st, int sig, int code, union sigval value)
+{
+    sigset_t saved;
+    int r = 0;
+    q_lock(st, &saved);
+    int dup = sig < SIGRTMIN && (st->pending & BIT(sig));
+    if (!dup) {
+        if (st->sigq_n == SHIM_SIGQ_MAX) {
+            r = EAGAIN;
+        } else {
+            struct shim_sigq_entry *e = &st->sigq[st->sigq_n++];
+            e->sig = sig;
+            e->code = code;
+            e->pid = getpid();
+            e->uid = getuid();
+            e->value = value;
+            __atomic_or_fetch(&st->pending, BIT(sig), __ATOMIC_SEQ_CST);
+        }
+    }
+    q_unlock(st, &saved);
+    return r;
+}
+
+/* Take the oldest entry of the lowest-numbered signal in want (the
+ * kernel's order: standard signals by number, real-time ones in order
+ * within a number): its number, or 0 if none. */
+static int q_take(struct shim_thread *st, uint64_t want, struct shim_sigq_entry *out)
+{
+    if (!(__atomic_load_n(&st->pending, __ATOMIC_ACQUIRE) & want))
+        return 0;
+    sigset_t saved;
+    q_lock(st, &saved);
+    int best = -1;
+    for (int i = 0; i < st->sigq_n; i++)
+        if ((want & BIT(st->sigq[i].sig)) && (best < 0 || st->sigq[i].sig < st->sigq[best].sig))
+            best = i;
+    int sig = 0;
+    if (best >= 0) {
+        *out = st->sigq[best];
+        sig = out->sig;
+        memmove(&st->sigq[best], &st->sigq[best + 1], (size_t)(st->sigq_n - best - 1) * sizeof st->sigq[0]);
+        st->sigq_n--;
+        q_summary(st);
+    }
+    q_unlock(st, &saved);
+    return sig;
+}
+
+static void fill_info(siginfo_t *info, const struct shim_sigq_entry *e)
+{
+    if (!info)
+        return;
+    memset(info, 0, sizeof *info);
+    info->si_signo = e->sig;
+    info->si_code = e->code;
+    info->si_pid = e->pid;
+    info->si_uid = e->uid;
+    info->si_value = e->value;
+}
+
+/* Raise on the calling kernel thread, whose mask is st's, every signal
+ * queued for st that its mask leaves open: the kernel runs each handler
+ * before the raising call returns, on this nano-thread. */
+static void deliver_queued(struct shim_thread *st)
+{
+    struct shim_sigq_entry e;
+    int any = 0;
+    while (q_take(st, ~__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE), &e)) {
+        if (e.code == SI_QUEUE)
+            real_sigqueue(real_self(), e.sig, e.value);
+        else
+            real_kill(real_self(), e.sig);
+        any = 1;
+    }
+    if (any)
+        __atomic_store_n(&st->sig_unreported, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the switch-in hook ----------------------------------------------------- */
+
+/* Runs on the kernel thread that resumes a nano-thread, with its record. */
+static void on_switch_in(void *data)
+{
+    struct shim_thread *st = data;
+    if (!st) {
+        /* A VP's idle context (or a nano-thread the shim has no record
+         * for): nothing may run a handler there, so a process-directed
+         * signal waits for a nano-thread that leaves it open. */
+        kmask_apply(IDLE_MASK);
+        return;
+    }
+    uint64_t m = __atomic_load_n(&st->sigmask, __ATOMIC_RELAXED);
+    kmask_apply(m);
+    if (__builtin_expect((__atomic_load_n(&st->pending, __ATOMIC_ACQUIRE) & ~m) != 0, 0))
+        deliver_queued(st);
+}
+
+static int hook_on;
+
+static void *nudge(void *arg)
+{
+    (void)arg;
+    return NULL;
+}
+
+/* From the first mask change or queued signal on: every switch-in puts
+ * the incoming nano-thread's mask in place. Until then every kernel
+ * thread has the mask every nano-thread has; a VP idle or parked at this
+ * moment keeps it until it next switches or parks, so each VP is sent a
+ * nano-thread that does nothing: its end resumes the VP's idle context
+ * (or a nano-thread), through the hook. */
+static void hook_ensure(void)
+{
+    if (__atomic_load_n(&hook_on, __ATOMIC_ACQUIRE))
+        return;
+    real_init();
+    if (__atomic_exchange_n(&hook_on, 1, __ATOMIC_ACQ_REL))
+        return;
+    nth_switch_hook_set(on_switch_in);
+    int n = nth_num_vps();
+    for (int i = 0; i < n; i++) {
+        nth_attr_t a;
+        nth_t t;
+        nth_attr_init(&a);
+        nth_attr_setvp(&a, i);
+        nth_attr_setdetached(&a, 1);
+        nth_create(&t, &a, nudge, NULL);   /* best effort: ENOMEM leaves it stale */
+    }
+}
+
+void shim_sig_init(struct shim_thread *st, struct shim_thread *creator)
+{
+    uint64_t m = creator ? __atomic_load_n(&creator->sigmask, __ATOMIC_RELAXED) : kmask_read();
+    __atomic_store_n(&st->sigmask, m, __ATOMIC_RELAXED);
+    nth_sem_init(&st->sig_bell, 0);
+}
+
+void shim_sig_started(struct shim_thread *st)
+{
+    nth_switch_data_set(st);
+    if (__atomic_load_n(&hook_on, __ATOMIC_ACQUIRE)) {
+        kmask_apply(__atomic_load_n(&st->sigmask, __ATOMIC_RELAXED));
+        if (__atomic_load_n(&st->pending, __ATOMIC_ACQUIRE) & ~st->sigmask)
+            deliver_queued(st);
+    }
+}
+
+void shim_nap(clockid_t clock, int64_t until)
+{
+    struct timespec ts = shim_ns_ts(until);
+    nth_sem_clockwait(&shim_self()->sig_bell, clock, &ts);
+}
+
 int shim_signals(void)
 {
     struct shim_thread *self = shim_self();
-    uint64_t p = __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);
-    if (!p)
-        return 0;
-    sigset_t blocked;
-    REAL(pthread_sigmask)(SIG_BLOCK, NULL, &blocked);
-    int any = 0;
-    for (int sig = 1; sig <= 64; sig++) {
-        uint64_t bit = 1ULL << (sig - 1);
-        if (!(p & bit) || sigismember(&blocked, sig) == 1)
-            continue;
-        __atomic_and_fetch(&self->pending, ~bit, __ATOMIC_ACQ_REL);
-        REAL(pthread_kill)(REAL(pthread_self)(), sig);
-        any = 1;
+    if (__atomic_load_n(&self->pending, __ATOMIC_ACQUIRE) & ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED)) {
+        kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
+        deliver_queued(self);
     }
-    return any;
+    if (!__atomic_load_n(&self->sig_unreported, __ATOMIC_RELAXED))
+        return 0;
+    __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void shim_signals_begin(void)
+{
+    __atomic_store_n(&shim_self()->sig_unreported, 0, __ATOMIC_RELAXED);
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+/* Signals whose default action is to do nothing (signal(7)). */
+static int default_ignored(int sig)
+{
+    return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+/* A live record: not finished, its nano-thread still the one it names. */
+static int thread_alive(struct shim_thread *st)
+{
+    return !__atomic_load_n(&st->done, __ATOMIC_ACQUIRE);
+}
+
+static int send(struct shim_thread *st, int sig, int code, union sigval value)
+{
+    if (!st)
+        return ESRCH;
+    if (sig != 0 && !valid_sig(sig))
+        return EINVAL;
+    if (!thread_alive(st))
+        return ESRCH;
+    if (sig == 0)
+        return 0;
+    real_init();
+    if (sig == SIGKILL || sig == SIGSTOP)
+        return real_kill(real_self(), sig);    /* the whole process, at once */
+    struct shim_thread *self = shim_self();
+    if (!(__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE) & BIT(sig))) {
+        /* Open on the target, no handler: what it does is process-wide
+         * (terminate, stop) or nothing; do it now, as the kernel would,
+         * rather than when the target next runs (maybe never). */
+        struct sigaction sa;
+        sigaction(sig, NULL, &sa);
+        if (sa.sa_handler == SIG_IGN || (sa.sa_handler == SIG_DFL && default_ignored(sig)))
+            return 0;
+        if (sa.sa_handler == SIG_DFL && !(kmask_read() & BIT(sig)))
+            return real_kill(real_self(), sig);
+    }
+    if (st == self && !(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED) & BIT(sig))) {
+        /* Open on the caller: handled before this returns (kmask is its). */
+        kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
+        return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
+    }
+    hook_ensure();
+    int r = q_put(st, sig, code, value);
+    if (r || st == self)
+        return r;
+    nth_sem_post(&st->sig_bell);               /* ends an interruptible nap */
+    pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
+    if (c)
+        nth_cond_broadcast((nth_cond_t *)c);   /* handler, then a 0 return */
+    return 0;
 }
 
 SHIM_DECL(pthread_kill)
 int nth_shim_pthread_kill(pthread_t t, int sig)
 {
-    struct shim_thread *st = (struct shim_thread *)t;
-    if (!st)
-        return ESRCH;
-    if (sig < 0 || sig > 64)
-        return EINVAL;
-    if (sig == 0)
-        return 0;
-    if (st == shim_self())
-        return REAL(pthread_kill)(REAL(pthread_self)(), sig);
-    __atomic_or_fetch(&st->pending, 1ULL << (sig - 1), __ATOMIC_SEQ_CST);
-    pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
-    if (c)
-        nth_cond_broadcast((nth_cond_t *)c);   /* runs the handler, then re-waits */
-    return 0;
+    return send((struct shim_thread *)t, sig, SI_TKILL, (union sigval){ .sival_int = 0 });
 }
 SHIM_EXPORT(pthread_kill)
 
 SHIM_DECL(pthread_sigqueue)
 int nth_shim_pthread_sigqueue(pthread_t t, int sig, const union sigval value)
 {
-    struct shim_thread *st = (struct shim_thread *)t;
-    if (st == shim_self())
-        return REAL(pthread_sigqueue)(REAL(pthread_self)(), sig, value);
-    return nth_shim_pthread_kill(t, sig);   /* the value is lost (limit) */
+    return send((struct shim_thread *)t, sig, SI_QUEUE, value);
 }
 SHIM_EXPORT(pthread_sigqueue)
+
+SHIM_DECL(raise)
+int nth_shim_raise(int sig)
+{
+    int r = on_nano() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
+                         : REAL(raise)(sig) ? errno : 0;
+    if (r) {
+        errno = r;
+        return -1;
+    }
+    return 0;
+}
+SHIM_EXPORT(raise)
+
+/* ---- masks -------------------------------------------------------------------- */
 
 SHIM_DECL(pthread_sigmask)
 int nth_shim_pthread_sigmask(int how, const sigset_t *restrict set, sigset_t *restrict old)
 {
-    int r = REAL(pthread_sigmask)(how, set, old);
-    if (r == 0)
-        shim_signals();          /* queued ones now unblocked */
-    return r;
+    if (set && how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
+        return EINVAL;
+    if (!on_nano())
+        return REAL(pthread_sigmask)(how, set, old);
+    struct shim_thread *self = shim_self();
+    uint64_t cur = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    if (old)
+        bits_set(cur, old);
+    if (!set)
+        return 0;
+    uint64_t b = set_bits(set), m = cur;
+    switch (how) {
+    case SIG_BLOCK: m |= b; break;
+    case SIG_UNBLOCK: m &= ~b; break;
+    default: m = b; break;
+    }
+    m &= ~UNBLOCKABLE;
+    if (m != cur)
+        hook_ensure();
+    __atomic_store_n(&self->sigmask, m, __ATOMIC_RELEASE);
+    kmask_apply(m);          /* kernel-pending ones now open run here */
+    if (__atomic_load_n(&self->pending, __ATOMIC_ACQUIRE) & ~m)
+        deliver_queued(self);
+    return 0;
 }
 SHIM_EXPORT(pthread_sigmask)
 
@@ -93,34 +471,52 @@ int nth_shim_sigprocmask(int how, const sigset_t *restrict set, sigset_t *restri
 }
 SHIM_EXPORT(sigprocmask)
 
-SHIM_DECL(raise)
-int nth_shim_raise(int sig)
+/* Pending for the caller: its own queue, its kernel thread's and the
+ * process's. */
+SHIM_DECL(sigpending)
+int nth_shim_sigpending(sigset_t *set)
 {
-    int r = REAL(pthread_kill)(REAL(pthread_self)(), sig);
-    if (r) {
-        errno = r;
+    if (REAL(sigpending)(set) != 0)
         return -1;
-    }
+    if (!on_nano())
+        return 0;
+    uint64_t b = set_bits(set) | __atomic_load_n(&shim_self()->pending, __ATOMIC_ACQUIRE);
+    memcpy(set, &b, sizeof b);
     return 0;
 }
-SHIM_EXPORT(raise)
+SHIM_EXPORT(sigpending)
 
-/* Poll for one of set's signals until deadline (monotonic ns). */
+/* ---- waiting for signals -------------------------------------------------------- */
+
+/* Wait for one of set's signals, queued on the caller or pending on its
+ * kernel thread or the process, until deadline (monotonic ns): its
+ * number, or -1 with errno EAGAIN at the deadline. */
 static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
 {
     static const struct timespec zero = { 0, 0 };
+    struct shim_thread *self = shim_self();
+    uint64_t want = set_bits(set) & ~UNBLOCKABLE;
     int64_t step = 0;
     for (;;) {
-        shim_signals();
+        struct shim_sigq_entry e;
+        int sig = q_take(self, want, &e);
+        if (sig) {
+            fill_info(info, &e);
+            return sig;
+        }
         int r = REAL(sigtimedwait)(set, info, &zero);
         if (r > 0 || (r < 0 && errno != EAGAIN))
             return r;
         shim_testcancel();
-        if (shim_now(CLOCK_MONOTONIC) >= deadline) {
+        int64_t now = shim_now(CLOCK_MONOTONIC);
+        if (now >= deadline) {
             errno = EAGAIN;
             return -1;
         }
-        shim_backoff(deadline, &step);
+        /* Naps grow to a slice: a process-directed signal is seen by
+         * polling; pthread_kill to us rings the doorbell. */
+        step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
+        shim_nap(CLOCK_MONOTONIC, now + step < deadline ? now + step : deadline);
     }
 }
 
@@ -161,35 +557,39 @@ int nth_shim_sigwait(const sigset_t *restrict set, int *restrict sig)
 }
 SHIM_EXPORT(sigwait)
 
-/* sigsuspend/pause: wait, all signals blocked on the kernel thread, until
- * one that mask leaves open is pending (for the process, this kernel thread
- * or queued for this nano-thread); then open the mask, so the kernel runs
- * its handler here, and return EINTR. */
+/* sigsuspend/pause: the nano-thread's mask becomes "everything" while it
+ * waits (so no handler runs early, on this or any kernel thread it
+ * resumes on), until a signal that mask leaves open is pending for the
+ * process, its kernel thread or queued for it; then its mask becomes
+ * mask, so the kernel runs the handlers here, and the old one returns. */
 SHIM_DECL(sigsuspend)
 int nth_shim_sigsuspend(const sigset_t *mask)
 {
     if (!shim_on_vp())
         return REAL(sigsuspend)(mask);
-    sigset_t old, all, pending;
-    sigfillset(&all);
-    REAL(pthread_sigmask)(SIG_SETMASK, &all, &old);
     struct shim_thread *self = shim_self();
+    uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    uint64_t during = set_bits(mask) & ~UNBLOCKABLE, open = ~during & ~UNBLOCKABLE;
+    hook_ensure();
+    __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
+    kmask_apply(~UNBLOCKABLE);
     int64_t step = 0;
     for (;;) {
-        sigpending(&pending);
-        int ready = 0;
-        uint64_t q = __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);
-        for (int s = 1; s <= 64 && !ready; s++)
-            if (sigismember(mask, s) != 1 && (sigismember(&pending, s) == 1 || (q >> (s - 1) & 1)))
-                ready = 1;
-        if (ready)
+        sigset_t pending;
+        REAL(sigpending)(&pending);
+        uint64_t p = set_bits(&pending) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);
+        if (p & open)
             break;
         shim_testcancel();
-        shim_backoff(INT64_MAX, &step);
+        step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
+        shim_nap(CLOCK_MONOTONIC, shim_now(CLOCK_MONOTONIC) + step);
     }
-    REAL(pthread_sigmask)(SIG_SETMASK, mask, NULL);   /* handlers run here */
-    shim_signals();
-    REAL(pthread_sigmask)(SIG_SETMASK, &old, NULL);
+    __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
+    kmask_apply(during);                /* kernel-pending handlers run here */
+    deliver_queued(self);
+    __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
+    kmask_apply(old);
+    __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);
     errno = EINTR;
     return -1;
 }
@@ -199,7 +599,7 @@ SHIM_DECL(pause)
 int nth_shim_pause(void)
 {
     sigset_t cur;
-    REAL(pthread_sigmask)(SIG_BLOCK, NULL, &cur);
+    nth_shim_pthread_sigmask(SIG_BLOCK, NULL, &cur);
     return nth_shim_sigsuspend(&cur);
 }
 SHIM_EXPORT(pause)

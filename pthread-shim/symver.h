@@ -325,6 +325,7 @@
 #define NTH_SHIM_SYMVER_send __asm__(".symver nth_shim_send, send@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sendmsg __asm__(".symver nth_shim_sendmsg, sendmsg@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sendto __asm__(".symver nth_shim_sendto, sendto@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_sigpending __asm__(".symver nth_shim_sigpending, sigpending@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigprocmask __asm__(".symver nth_shim_sigprocmask, sigprocmask@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigsuspend __asm__(".symver nth_shim_sigsuspend, sigsuspend@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigtimedwait __asm__(".symver nth_shim_sigtimedwait, sigtimedwait@@GLIBC_2.2.5\n");
@@ -536,6 +537,7 @@
     X(send) \
     X(sendmsg) \
     X(sendto) \
+    X(sigpending) \
     X(sigprocmask) \
     X(sigsuspend) \
     X(sigtimedwait) \
@@ -868,6 +870,7 @@
     X(send, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sendmsg, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sendto, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(sigpending, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigprocmask, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigsuspend, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigtimedwait, GLIBC_2_2_5, "GLIBC_2.2.5") \

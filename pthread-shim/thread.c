@@ -75,6 +75,7 @@ static void *thread_start(void *arg)
     __atomic_store_n(&st->nt, nth_self(), __ATOMIC_RELEASE);
     st->nid = nth_id(st->nt);
     shim_set_self(st);
+    shim_sig_started(st);
     shim_exit(st->fn(st->arg));
 }
 
@@ -170,7 +171,9 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     }
     nth_attr_setdetached(&na, st->detached);
     shim_going_multithreaded();
-    shim_self();                  /* the creator has a record before any child */
+    /* the creator has a record before any child; the child starts with
+     * its mask (pthread_create(3p)) */
+    shim_sig_init(st, shim_self());
     nth_t nt;
     int r = nth_create(&nt, &na, thread_start, st);
     if (r != 0) {

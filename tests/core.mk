@@ -2,7 +2,8 @@
 # program links libnth statically (-static is libtool's "use the .a of an
 # uninstalled library") so it can reach the internal hooks.
 core_tests = tests/core/test_create_join tests/core/test_sched \
-	tests/core/test_errors tests/core/test_overflow tests/core/test_config
+	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
+	tests/core/test_switch_hook
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests)
 core_test_ldflags = -static
@@ -34,3 +35,8 @@ tests_core_test_config_LDFLAGS = $(core_test_ldflags)
 tests_core_test_config_LDADD = $(core_test_libs)
 
 EXTRA_DIST += tests/core/fixtures
+
+tests_core_test_switch_hook_SOURCES = tests/core/test_switch_hook.c tests/core/child.h
+tests_core_test_switch_hook_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_switch_hook_LDFLAGS = $(core_test_ldflags)
+tests_core_test_switch_hook_LDADD = $(core_test_libs)

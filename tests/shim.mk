@@ -72,6 +72,13 @@ tests_shim_posix_signals_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_signals_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_signals_LDADD =
 
+check_PROGRAMS += tests/shim/posix-sigmask
+tests_shim_posix_sigmask_SOURCES = tests/shim/sigmask.c tests/shim/check.h
+tests_shim_posix_sigmask_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigmask_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigmask_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigmask_LDADD =
+
 check_PROGRAMS += tests/shim/posix-cancel
 tests_shim_posix_cancel_SOURCES = tests/shim/cancel.c tests/shim/check.h
 tests_shim_posix_cancel_CPPFLAGS = $(shim_posix_cppflags)

@@ -51,6 +51,9 @@ xfail="$xfail cpumgr/test_runtime "
 # parallel/test_parallel checks that a foreign kernel thread gets EPERM from
 # nth_parallel; under the shim its thread is a nano-thread.
 xfail="$xfail parallel/test_parallel "
+# core/test_switch_hook likewise checks that a foreign kernel thread gets
+# EPERM from nth_switch_data_set.
+xfail="$xfail core/test_switch_hook "
 # core/test_config checks the settings read from the environment when the
 # runtime starts; under the shim the runtime starts earlier, at the first
 # pthread call of the process.

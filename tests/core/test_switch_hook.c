@@ -1,0 +1,109 @@
+/* The switch-in hook (nth_switch_hook_set, nth_switch_data_set), which the
+ * pthread shim's per-nano-thread signal masks rest on: every resumed
+ * nano-thread is reported with its own data, with one VP and with two
+ * (nano-threads migrate), the idle context with NULL, nothing once the
+ * hook is removed, and EPERM for a kernel thread that is no VP. */
+#include "child.h"
+#include "internal.h"
+#include <errno.h>
+#include <pthread.h>
+
+enum { MAXW = 4, ROUNDS = 300 };
+
+struct tag {
+    nth_t self;
+    int calls;                   /* hook calls with this tag (atomic) */
+};
+
+static struct tag tags[MAXW];
+static int wrong;                /* hook calls whose data was not the resumed one's */
+static int null_calls;
+
+static void hook(void *data)
+{
+    struct tag *t = data;
+    if (!t) {
+        __atomic_fetch_add(&null_calls, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (t->self != nth_self())
+        __atomic_fetch_add(&wrong, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->calls, 1, __ATOMIC_RELAXED);
+}
+
+static void *worker(void *a)
+{
+    struct tag *t = a;
+    t->self = nth_self();
+    CHECK_EQ(nth_switch_data_set(t), 0);
+    for (int i = 0; i < ROUNDS; i++)
+        nth_yield();
+    return NULL;
+}
+
+static void run_workers(int n)
+{
+    nth_t w[MAXW];
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(nth_create(&w[i], NULL, worker, &tags[i]), 0);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(nth_join(w[i], NULL), 0);
+}
+
+static void *not_a_vp(void *a)
+{
+    (void)a;
+    return (void *)(intptr_t)nth_switch_data_set(NULL);
+}
+
+static void c_switch_hook(void *a)
+{
+    int vps = (int)(intptr_t)a;
+    child_init((unsigned)vps);
+    int n = vps == 1 ? 2 : MAXW;
+    CHECK_EQ(nth_switch_hook_set(hook), 0);
+    run_workers(n);
+    CHECK_EQ(__atomic_load_n(&wrong, __ATOMIC_RELAXED), 0);
+    for (int i = 0; i < n; i++) {
+        /* Alone or not, each yield that switched resumed it once; with one
+         * VP and two workers, every yield switches. */
+        int c = __atomic_load_n(&tags[i].calls, __ATOMIC_RELAXED);
+        CHECK(c <= ROUNDS);
+        if (vps == 1)
+            CHECK(c >= ROUNDS - 1);
+    }
+    /* main blocked in the joins: the idle context resumed or parked */
+    CHECK(__atomic_load_n(&null_calls, __ATOMIC_RELAXED) > 0);
+    /* removed: no more calls */
+    CHECK_EQ(nth_switch_hook_set(NULL), 0);
+    memset(tags, 0, sizeof tags);
+    run_workers(n);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(__atomic_load_n(&tags[i].calls, __ATOMIC_RELAXED), 0);
+}
+
+static void c_not_a_vp(void *a)
+{
+    (void)a;
+    child_init(1);
+    pthread_t k;
+    void *r = NULL;
+    CHECK_EQ(pthread_create(&k, NULL, not_a_vp, NULL), 0);
+    CHECK_EQ(pthread_join(k, &r), 0);
+    CHECK_EQ((int)(intptr_t)r, EPERM);
+}
+
+static void test_one_vp(void **s) { (void)s; assert_child_ok(c_switch_hook, (void *)1); }
+static void test_two_vps(void **s) { (void)s; assert_child_ok(c_switch_hook, (void *)2); }
+static void test_not_a_vp(void **s) { (void)s; assert_child_ok(c_not_a_vp, NULL); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_vp),
+        cmocka_unit_test(test_two_vps),
+        cmocka_unit_test(test_not_a_vp),
+    };
+    child_filter();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
