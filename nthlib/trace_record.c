@@ -121,6 +121,22 @@ void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_t value)
     rec2(type, arg, id, value, 0, 0, 0, 0);
 }
 
+void nth_trace__overhead(uint64_t id, uint64_t since_ns)
+{
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 2, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t h = reserve(b, 2, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ since_ns, NTH_REC_STATE_PUSH, tl_vp, NTH_TRACE_OVERHEAD, id, 0 };
+    b->ring[(h + 1) & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_STATE_POP, tl_vp, 0, id, 0 };
+    publish(b, h, 2);
+}
+
 void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name)
 {
     if (!name)
