@@ -10,6 +10,8 @@
 # with the records per traced factorisation and their rate.
 #
 # usage: bench/trace_lu.sh [BUILDDIR [PAIRS [RUNS]]]   (default build 10 3)
+# TRACE_LU_CONTROL=1: the "traced" side runs untraced too (an A/A run): the
+# % it prints is the method's noise floor on this machine at this load.
 # The traced runs write only the binary file (no conversion at exit): what
 # is measured is the recording, not the JSON writer.
 set -euo pipefail
@@ -20,7 +22,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/nth-trace-lu.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 : > "$tmp/off"; : > "$tmp/on"; : > "$tmp/recs"
 one() {   # one on|off
-    if [ "$1" = on ]; then
+    if [ "$1" = on ] && [ "${TRACE_LU_CONTROL:-0}" = 1 ]; then
+        env -u NTH_TRACE timeout -s KILL 300 "$lu" --size 1000 --runs "$runs" --json 2>>"$tmp/err" > "$tmp/out"
+        echo 0 >> "$tmp/recs"
+    elif [ "$1" = on ]; then
         rm -f "$tmp"/t.bin*
         NTH_TRACE=$tmp/t.bin timeout -s KILL 300 "$lu" --size 1000 --runs "$runs" --json 2>>"$tmp/err" > "$tmp/out"
         # records of this process: file size / 32 minus the 64-byte header
@@ -40,6 +45,7 @@ recs=$(med "$tmp/recs")
 awk -v on="$mon" -v off="$moff" -v n="$n" -v pairs="$pairs" -v runs="$runs" -v recs="$recs" 'BEGIN {
     p = sprintf("{\"size\":1000,\"pairs\":%d,\"runs_per_process\":%d,\"samples_each\":%d", pairs, runs, n)
     printf "{\"bench\":\"lu_1000\",\"impl\":\"nth\",\"value\":%.6f,\"unit\":\"s\",\"params\":%s}}\n", off, p
-    printf "{\"bench\":\"lu_1000\",\"impl\":\"nth-traced\",\"value\":%.6f,\"unit\":\"s\",\"params\":%s,\"records_per_process\":%d}}\n", on, p, recs
-    printf "{\"bench\":\"trace_overhead_lu\",\"impl\":\"nth\",\"value\":%.3f,\"unit\":\"%%\",\"params\":%s,\"records_per_lu\":%.0f,\"records_per_s\":%.0f}}\n", (on / off - 1) * 100, p, recs / runs, recs / runs / on
+    printf "{\"bench\":\"lu_1000\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\",\"params\":%s,\"records_per_process\":%d}}\n", ENVIRON["TRACE_LU_CONTROL"] == 1 ? "nth-control" : "nth-traced", on, p, recs
+    printf "{\"bench\":\"trace_overhead_lu\",\"impl\":\"%s\",", ENVIRON["TRACE_LU_CONTROL"] == 1 ? "control-untraced" : "nth"
+    printf "\"value\":%.3f,\"unit\":\"%%\",\"params\":%s,\"records_per_lu\":%.0f,\"records_per_s\":%.0f}}\n", (on / off - 1) * 100, p, recs / runs, recs / runs / on
 }'
