@@ -85,6 +85,11 @@ bench_trace_overhead_SOURCES = bench/trace_overhead.c
 bench_trace_overhead_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -I$(top_srcdir)/nthlib -pthread
 bench_trace_overhead_LDFLAGS = -static -pthread
 bench_trace_overhead_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) $(ZLIB_LIBS)
+# The record path alone (callgrind-countable): bench/trace_record_cost.c.
+bench_programs += bench/trace-record-cost
+noinst_PROGRAMS += bench/trace-record-cost
+bench_trace_record_cost_SOURCES = bench/trace_record_cost.c
+bench_trace_record_cost_LDADD = libnth.la
 
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs

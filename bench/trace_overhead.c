@@ -4,9 +4,9 @@
  *   trace_overhead    a nthlib workload (LU-1000-sized row updates done by
  *                     nano-threads created, yielding and joined in waves,
  *                     with a user state pushed around each update): time
- *                     with tracing on / off - 1, in %. Target < 1%.
- *                     (LU 1000 on nthlib itself, bench/lu-nth, comes with
- *                     branch `parallel`; this stands in for it.)
+ *                     with tracing on / off - 1, in %. (LU 1000 itself,
+ *                     bench/lu-nth, traced vs untraced: bench/trace_lu.sh;
+ *                     the target < 1% is for that one.)
  *   trace_overhead    also the bare create/join/yield loop (no work): the
  *   (impl nth-bare)   cost per traced scheduling operation, in ns/op.
  *   probe_overhead    nth_trace_function_enter + _exit (what

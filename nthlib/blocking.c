@@ -21,6 +21,7 @@
 #include "libc_real.h"
 #include "sync_core.h"
 #include "olock.h"
+#include "trace_core.h"
 
 #ifdef NTH_ASAN
 #include <sanitizer/common_interface_defs.h>
@@ -199,6 +200,7 @@ int nth_blocking_enter(void)
     /* Leave the VP as if waiting; nothing can enqueue us meanwhile, since
      * our state stays RUNNING (a stray nth_to_rq only sets the permit).
      * We resume on the spare. */
+    nth_trace_rt_blocking_enter(self);
     nth_sched_block(vp, NTH_PS_NONE);
     return 0;
 }
@@ -210,6 +212,7 @@ int nth_blocking_leave(void)
         return 0;                 /* enter was a no-op */
     struct nth_thread *self = s->guest;
     int e = errno_get();
+    nth_trace_rt_blocking_leave(self);
 #ifdef NTH_ASAN
     __sanitizer_start_switch_fiber(&self->asan_fake, s->stack_bottom, s->stack_size);
 #endif

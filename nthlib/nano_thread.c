@@ -150,6 +150,7 @@ static int attr_check(const nth_attr_t *a)
 
 int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    uint64_t tr0 = nth_trace_rt_clock();
     if (!out || !fn)
         return EINVAL;
     ensure_started();
@@ -188,7 +189,7 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     memset(t->user, 0, sizeof(t->user));
     nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
-    nth_trace_rt_create(vp, t);
+    nth_trace_rt_create(vp, t, tr0);
     if (vp)
         __atomic_store_n(&vp->ncreated, vp->ncreated + 1, __ATOMIC_RELAXED);
     else
@@ -253,6 +254,7 @@ static void reap(struct nth_thread *t)
 
 int nth_join(nth_t th, void **ret)
 {
+    uint64_t tr0 = nth_trace_rt_clock();
     ensure_started();
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
@@ -289,12 +291,13 @@ int nth_join(nth_t th, void **ret)
                 nth_sys_yield();        /* a kernel thread that is no VP */
         }
         __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
-        nth_trace_rt_join_done(self);
+        nth_trace_rt_join_done(self, tr0);
         break;
     }
     if (ret)
         *ret = t->result;
     reap(t);
+    nth_trace_rt_join_end(self, tr0);
     return 0;
 }
 
@@ -346,7 +349,7 @@ void nth_exit(void *ret)
     nth_sched_point(vp, NTH_SP_EXIT);
     vp = nth_vp_self();
     t->result = ret;
-    nth_trace_thread_end(t->id);
+    nth_trace_rt_exit(t);
     if (t->flags & NTH_TF_MAIN)
         __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);

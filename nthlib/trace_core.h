@@ -16,8 +16,9 @@
 NTH_HIDDEN void nth_trace__rt_start(const nth_config_t *cfg);
 NTH_HIDDEN void nth_trace__rt_vp(struct nth_vp *vp);
 NTH_HIDDEN void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to);
-NTH_HIDDEN void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t);
+NTH_HIDDEN void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since);
 NTH_HIDDEN void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t);
+NTH_HIDDEN void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since);
 
 /* Runtime start-up (init.c), on the kernel thread that becomes VP 0, before
  * the core's SIGSEGV handler is installed: that handler then chains to the
@@ -44,11 +45,22 @@ static inline void nth_trace_rt_switch(struct nth_vp *vp, struct nth_thread *fro
     NTH_TRACE_IF_ON nth_trace__rt_switch(vp, from, to);
 }
 
-/* nth_create, once the trace id is known; the creator is the nano-thread
- * running on vp (none for a kernel thread that is no VP). */
-static inline void nth_trace_rt_create(struct nth_vp *vp, struct nth_thread *t)
+/* First line of a runtime call whose time shows as OVERHEAD (nth_create,
+ * nth_join): the trace clock in ns, or 0 when tracing is off (one branch,
+ * no clock read). The call's last hook takes it as `since`. */
+static inline uint64_t nth_trace_rt_clock(void)
 {
-    NTH_TRACE_IF_ON nth_trace__rt_create(vp, t);
+    NTH_TRACE_IF_ON return nth_trace_now();
+    return 0;
+}
+
+/* nth_create, once the trace id is known; the creator is the nano-thread
+ * running on vp (none for a kernel thread that is no VP). The creator shows
+ * OVERHEAD from `since` (nth_trace_rt_clock() on entry; 0 = none) to here:
+ * argument checks, descriptor and stack, context set-up. */
+static inline void nth_trace_rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_create(vp, t, since);
 }
 
 /* nth_join, once the joiner is registered and about to sleep: SYNCH on the
@@ -59,11 +71,46 @@ static inline void nth_trace_rt_join(struct nth_thread *self, struct nth_thread 
     NTH_TRACE_IF_ON nth_trace__rt_join(self, t);
 }
 
-/* nth_join, after the wait: RUN again (a no-op in the trace when the
- * joiner was switched out and back; needed when nth_wait returned at once). */
-static inline void nth_trace_rt_join_done(struct nth_thread *self)
+/* nth_join, after the wait: the reaping that follows is OVERHEAD (replaces
+ * the SYNCH or the RUN it was switched back in with, inside the OVERHEAD
+ * level nth_trace_rt_join_end pushes at `since`); RUN when since is 0
+ * (tracing started during the join: no level to return from). */
+static inline void nth_trace_rt_join_done(struct nth_thread *self, uint64_t since)
 {
-    NTH_TRACE_IF_ON if (self) nth_trace__rec(NTH_REC_STATE_SET, NTH_TRACE_RUN, self->id, 0);
+    NTH_TRACE_IF_ON nth_trace__rt_join_done(self, since);
+}
+
+/* nth_join's successful return, after the joined nano-thread is reaped:
+ * the joiner shows OVERHEAD from `since` (nth_trace_rt_clock() on entry)
+ * to here, with the join's SYNCH, if it waited, nested inside. */
+static inline void nth_trace_rt_join_end(struct nth_thread *self, uint64_t since)
+{
+    NTH_TRACE_IF_ON if (self && since) nth_trace__overhead(self->id, since);
+}
+
+/* nth_exit, once the nano-thread has returned (in place of
+ * nth_trace_thread_end): its exit bookkeeping (joiner hand-off, counters,
+ * the last switch) shows as OVERHEAD; the switch away from it records its
+ * end (nth_trace__rt_switch sees it EXITED). */
+static inline void nth_trace_rt_exit(struct nth_thread *t)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_PUSH, NTH_TRACE_OVERHEAD, t->id, 0);
+}
+
+/* nth_blocking_enter, on the VP, just before the caller leaves it for a
+ * spare kernel thread: BLOCKED until nth_trace_rt_blocking_leave. Pushed,
+ * so a user state under it comes back afterwards. */
+static inline void nth_trace_rt_blocking_enter(struct nth_thread *self)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_PUSH, NTH_TRACE_BLOCKED, self->id, 0);
+}
+
+/* nth_blocking_leave, on the spare kernel thread, before the caller goes
+ * back to its VP's ready queue: BLOCKED ends, READY until a VP runs it
+ * (an UNBLOCK switch record with no VP: NTH_SWITCH_UNBLOCK). */
+static inline void nth_trace_rt_blocking_leave(struct nth_thread *self)
+{
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_SWITCH, NTH_SWITCH_UNBLOCK, 0, self->id);
 }
 
 /* Ready-queue length bookkeeping (ready_queue.c): the core keeps no count

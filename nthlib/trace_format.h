@@ -82,10 +82,15 @@ enum nth_trace_counter {
 
 /* NTH_REC_SWITCH arg: why `value` (the previous nano-thread) left its VP.
  * A blocked one shows SYNCH (no object) unless the runtime named what it
- * waits on just before; a yielded or preempted one shows READY. */
+ * waits on just before; a yielded or preempted one shows READY.
+ * UNBLOCK is recorded by a spare kernel thread (vp = NTH_TRACE_NO_VP, id 0)
+ * when `value` leaves nth_blocking_leave: its BLOCKED level (pushed by
+ * nth_blocking_enter) becomes READY until a VP switches to it, and that
+ * switch-in returns it to the state under BLOCKED. */
 enum nth_trace_switch_why {
     NTH_SWITCH_YIELD = 0,
     NTH_SWITCH_BLOCK = 1,
+    NTH_SWITCH_UNBLOCK = 2,
 };
 
 /* nth_trace_file_header.flags */

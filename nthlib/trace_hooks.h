@@ -80,6 +80,12 @@ NTH_HIDDEN void nth_trace__vp(uint16_t type, unsigned vp);
 NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
 NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
+/* An OVERHEAD slice on nano-thread id from since_ns to now: a push stamped
+ * since_ns and its pop stamped now, written together (so a cut file never
+ * holds one without the other). Converters order records by time, so the
+ * push lands before whatever id recorded in between, which nests inside. */
+NTH_HIDDEN void nth_trace__overhead(uint64_t id, uint64_t since_ns);
+NTH_HIDDEN uint64_t nth_trace_now(void);
 
 /* A relaxed atomic load is a plain load on x86-64 and AArch64: the branch
  * stays one compare, and ThreadSanitizer sees no race with nth_trace_finish. */

@@ -7,6 +7,11 @@
  * appearance), one Paraver CPU per VP. Records:
  *   1:cpu:appl:task:thread:begin:end:state     one per state slice
  *   2:cpu:appl:task:thread:time:type:value     events
+ * A cpumgr daemon's file (cpumgr --trace, merged) is one more application:
+ * each grant is an EV_GRANT_APP (the pid) and EV_GRANT (the CPUs) pair on
+ * its thread 1, and also an EV_GRANT on thread 1 of the application with
+ * that pid when it is in the same merge, beside that application's own
+ * EV_CPUS (what its runtime was told).
  * Times are ns from the trace start; the header's duration is the last
  * record's time and its object counts are exactly those used by the records.
  * Paraver keeps every object of the .row in memory and its thread field is
@@ -27,7 +32,9 @@
 #define EV_REGION  60000002u   /* value: region number, 0 = outside */
 #define EV_OBJECT  60000003u   /* value: address of the synchronisation object, 0 = none */
 #define EV_FUNC    60000020u   /* value: address of the function entered, 0 = none */
-#define EV_CPUS    60000011u
+#define EV_CPUS    60000011u   /* CPUs assigned, as the runtime's cpumgr client saw it */
+#define EV_GRANT   60000014u   /* CPUs granted by the cpumgr daemon (cpumgr --trace) */
+#define EV_GRANT_APP 60000015u /* value: pid of the application the grant beside it is for */
 #define EV_MEM     60000012u   /* malloc bytes in use */
 #define EV_MEMCALL 60000013u   /* malloc calls so far */
 #define EV_LOST    60000099u
@@ -43,6 +50,8 @@ struct pctx {
     size_t n, cap;
     uint64_t base, dropped;
     uint32_t appl;
+    struct nth_tr_file *files;       /* all of the merge, to find a pid's application */
+    int nfiles;
     int oom;
     unsigned char used_state[NTH_TRACE_STATE_MAX + 1];
     uint32_t *types; size_t ntypes, ctypes;
@@ -131,6 +140,18 @@ static void p_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind
         add(c, 2, (uint32_t)vp + 1, NULL, ts, ts, EV_RQ_BASE + (uint32_t)vp, value);
     else if (kind == NTH_CTR_CPUS)
         add(c, 2, 0, NULL, ts, ts, EV_CPUS, value);
+    else if (kind == NTH_CTR_GRANT && vp > 0) {   /* vp holds the pid */
+        struct pctx *p = c;
+        add(c, 2, 0, NULL, ts, ts, EV_GRANT_APP, (uint64_t)vp);
+        add(c, 2, 0, NULL, ts, ts, EV_GRANT, value);
+        uint32_t self = p->appl;
+        for (int i = 0; i < p->nfiles; i++)
+            if (!(p->files[i].hdr.flags & NTH_TRACE_FLAG_CPUMGR) && p->files[i].hdr.pid == (uint32_t)vp) {
+                p->appl = (uint32_t)i + 1;
+                add(c, 2, 0, NULL, ts, ts, EV_GRANT, value);
+                p->appl = self;
+            }
+    }
     else if (kind == NTH_CTR_MEM_BYTES)
         add(c, 2, 0, NULL, ts, ts, EV_MEM, value);
     else if (kind == NTH_CTR_MEM_CALLS)
@@ -175,6 +196,8 @@ static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, ch
     case EV_REGION: return "Parallel region";
     case EV_OBJECT: return "Synchronisation object (address)";
     case EV_CPUS: return "CPUs assigned";
+    case EV_GRANT: return "CPUs granted by cpumgr";
+    case EV_GRANT_APP: return "cpumgr grant to application (pid)";
     case EV_MEM: return "malloc bytes in use";
     case EV_MEMCALL: return "malloc calls";
     case EV_LOST: return "Lost events";
@@ -208,6 +231,8 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     struct pctx p;
     memset(&p, 0, sizeof p);
     p.base = UINT64_MAX;
+    p.files = files;
+    p.nfiles = n;
     unsigned ncpu = 1;
     uint64_t end = 0;
     for (int i = 0; i < n; i++) {
@@ -287,6 +312,7 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
                     struct nth_tr_name *nm = &files[i].names[q];
                     if ((nm->kind == NTH_NAME_VALUE && nm->key == p.types[k]) ||
                         (nm->kind == NTH_NAME_OBJECT && p.types[k] == EV_OBJECT) ||
+                        (nm->kind == NTH_NAME_APP && p.types[k] == EV_GRANT_APP) ||
                         (nm->kind == NTH_NAME_FUNCTION && p.types[k] == EV_FUNC)) {
                         if (!header++) nth_out_printf(&o, "VALUES\n0    End\n");
                         nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_VALUE ? nm->key2 : nm->key, nm->name);

@@ -15,9 +15,22 @@ struct nth_trace_buf *nth_trace_bufs;
 uint64_t nth_trace_ring_cap = 1u << 15;
 uint64_t nth_trace_alloc_lost;
 
-static __thread struct nth_trace_buf *tl_buf;
-static __thread uint16_t tl_vp = NTH_TRACE_NO_VP;
-static __thread uint64_t tl_running;   /* nano-thread on this VP, for the API */
+/* The calling kernel thread's recording state, in one initial-exec TLS
+ * block: one %fs-relative access, where the default (global-dynamic) model
+ * of a shared library costs a __tls_get_addr call per variable and per
+ * record (a third of the record path's instructions, callgrind; see
+ * bench/RESULTS.md). libnth is loaded with the program (linked or
+ * preloaded), so its TLS is in the static block; a late dlopen of libnth
+ * fits in glibc's static TLS surplus, as blocking.c's spare pointer does. */
+struct tl_state {
+    struct nth_trace_buf *buf;
+    uint64_t running;                 /* nano-thread on this VP, for the API */
+    uint16_t vp;
+};
+static __thread struct tl_state tl __attribute__((tls_model("initial-exec"))) = { NULL, 0, NTH_TRACE_NO_VP };
+#define tl_buf (tl.buf)
+#define tl_vp (tl.vp)
+#define tl_running (tl.running)
 
 uint64_t nth_trace_now(void)
 {
@@ -51,9 +64,21 @@ static inline struct nth_trace_buf *buf_get(void)
     return __builtin_expect(b != NULL, 1) ? b : buf_new();
 }
 
+static uint64_t reserve_slow(struct nth_trace_buf *b, uint64_t n, uint64_t ts);
+
 /* Reserve n consecutive slots (all or none), reporting earlier losses first.
- * Returns the first slot index, or UINT64_MAX after counting n lost. */
-static uint64_t reserve(struct nth_trace_buf *b, uint64_t n, uint64_t ts)
+ * Returns the first slot index, or UINT64_MAX after counting n lost. The
+ * common case (room, nothing lost) inline; the rest out of line. */
+static inline uint64_t reserve(struct nth_trace_buf *b, uint64_t n, uint64_t ts)
+{
+    uint64_t head = b->head;
+    uint64_t tail = __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(b->lost == 0 && head - tail + n <= b->cap, 1))
+        return head;
+    return reserve_slow(b, n, ts);
+}
+
+static __attribute__((noinline)) uint64_t reserve_slow(struct nth_trace_buf *b, uint64_t n, uint64_t ts)
 {
     uint64_t head = b->head;
     uint64_t tail = __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE);
@@ -119,6 +144,22 @@ static void rec_at(uint16_t type, uint64_t id, uint64_t value, uint64_t at_ns)
 void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_t value)
 {
     rec2(type, arg, id, value, 0, 0, 0, 0);
+}
+
+void nth_trace__overhead(uint64_t id, uint64_t since_ns)
+{
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, 2, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t h = reserve(b, 2, ts);
+    if (h == UINT64_MAX)
+        return;
+    b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ since_ns, NTH_REC_STATE_PUSH, tl_vp, NTH_TRACE_OVERHEAD, id, 0 };
+    b->ring[(h + 1) & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_STATE_POP, tl_vp, 0, id, 0 };
+    publish(b, h, 2);
 }
 
 void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name)

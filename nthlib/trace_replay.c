@@ -136,6 +136,17 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
         break;
     case NTH_REC_SWITCH: {
         struct nth_tr_thread *from = nth_tr_thread(f, x->value);
+        if (x->arg == NTH_SWITCH_UNBLOCK) {
+            /* Back from a blocking call, queued for a VP: the BLOCKED level
+             * becomes a READY that the next switch-in pops. */
+            if (from && from->depth > 0 && !from->extra &&
+                from->stack[from->depth - 1].state == NTH_TRACE_BLOCKED) {
+                top_end(r, x->ts, from);
+                from->stack[from->depth - 1] = (struct nth_tr_level){ NTH_TRACE_READY, 1, 0, x->ts };
+                top_begin(r, x->ts, from);
+            }
+            break;
+        }
         if (from && from != t && from->depth > 0) {
             struct nth_tr_level *l = &from->stack[from->depth - 1];
             if (l->state == NTH_TRACE_RUN)

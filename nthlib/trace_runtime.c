@@ -32,6 +32,8 @@ void nth_trace__rt_vp(struct nth_vp *vp)
 void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to)
 {
     int s = __atomic_load_n(&from->state, __ATOMIC_RELAXED) & NTH_ST_MASK;
+    if (s == NTH_ST_EXITED)   /* its last switch ends its exit OVERHEAD */
+        nth_trace__rec(NTH_REC_THREAD_END, 0, from->id, 0);
     nth_trace__switch_why(from->id, to->id, s == NTH_ST_BLOCKED ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD);
     long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
     if (n < 0)
@@ -42,10 +44,18 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     }
 }
 
-void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t)
+void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since)
 {
     struct nth_thread *c = vp ? vp->current : NULL;
     nth_trace_thread_create(t->id, c ? c->id : 0, t->name);
+    if (c && since)
+        nth_trace__overhead(c->id, since);
+}
+
+void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)
+{
+    if (self)
+        nth_trace__rec(NTH_REC_STATE_SET, since ? NTH_TRACE_OVERHEAD : NTH_TRACE_RUN, self->id, 0);
 }
 
 void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t)

@@ -26,3 +26,11 @@ tests_trace_rt_demo_LDADD = libnth.la $(HWLOC_LIBS) -lrt -lpthread
 TRACE_RT_TESTS = tests/trace/runtime.sh tests/trace/runtime_exit.sh tests/trace/runtime_cpumgr.sh
 TESTS += $(TRACE_RT_TESTS)
 dist_check_SCRIPTS += $(TRACE_RT_TESTS)
+
+# BLOCKED (nth_blocking_enter/leave) and OVERHEAD (create, join, exit).
+check_PROGRAMS += tests/trace/states_demo
+tests_trace_states_demo_SOURCES = tests/trace/states_demo.c
+tests_trace_states_demo_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_trace_states_demo_LDADD = libnth.la -lpthread
+TESTS += tests/trace/runtime_states.sh
+dist_check_SCRIPTS += tests/trace/runtime_states.sh

@@ -29,4 +29,25 @@ jq -e '[.traceEvents[]|select(.ph=="M" and .name=="process_name" and (.args.name
 apid=$(jq -r '.traceEvents[]|select(.ph=="M" and .name=="process_name" and (.args.name|test("^nthlib process")))|.pid' all.json)
 g=$(jq -c --arg p "$apid" '[.traceEvents[]|select(.ph=="C" and (.name|test("^CPUs granted to .*\\(pid " + $p + "\\)$")))|.args.cpus]' all.json)
 jq -e 'index(1) != null and index(2) != null' <<<"$g" >/dev/null || fail "daemon grants to pid $apid: $g"
+
+# Paraver, the same two files: the .pcf names both CPU counters as event
+# types; the application (appl 1) has records of both, going 1 then 2; the
+# daemon (appl 2) says which pid each grant is for.
+"$TOOL" merge app.bin d.bin -o all.prv || fail "merge to Paraver failed"
+pcf_type() { awk -v n="$1" '/^EVENT_TYPE/ {getline; t=$2; sub(/^[0-9]+ +[0-9]+ +/, ""); if ($0 == n) print t}' all.pcf; }
+tcpus=$(pcf_type "CPUs assigned"); [ -n "$tcpus" ] || fail ".pcf has no 'CPUs assigned' event type: $(cat all.pcf)"
+tgrant=$(pcf_type "CPUs granted by cpumgr"); [ -n "$tgrant" ] || fail ".pcf has no 'CPUs granted by cpumgr' event type"
+tpid=$(pcf_type "cpumgr grant to application (pid)"); [ -n "$tpid" ] || fail ".pcf has no grant pid event type"
+series() {   # series APPL TYPE: the values of TYPE in APPL's records, in time order, changes only
+    awk -F: -v a="$1" -v t="$2" '$1==2 && $3==a { for (i = 7; i < NF; i += 2) if ($i == t && $(i+1) != last) { printf "%s ", $(i+1); last = $(i+1) } }' all.prv
+}
+for t in $tcpus $tgrant; do
+    v=$(series 1 $t)
+    [[ " $v" =~ \ 1\ .*2\  ]] || fail "application's event type $t does not go 1 then 2 in all.prv: '$v'"
+done
+apppid=$(sed -n 's/^main #1 pid \([0-9]*\)$/\1/p' all.row)
+[ -n "$apppid" ] || fail "all.row has no main #1: $(cat all.row)"
+[ "$(series 2 $tpid)" = "$apppid " ] || fail "daemon's grants are not all for pid $apppid: '$(series 2 $tpid)'"
+[[ " $(series 2 $tgrant)" =~ \ 1\ .*2\  ]] || fail "daemon's grants do not go 1 then 2: '$(series 2 $tgrant)'"
+grep -q "^$apppid " all.pcf || fail ".pcf does not name pid $apppid among the grant values"
 exit 0

@@ -1,0 +1,71 @@
+#!/bin/bash
+# BLOCKED and OVERHEAD from the runtime's own call sites (states_demo, one VP):
+#  - the reader, between nth_blocking_enter and _leave, shows one BLOCKED
+#    slice on its own track, ended; while it lasts the VP track runs another
+#    nano-thread (the VP was handed on); after it, READY then RUN;
+#  - main's nth_create calls show OVERHEAD nested in the user state "phase"
+#    that main pushed around them (the slice after each OVERHEAD is "phase"
+#    again, at the same time); its join shows OVERHEAD with the SYNCH inside;
+#    an ending nano-thread's last slice is OVERHEAD (exit bookkeeping);
+#  - every begin has its end (check_json), and the same run as Paraver names
+#    both states in the .pcf and has state records of both.
+. "$top_srcdir/tests/trace/lib.sh"
+DEMO=$top_builddir/tests/trace/states_demo
+run() {   # run OUT: the demo traced to OUT; sets rid
+    NTH_VPS=1 timeout -s KILL 60 env NTH_TRACE="$1" "$DEMO" > "$1.out" 2> "$1.err" \
+        || fail "states_demo ($1) exited $?: $(cat "$1.err")"
+    rid=$(sed -n 's/^reader=\([0-9]*\) .*/\1/p' "$1.out")
+    [ -n "$rid" ] || fail "states_demo printed no reader id: $(cat "$1.out")"
+}
+run s.json
+check_json s.json
+rt=$(tid_of s.json "reader #$rid"); [ -n "$rt" ] || fail "no track for reader #$rid"
+mt=$(tid_of s.json "main #1"); [ -n "$mt" ] || fail "no track for main #1"
+
+# The reader's track, in file order: B/E with their state names.
+jq -c --argjson t "$rt" '[.traceEvents[]|select(.tid==$t and (.ph=="B" or .ph=="E"))|{ph,ts,s:.args.state}]' s.json > reader.ev
+nb=$(jq '[.[]|select(.ph=="B" and .s=="BLOCKED")]|length' reader.ev)
+[ "$nb" = 1 ] || fail "reader shows $nb BLOCKED slices, expected 1: $(cat reader.ev)"
+# its end is the next E, followed by READY, then RUN
+jq -e '(map(.ph=="B" and .s=="BLOCKED")|index(true)) as $i
+       | .[$i+1].ph=="E" and .[$i+2].s=="READY" and .[$i+2].ts==.[$i+1].ts
+         and .[$i+3].ph=="E" and .[$i+4].s=="RUN"' reader.ev >/dev/null \
+    || fail "BLOCKED is not followed by its end, READY, then RUN: $(cat reader.ev)"
+b=$(jq '.[(map(.ph=="B" and .s=="BLOCKED")|index(true))].ts' reader.ev)
+e=$(jq '.[(map(.ph=="B" and .s=="BLOCKED")|index(true))+1].ts' reader.ev)
+# VP 0 ran something else while the reader was blocked
+vt=$(tid_of s.json "VP 0"); [ -n "$vt" ] || fail "no track for VP 0"
+other=$(jq --argjson t "$vt" --argjson b "$b" --argjson e "$e" --argjson id "$rid" \
+    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .ts>=$b and .ts<$e and .args.nano_thread!=$id)]|length' s.json)
+[ "$other" -ge 1 ] || fail "VP 0 ran nothing else during the reader's BLOCKED [$b, $e]"
+running=$(jq --argjson t "$vt" --argjson b "$b" --argjson e "$e" --argjson id "$rid" \
+    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .ts>$b and .ts<$e and .args.nano_thread==$id)]|length' s.json)
+[ "$running" = 0 ] || fail "VP 0 shows the reader running while it is BLOCKED"
+
+# main's track: every OVERHEAD that began inside "phase" returns to "phase".
+jq -c --argjson t "$mt" '[.traceEvents[]|select(.tid==$t and (.ph=="B" or .ph=="E"))|{ph,ts,s:.args.state}]' s.json > main.ev
+jq -e '[range(0; length-3) as $i | select(.[$i].s=="phase" and .[$i+2].s=="OVERHEAD")
+        | .[$i+3].ph=="E" and .[$i+4].s=="phase" and .[$i+4].ts==.[$i+3].ts] as $n
+       | ($n|length) == 2 and all($n[]; .)' main.ev >/dev/null \
+    || fail "main's two creates are not OVERHEAD nested in 'phase': $(cat main.ev)"
+# the join of the reader: OVERHEAD, then SYNCH naming it, later OVERHEAD again, then RUN
+jq -e --arg o "join reader #$rid" '. as $a
+       | (map(.s=="SYNCH")|index(true)) as $j
+       | $j != null and $a[$j-2].s=="OVERHEAD"
+         and ($a[$j+1:]|map(select(.ph=="B"))|map(.s)|index("OVERHEAD")) != null' main.ev >/dev/null \
+    || fail "main's join is not OVERHEAD around its SYNCH: $(cat main.ev)"
+jq -e --argjson t "$mt" --arg o "join reader #$rid" \
+    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="SYNCH" and .args.object==$o)]|length==1' s.json \
+    >/dev/null || fail "main's SYNCH does not name 'join reader #$rid'"
+# the reader's last slice is its exit OVERHEAD
+jq -e '[.[]|select(.ph=="B")]|last|.s=="OVERHEAD"' reader.ev >/dev/null \
+    || fail "reader's last slice is not its exit OVERHEAD: $(cat reader.ev)"
+
+# Paraver: both states named, both recorded on some thread.
+run s.prv
+grep -q '^4 *BLOCKED$' s.pcf || fail ".pcf does not name BLOCKED"
+grep -q '^5 *OVERHEAD$' s.pcf || fail ".pcf does not name OVERHEAD"
+for st in 4 5; do
+    awk -F: -v s=$st '$1==1 && $8==s {n++} END {exit !(n > 0)}' s.prv || fail ".prv has no state-$st record"
+done
+exit 0
