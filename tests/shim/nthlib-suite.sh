@@ -13,7 +13,7 @@ if [ "${NTH_SHIM_BUILT:-no}" != yes ]; then
 fi
 lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
 [ -f "$lib" ] || { echo "FAIL: the build makes the shim but $lib is missing"; exit 1; }
-if ldd "$lib" 2>/dev/null | grep -qE 'lib(asan|tsan)\.so'; then
+if ldd "$lib" 2>/dev/null | grep -E 'lib(asan|tsan)\.so' >/dev/null; then
   echo "SKIP: $lib is a sanitizer build (its runtime's pthread_* interceptors run ahead of the shim's); tested in the plain build"
   exit 77
 fi

@@ -33,7 +33,7 @@ modes=(native)
 preload=
 if [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
   [ -f "$lib" ] || { echo "FAIL: the build makes the shim but $lib is missing"; exit 1; }
-  if ldd "$lib" 2>/dev/null | grep -qE 'lib(asan|tsan)\.so'; then
+  if ldd "$lib" 2>/dev/null | grep -E 'lib(asan|tsan)\.so' >/dev/null; then
     echo "note: $lib is a sanitizer build: runs under the shim skipped (tested in the plain build)"
   else
     preload=$lib

@@ -26,7 +26,7 @@ if [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
     echo "FAIL: the build makes the shim but $lib is missing"
     exit 1
   fi
-  if ldd "$lib" 2>/dev/null | grep -qE 'lib(asan|tsan)\.so'; then
+  if ldd "$lib" 2>/dev/null | grep -E 'lib(asan|tsan)\.so' >/dev/null; then
     # A sanitizer's runtime must come first in LD_PRELOAD, and its own
     # pthread_* interceptors then run ahead of the shim's and assume kernel
     # threads: preloading a sanitizer build of the shim is not a use we
