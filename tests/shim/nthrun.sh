@@ -50,9 +50,13 @@ grep -q "not found" /tmp/nthrun-test.$$.err && ok "missing library named on stde
 
 # Without NTH_PTHREAD_LIB, the build tree's library is the one used.
 unset NTH_PTHREAD_LIB
-if [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
-  # (a sanitizer build of the shim must not insist on coming first just to
-  # let env print its environment)
+shim_lib=$top_builddir/.libs/libnth-pthread.so
+if [ "${NTH_SHIM_BUILT:-no}" = yes ] && ldd "$shim_lib" 2>/dev/null | grep -E 'lib(asan|tsan)\.so' >/dev/null; then
+  # Preloading a sanitizer build of the shim is not supported (see
+  # run-compare.sh): ASan's start-up calls pthread_key_create, which starts
+  # the runtime before libc's own pthread_create can be looked up, and env hung.
+  echo "note: $shim_lib is a sanitizer build: build-tree lookup checked in the plain build"
+elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
   ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 "$nthrun" -- env >/tmp/nthrun-test.$$.out 2>/tmp/nthrun-test.$$.err
   grep -q "^LD_PRELOAD=.*/\.libs/libnth-pthread\.so$" /tmp/nthrun-test.$$.out && ok "build-tree library found" || { bad "build-tree library not used"; cat /tmp/nthrun-test.$$.err; }
 else
