@@ -464,9 +464,9 @@ int nth_yield(void)
         return 0;
     }
     struct nth_thread *self = vp->current;
-    /* The local queue is next_local (owner-private) followed by rq. We go
+    /* The local queue is next_local (its head slot) followed by rq. We go
      * behind everything ready: into next_local if nothing else is ready
-     * (no atomic operation: the two-nano-thread case costs none), else at
+     * (a plain store, no queue lock: the two-nano-thread case), else at
      * the tail of rq, after the switch (post-switch hook). */
     /* The global queue's turn (nth_sched_grq_turn) applies to yields too:
      * busy yielders alone keep a local queue from ever emptying. */
