@@ -388,6 +388,53 @@ static void test_cond_monotonic(void **st)
     nth_mutex_unlock(&m);
 }
 
+/* nth_cond_wait_interruptible: a flag set before the wait returns EINTR
+ * with the mutex still held; then many rounds of an interrupter that sets
+ * the flag and broadcasts WITHOUT the waiter's mutex, at a random moment
+ * around the waiter's queueing. A lost broadcast leaves the waiter asleep
+ * forever: the join never returns and the case's alarm fails it. */
+static nth_mutex_t im = NTH_MUTEX_INITIALIZER;
+static nth_cond_t ic = NTH_COND_INITIALIZER;
+static int istop;
+
+static void *interruptible_waiter(void *a)
+{
+    (void)a;
+    nth_mutex_lock(&im);
+    while (!__atomic_load_n(&istop, __ATOMIC_SEQ_CST)) {
+        int r = nth_cond_wait_interruptible(&ic, &im, &istop);
+        T_TRUE(r == 0 || r == EINTR);
+    }
+    nth_mutex_unlock(&im);
+    return NULL;
+}
+
+static void test_cond_interruptible(void **st)
+{
+    (void)st;
+    T_EQ(nth_cond_wait_interruptible(&ic, &im, NULL), EINVAL);
+    int stop = 1;
+    nth_mutex_lock(&im);
+    T_EQ(nth_cond_wait_interruptible(&ic, &im, &stop), EINTR);
+    T_EQ(nth_mutex_trylock(&im), EBUSY);          /* still ours */
+    nth_mutex_unlock(&im);
+    unsigned x = 2463534242u;
+    for (int round = 0; round < 3000; round++) {
+        __atomic_store_n(&istop, 0, __ATOMIC_SEQ_CST);
+        nth_t w;
+        T_EQ(nth_create(&w, NULL, interruptible_waiter, NULL), 0);
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        for (unsigned k = x % 4; k > 0; k--)
+            nth_yield();
+        for (unsigned k = (x >> 8) % 200; k > 0; k--)
+            __asm__ __volatile__("" ::: "memory");   /* a short, random delay */
+        __atomic_store_n(&istop, 1, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        T_EQ(nth_cond_broadcast(&ic), 0);
+        T_EQ(nth_join(w, NULL), 0);
+    }
+}
+
 /* Signal racing timeout: a waiter with a deadline right now-ish and a
  * signaller firing at about the same time. Each round: the signal is
  * delivered at most once, a waiter that returns 0 was really signalled,
@@ -857,6 +904,7 @@ static void case_test_mutex_stress_timed(void **st) { (void)st; run_case(test_mu
 static void case_test_cond_broadcast(void **st) { (void)st; run_case(test_cond_broadcast, 30); }
 static void case_test_cond_timedwait(void **st) { (void)st; run_case(test_cond_timedwait, 30); }
 static void case_test_cond_monotonic(void **st) { (void)st; run_case(test_cond_monotonic, 30); }
+static void case_test_cond_interruptible(void **st) { (void)st; run_case(test_cond_interruptible, 30); }
 static void case_test_cond_signal_vs_timeout(void **st) { (void)st; run_case(test_cond_signal_vs_timeout, 30); }
 static void case_test_sem_post_vs_timeout(void **st) { (void)st; run_case(test_sem_post_vs_timeout, 30); }
 static void case_test_sem_errors(void **st) { (void)st; run_case(test_sem_errors, 30); }
@@ -887,6 +935,7 @@ int main(void)
         cmocka_unit_test(case_test_cond_broadcast),
         cmocka_unit_test(case_test_cond_timedwait),
         cmocka_unit_test(case_test_cond_monotonic),
+        cmocka_unit_test(case_test_cond_interruptible),
         cmocka_unit_test(case_test_cond_signal_vs_timeout),
         cmocka_unit_test(case_test_sem_post_vs_timeout),
         cmocka_unit_test(case_test_sem_errors),
