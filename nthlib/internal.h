@@ -127,7 +127,6 @@ static inline int nth_rq_empty(struct nth_rq *q)
     return cds_wfcq_empty(&q->head, &q->tail);
 }
 
-struct nth_vp;
 /* Takes the nano-thread in vp->next_local, or NULL; any kernel thread may
  * call it (the owner, a thief, a stand-in): the exchange decides who wins. */
 static inline struct nth_thread *nth_next_local_take(struct nth_thread **slot)

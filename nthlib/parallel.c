@@ -89,15 +89,15 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spin until *w != old, for at most NTH_SPIN_US and only while this VP has
- * nothing else to run (a spinning member must not hold its VP from a member
- * queued behind it: teams larger than the VPs still progress). Returns 1
- * if the word changed. */
-static int spin_while_eq_int(const int *w, int old)
+/* Spin until done(w) holds, for at most NTH_SPIN_US and only while this VP
+ * has nothing else to run (a spinning member must not hold its VP from a
+ * member queued behind it: teams larger than the VPs still progress).
+ * Returns 1 if it came true. */
+static inline int spin_until(int (*done)(const void *, long), const void *w, long arg)
 {
     int64_t deadline = 0;
     for (unsigned k = 0;; k++) {
-        if (__atomic_load_n(w, __ATOMIC_ACQUIRE) != old)
+        if (done(w, arg))
             return 1;
         nth_cpu_relax();
         if ((k & 63) == 63) {
@@ -114,25 +114,27 @@ static int spin_while_eq_int(const int *w, int old)
     }
 }
 
+static inline int int_changed(const void *w, long old)
+{
+    return __atomic_load_n((const int *)w, __ATOMIC_ACQUIRE) != (int)old;
+}
+
+static inline int none_left(const void *w, long unused)
+{
+    (void)unused;
+    return (__atomic_load_n((const long *)w, __ATOMIC_ACQUIRE) & LEFT_COUNT) == 0;
+}
+
+/* Spin until *w != old; 1 if it changed. */
+static int spin_while_eq_int(const int *w, int old)
+{
+    return spin_until(int_changed, w, old);
+}
+
+/* Spin until no member is left to depart; 1 if so. */
 static int spin_while_left(const long *w)
 {
-    int64_t deadline = 0;
-    for (unsigned k = 0;; k++) {
-        if ((__atomic_load_n(w, __ATOMIC_ACQUIRE) & LEFT_COUNT) == 0)
-            return 1;
-        nth_cpu_relax();
-        if ((k & 63) == 63) {
-            struct nth_vp *vp = nth_vp_self();
-            if (nth_rt.nvps == 1 || !nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq) ||
-                __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
-                return 0;
-            int64_t now = now_ns();
-            if (!deadline)
-                deadline = now + nth_rt.spin_ns;
-            else if (now > deadline)
-                return 0;
-        }
-    }
+    return spin_until(none_left, w, 0);
 }
 
 /* ---- barrier ------------------------------------------------------------- */
