@@ -26,8 +26,14 @@ void nth_vp_drain_local(struct nth_vp *vp)
     struct nth_thread *t = nth_next_local_take(&vp->next_local);
     if (t)
         nth_sched_enqueue(NULL, t);
-    while ((t = nth_rq_pop(&vp->rq)) != NULL)
-        nth_sched_enqueue(NULL, t);
+    /* Until empty, not until a pop fails: a pop gives up on a node whose
+     * enqueuer is still linking it, and a disabled VP parks for good. */
+    while (!nth_rq_empty(&vp->rq)) {
+        if ((t = nth_rq_pop(&vp->rq)) != NULL)
+            nth_sched_enqueue(NULL, t);
+        else
+            nth_cpu_relax();
+    }
 }
 
 static int any_work(struct nth_vp *vp)

@@ -8,6 +8,17 @@
  * will replace. Emptiness is read from the queue itself (two loads), so
  * idle VPs and thieves skip empty queues without touching their lock, and
  * the hot path pays for no counter.
+ *
+ * Never liburcu's blocking dequeue: when it finds a node whose enqueuer has
+ * swung the tail but not yet linked the node (two instructions apart), it
+ * spins 10 times and then sleeps in poll() for 10 ms -- holding our lock,
+ * so every VP that wants this queue stalls behind it. An enqueuer
+ * descheduled in that window is rare, but on this project's 2-vCPU machine
+ * it turned a third of the cross-VP condvar round trips' time into such
+ * 10 ms sleeps (the bimodal 2-VP figures in bench/RESULTS.md). The
+ * non-blocking dequeue leaves the queue as it was and says so; the owner
+ * retries for a bounded spin, a thief gives up, and both report "nothing
+ * here now" rather than wait for a kernel thread they cannot help.
  */
 #include "internal.h"
 #include "trace_core.h"
@@ -27,9 +38,21 @@ void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
 }
 
-static struct nth_thread *pop_locked(struct nth_rq *q)
+/* Spins the owner allows an enqueuer to finish linking its node: about a
+ * microsecond, far above the two instructions it needs when it runs. */
+#define LINK_SPINS 256
+
+static struct nth_thread *pop_locked(struct nth_rq *q, unsigned spins)
 {
-    struct cds_wfcq_node *n = __cds_wfcq_dequeue_blocking(&q->head, &q->tail);
+    struct cds_wfcq_node *n;
+    for (;;) {
+        n = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
+        if (n != CDS_WFCQ_WOULDBLOCK)
+            break;
+        if (spins-- == 0)
+            return NULL;   /* still linking: the caller comes back later */
+        nth_cpu_relax();
+    }
     if (!n)
         return NULL;
     struct nth_thread *t = caa_container_of(n, struct nth_thread, rq_node);
@@ -43,17 +66,18 @@ struct nth_thread *nth_rq_pop(struct nth_rq *q)
     if (cds_wfcq_empty(&q->head, &q->tail))
         return NULL;
     nth_spin_lock(&q->lock);
-    struct nth_thread *t = pop_locked(q);
+    struct nth_thread *t = pop_locked(q, LINK_SPINS);
     nth_spin_unlock(&q->lock);
     return t;
 }
 
-/* For stealers: give up rather than wait on a busy victim. */
+/* For stealers: give up rather than wait on a busy victim or a node that
+ * is still being linked. */
 struct nth_thread *nth_rq_trypop(struct nth_rq *q)
 {
     if (cds_wfcq_empty(&q->head, &q->tail) || !nth_spin_trylock(&q->lock))
         return NULL;
-    struct nth_thread *t = pop_locked(q);
+    struct nth_thread *t = pop_locked(q, 0);
     nth_spin_unlock(&q->lock);
     return t;
 }
