@@ -5,7 +5,8 @@ core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook
 check_PROGRAMS += $(core_tests)
-TESTS += $(core_tests)
+TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
+dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
 core_test_ldflags = -static
 core_test_libs = $(TEST_LIBS) -lm
 
