@@ -56,7 +56,11 @@ typedef struct nth_config {
     unsigned reclaim_us;   /* [NTH_RECLAIM_US] bounded reclaim, µs (1000): a CPU
                               the cpumgr takes away is left within this time
                               even by a nano-thread that never yields */
-    unsigned reserved[7];  /* zero; room for later settings */
+    unsigned team_spin_us; /* [NTH_TEAM_SPIN_US] how long a team member waiting
+                              at nth_team_barrier() or a region's end spins
+                              before it blocks, µs (1000); it spins only
+                              while its VP has nothing else to run */
+    unsigned reserved[6];  /* zero; room for later settings */
 } nth_config_t;
 
 /* Fill *cfg with the built-in defaults. Never fails; thread-safe. */

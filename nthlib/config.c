@@ -15,6 +15,11 @@
 #define STACK_MAX ((size_t)1 << 30)
 #define VPS_MAX 4096u
 #define SPIN_MAX 1000000u          /* 1 s */
+/* Team waits (barrier, region end) spin about as long as libgomp's default
+ * GOMP_SPINCOUNT: a member parked at a barrier costs a futex wake-up of its
+ * VP, which on a virtual machine's idle vCPU takes tens of microseconds
+ * (bench/RESULTS.md, "Team spin"). */
+#define TEAM_SPIN_DEFAULT 1000u    /* µs */
 #define RECLAIM_DEFAULT 1000u      /* µs */
 #define RECLAIM_MAX 10000000u      /* 10 s */
 
@@ -25,6 +30,7 @@ void nth_config_default(nth_config_t *cfg)
     cfg->bind = 1;
     cfg->stack_size = STACK_DEFAULT;
     cfg->spin_us = 50;
+    cfg->team_spin_us = TEAM_SPIN_DEFAULT;
     cfg->stall_us = 1000;
     cfg->cpumgr = NULL;
     cfg->trace = NULL;
@@ -119,6 +125,13 @@ int nth_config_from_env(nth_config_t *cfg)
             r = EINVAL;
         }
     }
+    if ((v = getenv("NTH_TEAM_SPIN_US")) && *v) {
+        if (parse_uint(v, 0, SPIN_MAX, &cfg->team_spin_us)) {
+            bad("NTH_TEAM_SPIN_US", v, "microseconds 0..1000000");
+            cfg->team_spin_us = TEAM_SPIN_DEFAULT;
+            r = EINVAL;
+        }
+    }
     if ((v = getenv("NTH_STALL_US")) && *v) {
         if (parse_uint(v, 0, UINT_MAX, &cfg->stall_us)) {
             bad("NTH_STALL_US", v, "microseconds, 0 = off");
@@ -153,7 +166,8 @@ int nth_config_check(const nth_config_t *cfg)
 {
     if (!cfg || cfg->vps > VPS_MAX || (cfg->bind != 0 && cfg->bind != 1) ||
         cfg->stack_size < NTH_STACK_MIN || cfg->stack_size > STACK_MAX ||
-        cfg->spin_us > SPIN_MAX || cfg->reclaim_us > RECLAIM_MAX)
+        cfg->spin_us > SPIN_MAX || cfg->team_spin_us > SPIN_MAX ||
+        cfg->reclaim_us > RECLAIM_MAX)
         return EINVAL;
     return 0;
 }

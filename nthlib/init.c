@@ -24,6 +24,7 @@ static int start(const nth_config_t *cfg)
 {
     nth_rt.cfg = *cfg;
     nth_rt.spin_ns = (int64_t)cfg->spin_us * 1000;
+    nth_rt.team_spin_ns = (int64_t)cfg->team_spin_us * 1000;
     nth_rt.next_id = 2;
     nth_rt.live = 1;
     nth_rq_init(&nth_rt.grq);

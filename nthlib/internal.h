@@ -221,6 +221,7 @@ struct nth_runtime {
     int exiting;                      /* exit(0) claimed by nth_exit_if_last */
     int main_exited;                  /* main called nth_exit */
     int64_t spin_ns;
+    int64_t team_spin_ns;             /* parallel.c's waits (NTH_TEAM_SPIN_US) */
     nth_futex_lock_t vps_lock;        /* serialises nth_vps_set_allowed */
     pthread_attr_t vp_attr;
 };

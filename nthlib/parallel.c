@@ -89,7 +89,7 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Spin until done(w) holds, for at most NTH_SPIN_US and only while this VP
+/* Spin until done(w) holds, for at most NTH_TEAM_SPIN_US and only while this VP
  * has nothing else to run (a spinning member must not hold its VP from a
  * member queued behind it: teams larger than the VPs still progress).
  * Returns 1 if it came true. */
@@ -107,7 +107,7 @@ static inline int spin_until(int (*done)(const void *, long), const void *w, lon
                 return 0;
             int64_t now = now_ns();
             if (!deadline)
-                deadline = now + nth_rt.spin_ns;
+                deadline = now + nth_rt.team_spin_ns;
             else if (now > deadline)
                 return 0;
         }

@@ -51,6 +51,7 @@ static void bad_value(const char *var, const char *val)
     assert_int_equal(c.bind, d.bind);
     assert_int_equal(c.stack_size, d.stack_size);
     assert_int_equal(c.spin_us, d.spin_us);
+    assert_int_equal(c.team_spin_us, d.team_spin_us);
 }
 
 static void test_env_bad(void **s)
@@ -65,6 +66,8 @@ static void test_env_bad(void **s)
     bad_value("NTH_STACK_SIZE", "2G");
     bad_value("NTH_SPIN_US", "fast");
     bad_value("NTH_SPIN_US", "2000000");
+    bad_value("NTH_TEAM_SPIN_US", "long");
+    bad_value("NTH_TEAM_SPIN_US", "1000001");
     bad_value("NTH_TRACE_BUFFER", "10");
 }
 
@@ -88,6 +91,8 @@ static void test_env_good(void **s)
     assert_int_equal(c.stack_size, 65536);
     assert_int_equal(env_case("NTH_SPIN_US", "0", &c, err, sizeof err), 0);
     assert_int_equal(c.spin_us, 0);
+    assert_int_equal(env_case("NTH_TEAM_SPIN_US", "250", &c, err, sizeof err), 0);
+    assert_int_equal(c.team_spin_us, 250);
     assert_int_equal(env_case("NTH_CPUMGR", "off", &c, err, sizeof err), 0);
     assert_string_equal(c.cpumgr, "off");
     nth_config_default(&c);
@@ -95,8 +100,12 @@ static void test_env_good(void **s)
     assert_int_equal(c.bind, 1);
     assert_int_equal(c.stack_size, 64 * 1024);
     assert_int_equal(c.spin_us, 50);
+    assert_int_equal(c.team_spin_us, 1000);
     assert_int_equal(nth_config_check(&c), 0);
     c.spin_us = 2000000;
+    assert_int_equal(nth_config_check(&c), EINVAL);
+    c.spin_us = 50;
+    c.team_spin_us = 2000000;
     assert_int_equal(nth_config_check(&c), EINVAL);
 }
 
