@@ -465,20 +465,26 @@ NTH_API int nth_switch_data_set(void *data);
 /* --- blocking system calls ---------------------------------------------- */
 
 /* Bracket a system call that may block in the kernel (read on a pipe or
- * socket, waitpid, ...): nth_blocking_enter() moves the calling nano-thread,
- * with its stack, onto a spare kernel thread bound to its VP's CPU (created
- * on demand, then kept in a small cache), so the VP goes on running its
- * other ready nano-threads; nth_blocking_leave() puts it back in its VP's
- * ready queue. errno set by the call survives the trip back.
+ * socket, waitpid, ...) so that the caller's VP goes on running its other
+ * ready nano-threads meanwhile. nth_blocking_enter() marks the VP as being
+ * in a system call and, if some nano-thread is ready for it (now or while
+ * the call lasts), lends the VP's CPU and ready queue to a stand-in kernel
+ * thread bound to that CPU (created on demand, then kept in a small cache);
+ * nth_blocking_leave() takes them back (the stand-in stops at its running
+ * nano-thread's next scheduling point). The caller stays on its own kernel
+ * thread throughout, so errno set by the call is simply there afterwards;
+ * a call that does not block, with nothing else ready, costs a few memory
+ * operations and wakes no thread. Nano-threads run by a stand-in see
+ * nth_vp_id() == -1 until they are back on a VP.
  * Between the two only system calls and libc are allowed: no other nthlib
  * call except nth_self(), nth_vp_id() (-1 there) and nth_to_rq().
- * nth_blocking_enter returns 0; EAGAIN when no spare kernel thread can be
- * had (the call then blocks the VP: still correct, just slower); EBUSY when
- * already entered. Called from a kernel thread that is no VP, both are
- * no-ops returning 0. nth_blocking_leave returns 0 (also without a matching
- * enter). The cost of the pair is measured as blocking_handoff by
- * bench/micro-sync. The idea of DESIGN invariant 4, after Go's syscall
- * hand-off (runtime.entersyscall/exitsyscall). */
+ * nth_blocking_enter returns 0; EAGAIN when a stand-in was needed and could
+ * not be had (the call then holds the VP: still correct, just slower; leave
+ * is then a no-op); EBUSY when already entered. Called from a kernel thread
+ * that is no VP, both are no-ops returning 0. nth_blocking_leave returns 0
+ * (also without a matching enter). The cost of the pair is measured as
+ * blocking_handoff by bench/micro-sync. DESIGN invariant 4, after Go's
+ * syscall hand-off (runtime.entersyscall/exitsyscall, sysmon's retake). */
 NTH_API int nth_blocking_enter(void);
 NTH_API int nth_blocking_leave(void);
 

@@ -106,5 +106,7 @@ int nth_num_vps(void)
 int nth_vp_id(void)
 {
     struct nth_vp *vp = nth_vp_self();
-    return vp ? vp->id : -1;
+    /* Inside nth_blocking_enter/leave the caller holds no VP: a stand-in
+     * may be running the VP's other nano-threads meanwhile. */
+    return vp && !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED) ? vp->id : -1;
 }

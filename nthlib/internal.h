@@ -177,6 +177,11 @@ struct nth_vp {
     int park_word;                    /* futex: 0 parked/ing, 1 woken */
     int parked;                       /* 1 while in the kernel (atomic) */
     int disabled;                     /* CPU taken away (nth_vps_set_allowed) */
+    /* 1 while its running nano-thread is between nth_blocking_enter and
+     * nth_blocking_leave, in a system call on this VP's kernel thread: a
+     * nano-thread made ready for this VP then gets a stand-in kernel
+     * thread (nth_standin_lend). Written by the owner, read by anyone. */
+    int blocking;
     int rebind;                       /* rebind to cpu at next idle loop */
     pthread_t kthread;
     void *altstack;                   /* SIGSEGV alternate stack */
@@ -393,6 +398,13 @@ static inline void nth_watchdog_unparked(void)
         __atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST))
         nth_futex_wake(&nth_watchdog_sleeping, 1);
 }
+/* Lend vp's CPU and ready queues to a stand-in kernel thread now (its
+ * nano-thread is in the kernel inside nth_blocking_enter/leave): the
+ * stand-in runs vp's local and the global ready nano-threads until vp's
+ * switch counter moves (nth_blocking_leave bumps it) or nothing is left.
+ * 0 (also when one already serves vp), EAGAIN (no memory, no thread, or vp
+ * is no real VP). Any kernel thread. */
+NTH_HIDDEN int nth_standin_lend(struct nth_vp *vp);
 /* Stand-ins started so far, and nano-threads they ran (tests, bench). */
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);

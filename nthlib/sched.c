@@ -165,8 +165,28 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
      * queues; we publish the node, then read nparked. One of us sees the other. */
     nth_full_fence();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
-        __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
+        __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
         nth_wake_one(vp);
+        return;
+    }
+    /* Dekker with nth_blocking_enter (it publishes blocking, then looks at
+     * the queues): a VP whose kernel thread sits in a system call gets a
+     * stand-in for what we just queued. */
+    if (q == &vp->rq) {
+        if (__builtin_expect(__atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST), 0))
+            nth_standin_lend(vp);
+    } else if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0) {
+        /* The global queue, nobody idle: a VP in a system call may be
+         * the only one that could take it (one VP, or all of them). */
+        for (int i = 0; i < nth_rt.nvps; i++) {
+            struct nth_vp *v = nth_rt.vps[i];
+            if (__atomic_load_n(&v->blocking, __ATOMIC_SEQ_CST) &&
+                !__atomic_load_n(&v->disabled, __ATOMIC_RELAXED)) {
+                nth_standin_lend(v);
+                break;
+            }
+        }
+    }
 }
 
 /* ---- picking ------------------------------------------------------------ */

@@ -97,20 +97,18 @@ static inline void nth_trace_rt_exit(struct nth_thread *t)
     NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_PUSH, NTH_TRACE_OVERHEAD, t->id, 0);
 }
 
-/* nth_blocking_enter, on the VP, just before the caller leaves it for a
- * spare kernel thread: BLOCKED until nth_trace_rt_blocking_leave. Pushed,
- * so a user state under it comes back afterwards. */
+/* nth_blocking_enter: BLOCKED until nth_trace_rt_blocking_leave. Pushed,
+ * so the state under it (RUN, or a user state) comes back afterwards. */
 static inline void nth_trace_rt_blocking_enter(struct nth_thread *self)
 {
     NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_PUSH, NTH_TRACE_BLOCKED, self->id, 0);
 }
 
-/* nth_blocking_leave, on the spare kernel thread, before the caller goes
- * back to its VP's ready queue: BLOCKED ends, READY until a VP runs it
- * (an UNBLOCK switch record with no VP: NTH_SWITCH_UNBLOCK). */
+/* nth_blocking_leave: the caller never left its VP's kernel thread, so
+ * BLOCKED simply ends. */
 static inline void nth_trace_rt_blocking_leave(struct nth_thread *self)
 {
-    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_SWITCH, NTH_SWITCH_UNBLOCK, 0, self->id);
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_POP, 0, self->id, 0);
 }
 
 /* Ready-queue length bookkeeping (ready_queue.c): the core keeps no count

@@ -35,6 +35,8 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     if (s == NTH_ST_EXITED)   /* its last switch ends its exit OVERHEAD */
         nth_trace__rec(NTH_REC_THREAD_END, 0, from->id, 0);
     nth_trace__switch_why(from->id, to->id, s == NTH_ST_BLOCKED ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD);
+    if (vp->id < 0)
+        return;   /* a stand-in's shell: no ready queue of its own to show */
     long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
     if (n < 0)
         n = 0;

@@ -142,6 +142,12 @@ static int still_stalled(const struct standin *s)
            !__atomic_load_n(&s->target->disabled, __ATOMIC_RELAXED);
 }
 
+static int vp_has_work(struct nth_vp *vp)
+{
+    return __atomic_load_n(&vp->next_local, __ATOMIC_SEQ_CST) != NULL ||
+           !nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq);
+}
+
 /* The signal mask the monitor inherited (the process's at start-up). The
  * monitor blocks every signal (nth_helper_block_signals); its stand-ins
  * run nano-threads: they get the inherited mask back (a raw system call:
@@ -165,7 +171,9 @@ static void *standin_main(void *arg)
             nth_futex_wait(&s->word, 0, -1);
         __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
         struct nth_vp *vp = s->target;
+        struct vp_watch *w = &W.vps[vp->id];
         bind_cpu(s, vp->cpu);
+    serve:
         while (still_stalled(s)) {
             struct nth_thread *t = nth_next_local_take(&vp->next_local);
             if (!t)
@@ -180,12 +188,21 @@ static void *standin_main(void *arg)
              * disabled, so it always switches to its idle context, us. */
             nth_sched_switch(sh, t, NTH_PS_NONE);
         }
-        struct vp_watch *w = &W.vps[vp->id];
+        /* Give the VP back. Dekker with nth_standin_lend() from an
+         * enqueuer: it publishes its node, then reads busy; we clear busy,
+         * then look at the queues again. One of us sees the other, so a
+         * nano-thread made ready for a VP still in the kernel is served. */
+        __atomic_store_n(&w->busy, NULL, __ATOMIC_SEQ_CST);
+        nth_full_fence();
+        if (still_stalled(s) && __atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST) && vp_has_work(vp)) {
+            struct standin *none = NULL;
+            if (__atomic_compare_exchange_n(&w->busy, &none, s, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+                goto serve;
+        }
         nth_olock(&W.cache_lock);
         s->next = W.cache;
         W.cache = s;
         nth_ounlock(&W.cache_lock);
-        __atomic_store_n(&w->busy, NULL, __ATOMIC_RELEASE);
     }
     return NULL;
 }
@@ -222,6 +239,33 @@ static struct standin *standin_get(void)
     return s;
 }
 
+/* Claimed but not yet served: keeps a second lender from starting
+ * another stand-in while the first creates its kernel thread. */
+#define CLAIMED ((struct standin *)1)
+
+int nth_standin_lend(struct nth_vp *vp)
+{
+    if (!W.vps || vp->id < 0)
+        return EAGAIN;
+    struct vp_watch *w = &W.vps[vp->id];
+    struct standin *none = NULL;
+    if (__atomic_load_n(&w->busy, __ATOMIC_SEQ_CST) ||
+        !__atomic_compare_exchange_n(&w->busy, &none, CLAIMED, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return 0;                /* served already */
+    struct standin *s = standin_get();
+    if (!s) {
+        __atomic_store_n(&w->busy, NULL, __ATOMIC_SEQ_CST);
+        return EAGAIN;           /* out of memory or threads */
+    }
+    s->target = vp;
+    s->since = __atomic_load_n(&vp->nswitch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&w->busy, s, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&W.nstalls, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->word, 1, __ATOMIC_RELEASE);
+    nth_futex_wake(&s->word, 1);
+    return 0;
+}
+
 static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
 {
     uint64_t n = __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED);
@@ -239,17 +283,11 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
     if (nth_rq_empty(&vp->rq) && nth_rq_empty(&nth_rt.grq) &&
         !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED))
         return;
-    if (!tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE)))
+    /* Inside nth_blocking_enter/leave it is in the kernel by contract. */
+    if (!__atomic_load_n(&vp->blocking, __ATOMIC_ACQUIRE) &&
+        !tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE)))
         return;
-    struct standin *s = standin_get();
-    if (!s)
-        return;                  /* out of memory or threads: try next period */
-    __atomic_store_n(&w->busy, s, __ATOMIC_RELEASE);
-    s->target = vp;
-    s->since = n;
-    __atomic_add_fetch(&W.nstalls, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->word, 1, __ATOMIC_RELEASE);
-    nth_futex_wake(&s->word, 1);
+    (void)nth_standin_lend(vp);  /* on failure: try next period */
 }
 
 static void *monitor(void *arg)
@@ -284,12 +322,14 @@ static void *monitor(void *arg)
 
 int nth_watchdog_start(const nth_config_t *cfg)
 {
-    if (!cfg->stall_us)
-        return 0;
-    W.stall_ns = (int64_t)cfg->stall_us * 1000;
+    /* Stand-ins serve nth_blocking_enter too: their records exist even
+     * without the monitor. */
     W.vps = calloc((size_t)nth_rt.nvps, sizeof *W.vps);
     if (!W.vps)
         return ENOMEM;
+    if (!cfg->stall_us)
+        return 0;
+    W.stall_ns = (int64_t)cfg->stall_us * 1000;
     int64_t t0 = now_ns();
     for (int i = 0; i < nth_rt.nvps; i++)
         W.vps[i].since = t0;
