@@ -127,6 +127,10 @@ static inline int nth_rq_empty(struct nth_rq *q)
     return cds_wfcq_empty(&q->head, &q->tail);
 }
 
+/* nth_to_rq(), but the nano-thread goes back to the VP it last ran on
+ * rather than next to the waker (team members, parallel.c). Same returns. */
+NTH_HIDDEN int nth__to_rq_home(nth_t th);
+
 /* Takes the nano-thread in vp->next_local, or NULL; any kernel thread may
  * call it (the owner, a thief, a stand-in): the exchange decides who wins. */
 static inline struct nth_thread *nth_next_local_take(struct nth_thread **slot)

@@ -418,7 +418,41 @@ void nth_wait(void)
     nth_sched_block(vp, NTH_PS_NONE);
 }
 
-int nth_to_rq(nth_t th)
+/* Where a nano-thread made ready goes. Called once its state is READY. */
+static void make_ready(struct nth_thread *t, int home)
+{
+    nth_trace_state(t->id, NTH_TRACE_READY, NULL);
+    struct nth_vp *vp = nth_vp_self();
+    if (home) {
+        /* Back to the VP it last ran on (parallel.c: a team member keeps
+         * its VP and the data it touched there), if that VP may run. */
+        struct nth_vp *h = t->vp;
+        if (h && h->id >= 0 && !__atomic_load_n(&h->disabled, __ATOMIC_RELAXED))
+            vp = h;
+        nth_sched_enqueue(vp, t);
+        return;
+    }
+    if (vp && vp->id >= 0 && vp->current != &vp->idle &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED)) {
+        /* The waker's VP runs it next, when the waker blocks or yields
+         * (Go's runnext: a producer and its consumer share a VP and a
+         * cache instead of bouncing between CPUs). An earlier occupant
+         * goes to the tail of the local queue. Thieves leave the slot
+         * alone for a moment (steal.c). */
+        struct nth_thread *old = __atomic_exchange_n(&vp->next_local, t, __ATOMIC_SEQ_CST);
+        if (old)
+            nth_rq_push(&vp->rq, old);
+        nth_full_fence();
+        if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
+            __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
+            nth_wake_one(vp);
+        return;
+    }
+    nth_sched_enqueue(vp, t);
+}
+
+static int to_rq(nth_t th, int home)
 {
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
@@ -429,8 +463,7 @@ int nth_to_rq(nth_t th)
         if (st == NTH_ST_BLOCKED) {
             if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_READY, 1,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                nth_trace_state(t->id, NTH_TRACE_READY, NULL);
-                nth_sched_enqueue(nth_vp_self(), t);
+                make_ready(t, home);
                 return 0;
             }
             continue;
@@ -441,6 +474,16 @@ int nth_to_rq(nth_t th)
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return 0;
     }
+}
+
+int nth_to_rq(nth_t th)
+{
+    return to_rq(th, 0);
+}
+
+int nth__to_rq_home(nth_t th)
+{
+    return to_rq(th, 1);
 }
 
 int nth_yield(void)

@@ -8,8 +8,10 @@
  *
  * Why members are created per region rather than kept in a pool: a pooled
  * worker would wait in nth_wait() between regions, and nth_to_rq() queues
- * the woken on the *waker's* VP, so every region would start on one VP and
- * rely on stealing to spread. nth_create() with attr.vp queues each member
+ * the woken next to the *waker* (Go's runnext), so every region would start
+ * on one VP and rely on stealing to spread. Inside a region, the barrier's
+ * and the join's wake-ups send a member back to the VP it last ran on
+ * (nth__to_rq_home) for the same reason. nth_create() with attr.vp queues each member
  * on its own VP directly, and its descriptor and stack come from that VP's
  * cache, so a region costs a handful of queue operations per member.
  *
@@ -155,7 +157,7 @@ static void barrier_wait(struct team *tm, int id)
             struct slot *s = &tm->slots[i];
             if (i != id && __atomic_load_n(&s->sleep, __ATOMIC_SEQ_CST) &&
                 __atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
-                nth_to_rq(s->t);
+                nth__to_rq_home(s->t);
         }
         return;
     }
@@ -210,7 +212,7 @@ static void depart(struct team *tm)
     nth_t master = tm->master;
     long old = __atomic_fetch_sub(&tm->left, 1, __ATOMIC_ACQ_REL);
     if (old == (1 | LEFT_WAITING))
-        nth_to_rq(master);
+        nth__to_rq_home(master);
 }
 
 static void *member_main(void *p)

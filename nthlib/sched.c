@@ -204,8 +204,8 @@ struct nth_thread *nth_sched_pick(struct nth_vp *vp)
     struct nth_thread *t = NULL;
     if (nth_sched_grq_turn(vp))
         t = nth_rq_pop(&nth_rt.grq);
-    if (!t && (t = nth_next_local_take(&vp->next_local)) != NULL)
-        return t;        /* the head of the local queue: a yielder, still RUNNING */
+    if (!t)
+        t = nth_next_local_take(&vp->next_local); /* a yielder (RUNNING) or a woken one */
     if (!t)
         t = nth_rq_pop(&vp->rq);
     if (!t)

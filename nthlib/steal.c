@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include <stdlib.h>
+#include <time.h>
 
 struct victim {
     int vp;
@@ -65,6 +66,48 @@ int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj
     return 0;
 }
 
+/* How long a thief leaves a running victim's next_local alone: about the
+ * time the victim needs to block or yield and run it itself. Go's
+ * runqgrab sleeps 3 µs for the same reason: a nano-thread just woken into
+ * that slot (make_ready in nano_thread.c) belongs next to its waker, and
+ * taking it at once turns every producer/consumer hand-off into a
+ * cross-CPU one (the 2-VP condvar ping-pong went from 0.3 to 3 µs).
+ * Longer than Go's: a waker that makes a futex system call (to unpark an
+ * idle VP) takes several µs on a virtual machine, and a 3 µs grace then
+ * split most ping-pong pairs again. */
+#define NEXT_LOCAL_GRACE_NS 10000
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct nth_thread *steal_next_local(struct nth_vp *victim)
+{
+    struct nth_thread *t = __atomic_load_n(&victim->next_local, __ATOMIC_ACQUIRE);
+    if (!t)
+        return NULL;
+    if (__atomic_load_n(&victim->current, __ATOMIC_RELAXED) != &victim->idle &&
+        !__atomic_load_n(&victim->blocking, __ATOMIC_RELAXED)) {
+        /* The victim runs something: give it the grace period, and take
+         * the slot only if it still holds t and the victim has not
+         * switched meanwhile (it is stuck, or computing for long). */
+        uint64_t sw = __atomic_load_n(&victim->nswitch, __ATOMIC_RELAXED);
+        int64_t until = now_ns() + NEXT_LOCAL_GRACE_NS;
+        do
+            nth_cpu_relax();
+        while (now_ns() < until && __atomic_load_n(&victim->next_local, __ATOMIC_RELAXED) == t);
+        if (__atomic_load_n(&victim->nswitch, __ATOMIC_RELAXED) != sw)
+            return NULL;
+    }
+    if (__atomic_compare_exchange_n(&victim->next_local, &t, NULL, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+        return t;
+    return NULL;
+}
+
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
 struct nth_thread *nth_steal(struct nth_vp *vp)
@@ -77,7 +120,7 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         /* Its queue's head too: with the victim's nano-thread in a long
          * computation or a system call, nothing else would run it. */
         if (!t)
-            t = nth_next_local_take(&victim->next_local);
+            t = steal_next_local(victim);
         if (t)
             return t;
     }
