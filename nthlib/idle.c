@@ -113,7 +113,16 @@ void nth_idle_loop(struct nth_vp *vp)
             continue;
         }
         __atomic_fetch_add(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
-        int64_t until = now_ns() + nth_rt.spin_ns;
+        /* After a team member, as libgomp's idle team threads do: a VP
+         * parked between two regions costs the next one a futex wake-up
+         * of an idle vCPU (tens of µs on a virtual machine). */
+        int64_t spin = nth_rt.spin_ns;
+        if (vp->team_linger) {
+            vp->team_linger = 0;
+            if (nth_rt.team_spin_ns > spin)
+                spin = nth_rt.team_spin_ns;
+        }
+        int64_t until = now_ns() + spin;
         do {
             nth_cpu_relax();
             if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))

@@ -186,6 +186,10 @@ struct nth_vp {
      * nano-thread made ready for this VP then gets a stand-in kernel
      * thread (nth_standin_lend). Written by the owner, read by anyone. */
     int blocking;
+    /* Set when a parallel-region member ended here: the next region is
+     * likely to come soon, so the idle loop spins NTH_TEAM_SPIN_US rather
+     * than NTH_SPIN_US before parking (owner only). */
+    int team_linger;
     int rebind;                       /* rebind to cpu at next idle loop */
     pthread_t kthread;
     void *altstack;                   /* SIGSEGV alternate stack */

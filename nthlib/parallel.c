@@ -228,6 +228,7 @@ static void *member_main(void *p)
     if (go > 0)
         tm->fn(m->id, tm->n, tm->arg);
     set_member(NULL);
+    nth_vp_self()->team_linger = 1;
     depart(tm);
     return NULL;
 }
