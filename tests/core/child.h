@@ -110,6 +110,9 @@ static inline int run_child(void (*fn)(void *), void *arg, const char *err_path,
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
         timeout_s *= 8;     /* sanitizers (TSan's fibers above all) are slow */
 #endif
+        const char *k = getenv("NTH_TEST_TIMEOUT_SCALE");  /* emulators */
+        if (k && atoi(k) > 0)
+            timeout_s *= (unsigned)atoi(k);
         alarm(timeout_s);
         fn(arg);
         fflush(stdout);
