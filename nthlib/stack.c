@@ -6,7 +6,8 @@
  * come from slabs of a few MiB mapped with one mmap each; the guard page of
  * each unit is a Linux 6.13+ guard region (madvise MADV_GUARD_INSTALL), which
  * does not split the mapping, so 100 000 stacks stay a few hundred VMAs under
- * vm.max_map_count. Older kernels get mprotect(PROT_NONE): two VMAs per unit.
+ * vm.max_map_count. Older kernels (and emulators that accept the advice
+ * without enforcing it) get mprotect(PROT_NONE): two VMAs per unit.
  *
  * Freed units go to a per-VP cache per size class (no atomics: only the
  * owner VP touches it, and a nano-thread is never switched inside these
@@ -107,16 +108,31 @@ static struct nth_stack_class *class_for(size_t stack_size)
     return c;
 }
 
+/* Whether the guard region just installed on p is enforced. An emulator may
+ * take MADV_GUARD_INSTALL as a hint, return 0 and do nothing (qemu-user 7
+ * does so for every advice but MADV_DONTNEED), which would leave all stacks
+ * unguarded. access(2) makes the kernel read its path from p: EFAULT when
+ * the page is a guard region; otherwise the fresh page reads as "" and the
+ * call fails with ENOENT. */
+static int guard_enforced(const char *p)
+{
+    int e = errno;
+    int enforced = access(p, F_OK) != 0 && errno == EFAULT;
+    errno = e;
+    return enforced;
+}
+
 static int guard_install(char *p, size_t len)
 {
     if (guard_mode != 2) {
-        if (madvise(p, len, MADV_GUARD_INSTALL) == 0) {
+        if (madvise(p, len, MADV_GUARD_INSTALL) == 0 &&
+            (guard_mode == 1 || guard_enforced(p))) {
             guard_mode = 1;
             return 0;
         }
         if (guard_mode == 1)
             return -1;
-        guard_mode = 2;  /* kernel older than 6.13: fall back for good */
+        guard_mode = 2;  /* older kernel, or not enforced: fall back for good */
     }
     return mprotect(p, len, PROT_NONE);
 }

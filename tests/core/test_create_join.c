@@ -1,6 +1,7 @@
 /* Create/join of 1, 1 000 and 100 000 nano-threads; attributes; ids; names;
  * detach; main returning while nano-threads exist. */
 #include "child.h"
+#include "internal.h"
 #include <errno.h>
 
 static void *add_one(void *a)
@@ -8,9 +9,8 @@ static void *add_one(void *a)
     return (void *)((uintptr_t)a + 1);
 }
 
-static void create_join_n(unsigned vps, int n, size_t stack)
+static void create_join(int n, size_t stack)
 {
-    child_init(vps);
     nth_t *t = calloc((size_t)n, sizeof(*t));
     CHECK(t != NULL);
     nth_attr_t attr;
@@ -27,6 +27,12 @@ static void create_join_n(unsigned vps, int n, size_t stack)
     free(t);
 }
 
+static void create_join_n(unsigned vps, int n, size_t stack)
+{
+    child_init(vps);
+    create_join(n, stack);
+}
+
 static void c_one(void *a) { (void)a; create_join_n(1, 1, 0); }
 static void c_thousand(void *a) { (void)a; create_join_n(2, 1000, 0); }
 #if defined(__SANITIZE_THREAD__)
@@ -35,7 +41,31 @@ enum { MANY = 2000 };
 #else
 enum { MANY = 100000 };
 #endif
-static void c_hundred_k(void *a) { (void)a; create_join_n(2, MANY, NTH_STACK_MIN); }
+/* Two mappings per stack when guard regions are unavailable (kernel before
+ * 6.13, or an emulator such as qemu-user that ignores the advice): then
+ * 100 000 stacks need vm.max_map_count above 200 000, which the README
+ * documents; below it nth_create returns EAGAIN by design. */
+static int map_count_too_low(void)
+{
+    long max = 0;
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = 0;
+        fclose(f);
+    }
+    return max < 2L * MANY + 10000;
+}
+
+static void c_hundred_k(void *a)
+{
+    (void)a;
+    child_init(2);
+    create_join(1, NTH_STACK_MIN);        /* sets the guard mode */
+    if (!nth_guard_uses_madvise() && map_count_too_low())
+        CHILD_SKIP("no guard regions and vm.max_map_count < 210000");
+    create_join(MANY, NTH_STACK_MIN);
+}
 
 static void test_create_join_1(void **s) { (void)s; assert_child_ok(c_one, NULL); }
 static void test_create_join_1000(void **s) { (void)s; assert_child_ok(c_thousand, NULL); }
