@@ -23,6 +23,8 @@
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
 #include "cpumgr_client.h"
+#include "cpumgr_probe.h"
+#include "internal.h"
 #include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
@@ -38,6 +40,7 @@ static struct {
     int attached;                /* atomic: daemon running and our slot live */
     int waiting_first;           /* claimed, the daemon has not answered yet */
     uint32_t claim_aseq;
+    uint64_t grant_ns;           /* daemon's publication time of `assigned` */
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
@@ -56,6 +59,7 @@ static struct {
 static const uint32_t standalone_word;
 const uint32_t *nth_cpumgr_watch = &standalone_word;
 uint32_t nth_cpumgr_watch_seen;
+uint32_t *nth_cpumgr_vp_word;
 
 static void lock(void)
 {
@@ -83,6 +87,11 @@ static int apply(hwloc_const_bitmap_t set)
 {
     if (hwloc_bitmap_isequal(set, C.assigned))
         return 0;
+    if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED)) {
+        struct nth_vp *self = nth_vp_self();
+        nth_cpumgr_probe.notice_vp = self ? self->id : -1;
+        nth_cpumgr_stamp(&nth_cpumgr_probe.notice_ns);
+    }
     hwloc_bitmap_copy(C.assigned, set);
     __atomic_store_n(&C.count, hwloc_bitmap_weight(set), __ATOMIC_RELEASE);
     nth_trace_cpus((uint64_t)hwloc_bitmap_weight(set));
@@ -136,7 +145,7 @@ static int daemon_running(void)
 static int read_assignment(void)
 {
     struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
-    uint64_t m[NTH_CPUMGR_MASK_WORDS];
+    uint64_t m[NTH_CPUMGR_MASK_WORDS], g;
     uint32_t q1, q2;
     for (int tries = 0;; tries++) {
         q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
@@ -148,6 +157,7 @@ static int read_assignment(void)
         }
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_RELAXED);
+        g = __atomic_load_n(&s->grant_ns, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
         if (q1 == q2)
@@ -165,6 +175,8 @@ static int read_assignment(void)
             hwloc_bitmap_set(C.tmp, c);
     /* Defensive: never run outside our own affinity mask. */
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
+    if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
+        __atomic_store_n(&C.grant_ns, g, __ATOMIC_RELAXED);
     return apply(C.tmp);
 }
 
@@ -224,6 +236,7 @@ static int claim(void)
  * for good, a bounded cost against a crash. */
 static void unmap_segment(int final)
 {
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (C.shm && final)
@@ -292,6 +305,7 @@ static int try_attach(void)
         return 0; /* every slot taken: stay alone, retry later */
     }
     __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, &C.shm->slots[C.slot].vp_wake, __ATOMIC_RELEASE);
     __atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
     changed = read_assignment();
     return changed;
@@ -301,6 +315,7 @@ static int try_attach(void)
 static int go_alone(int stopped)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (stopped)
@@ -505,6 +520,12 @@ NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
     *out = C.assigned ? hwloc_bitmap_dup(C.assigned) : hwloc_bitmap_alloc();
     unlock();
     return *out ? 0 : ENOMEM;
+}
+
+uint64_t nth_cpumgr_grant_ns(void)
+{
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
+           __atomic_load_n(&C.grant_ns, __ATOMIC_RELAXED) : 0;
 }
 
 int nth_cpumgr_client_attached(void)

@@ -46,9 +46,21 @@ static inline int nth_cpumgr_poll(void)
     return nth_cpumgr_refresh();
 }
 
+/* The slot's vp_wake futex word while attached, else NULL: VPs without a
+ * CPU sleep on it (shared futex), the daemon wakes them after a grant. The
+ * memory stays mapped while the runtime runs (a detached segment is retired,
+ * not unmapped), so a sleeper holding an old pointer is safe. */
+extern uint32_t *nth_cpumgr_vp_word;
+
 /* Slow check, every few ms: daemon died (go standalone), stopped (unmap),
  * or came back (re-attach). Returns nonzero if the assignment changed. */
 int nth_cpumgr_tick(void);
+
+/* CLOCK_MONOTONIC ns at which the daemon published the assignment last
+ * applied, 0 when not attached. Read it in the assignment callback: the
+ * bounded-reclaim clock starts when the CPU was taken, not when we noticed.
+ * Daemon-written, so a caller sanity-checks it against its own clock. */
+uint64_t nth_cpumgr_grant_ns(void);
 
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);
