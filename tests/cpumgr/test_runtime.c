@@ -5,7 +5,7 @@
  * park and unpark with the assignment, that no work item is lost or run
  * twice, that an application survives its daemon and re-attaches, and that
  * a nano-thread which never yields leaves a CPU taken from it (bounded
- * reclaim). Every test kills its children and unlinks its segment in
+ * reclaim), and by the daemon when the runtime ignores it. Every test kills its children and unlinks its segment in
  * teardown; children die with us (PR_SET_PDEATHSIG). Waits are bounded.
  */
 #include <errno.h>
@@ -419,6 +419,86 @@ static void test_bounded_reclaim(void **state)
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
 }
 
+/* Does the Cpus_allowed_list of thread tid of pid include cpu? -1 if the
+ * thread is gone. */
+static int allowed_has(pid_t pid, int tid, int cpu)
+{
+    char path[96], line[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int has = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+            has = 0;
+            for (char *save, *t = strtok_r(line + 18, " \t\n,", &save); t;
+                 t = strtok_r(NULL, " \t\n,", &save)) {
+                int lo = -1, hi = -1;
+                if (sscanf(t, "%d-%d", &lo, &hi) == 2 ? (cpu >= lo && cpu <= hi)
+                                                      : (atoi(t) == cpu))
+                    has = 1;
+            }
+        }
+    fclose(f);
+    return has;
+}
+
+static int count_in_log(const char *needle)
+{
+    char line[1024];
+    int n = 0;
+    FILE *f = fopen(logf, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The same non-yielding nano-thread, in an application whose runtime
+ * ignores the reclaim (NTH_TEST_NO_RECLAIM=1, a test hook): the daemon
+ * moves its threads off the CPU it gave away (--enforce, 2 ms by default),
+ * seen in /proc/PID/task/TID/status, and says so once in its log. */
+static void test_daemon_enforces(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    setenv("NTH_TEST_NO_RECLAIM", "1", 1);
+    start(&a, "rt_app", "2", -1);
+    unsetenv("NTH_TEST_NO_RECLAIM");
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "spin\n");
+    uint64_t t0 = us();
+    while (!a.spin[0]) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no SPIN line");
+        sleep_ms(2);
+    }
+    int tid = -1, cpu = -1;
+    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d", &tid, &cpu), 2);
+    assert_int_equal(allowed_has(a.pid, tid, cpu), 1);
+    start(&b, "client_app", "1", cpu);
+    t0 = us();
+    while (allowed_has(a.pid, tid, cpu) == 1 && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    assert_int_equal(allowed_has(a.pid, tid, cpu), 0);
+    /* The runtime did not move it: the daemon did, and logged it once. */
+    wait_state(&a, "A=1 N=1 RC=0");
+    t0 = us();
+    while (count_in_log("its threads were moved") == 0 && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(5);
+    sleep_ms(100);
+    assert_int_equal(count_in_log("its threads were moved"), 1);
+    send(&a, "unspin\n");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    send(&b, "exit\n");
+    reap(b.pid);
+    /* Its CPU back: the VP's own binding comes back with it. */
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +507,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
