@@ -44,6 +44,8 @@ static struct {
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
+    int held;                    /* the runtime attaches later (init_held) */
+    int ever_attached;           /* a daemon may have bound our threads */
     hwloc_topology_t topo;
     hwloc_bitmap_t affinity;     /* process affinity mask (OS indices < MAX) */
     hwloc_bitmap_t assigned;
@@ -307,6 +309,7 @@ static int try_attach(void)
     __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_vp_word, &C.shm->slots[C.slot].vp_wake, __ATOMIC_RELEASE);
     __atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
+    C.ever_attached = 1;
     changed = read_assignment();
     return changed;
 }
@@ -362,7 +365,7 @@ int nth_cpumgr_tick(void)
             changed |= try_attach();
         } else
             changed = read_assignment();
-    } else if (now_ms() - C.last_try_ms >= RETRY_MS) {
+    } else if (!C.held && now_ms() - C.last_try_ms >= RETRY_MS) {
         changed = try_attach();
     }
     unlock();
@@ -371,7 +374,7 @@ int nth_cpumgr_tick(void)
 
 static void at_exit(void) { nth_cpumgr_client_fini(); }
 
-int nth_cpumgr_client_init(const char *name)
+static int client_init(const char *name, int attach)
 {
     if (__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
         return 0;
@@ -420,7 +423,8 @@ int nth_cpumgr_client_init(const char *name)
             hwloc_bitmap_clr(C.affinity, (unsigned)c);
     C.naff = hwloc_bitmap_weight(C.affinity);
     apply_standalone();
-    if (!C.off)
+    C.held = !attach;
+    if (!C.off && attach)
         try_attach();
     static int registered;
     if (!registered)
@@ -428,6 +432,33 @@ int nth_cpumgr_client_init(const char *name)
     __atomic_store_n(&C.inited, 1, __ATOMIC_RELEASE);
     unlock();
     return rc;
+}
+
+int nth_cpumgr_client_init(const char *name) { return client_init(name, 1); }
+
+int nth_cpumgr_client_init_held(const char *name) { return client_init(name, 0); }
+
+int nth_cpumgr_client_attach(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    int changed = 0;
+    C.held = 0;
+    if (C.inited && !C.off && !__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+        changed = try_attach();
+    unlock();
+    return changed;
+}
+
+void nth_cpumgr_client_rebind_self(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;
+    lock();
+    if (C.inited && C.ever_attached && C.affinity && !hwloc_bitmap_iszero(C.affinity))
+        (void)hwloc_set_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_THREAD);
+    unlock();
 }
 
 void nth_cpumgr_client_fini(void)
@@ -451,6 +482,8 @@ void nth_cpumgr_client_fini(void)
         hwloc_topology_destroy(C.topo);
     C.topo = NULL;
     C.off = 0;
+    C.held = 0;
+    C.ever_attached = 0;
     C.request = -1;
     C.priority = NTH_CPUMGR_PRIO_DEFAULT;
     __atomic_store_n(&C.count, 0, __ATOMIC_RELAXED);

@@ -337,8 +337,11 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     struct nth_vp *self = nth_vp_self();
     if (self)
         R.vps[self->id].tid = gettid_();
-    hook_if_attached();
     nth_cpumgr_set_assign_callback(on_assign, NULL);
+    /* Only now, with every VP able to follow it, may the daemon count on
+     * us (nth_cpumgr_client_init_held() in init.c). */
+    nth_cpumgr_client_attach();
+    hook_if_attached();
     nth_pthread_create_fn create = nth_libc_pthread_create();
     pthread_t th;
     if (create(&th, NULL, watcher, NULL) != 0) {

@@ -42,6 +42,7 @@ struct proc {
     char state[512];  /* last "A=..." line */
     char done[256];   /* "DONE ..." line */
     char spin[128];   /* "SPIN ..." line */
+    char pre[128];    /* last "PRE ..." line */
 };
 
 static char bindir[PATH_MAX];
@@ -105,11 +106,13 @@ static void reap(pid_t pid)
         }
 }
 
-static void start_daemon(void)
+/* opt, val: one more daemon option, or NULL. */
+static void start_daemon_opt(const char *opt, const char *val)
 {
     static char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/cpumgr/cpumgr", bindir);
-    char *argv[] = {path, "--foreground", "--name", seg, "--period", "10", "--quantum", "50", NULL};
+    char *argv[] = {path, "--foreground", "--name", seg, "--period", "10", "--quantum", "50",
+                    (char *)opt, (char *)val, NULL};
     daemon_pid = spawn(argv, NULL, NULL, -1);
     uint64_t t0 = us();
     for (;;) {
@@ -128,15 +131,23 @@ static void start_daemon(void)
     }
 }
 
-static void start(struct proc *p, const char *prog, const char *req, int cpu)
+static void start_daemon(void) { start_daemon_opt(NULL, NULL); }
+
+/* arg: rt_app's mode ("pre") or client_app's priority. */
+static void start_arg(struct proc *p, const char *prog, const char *req, int cpu, const char *arg)
 {
     static char path[2][PATH_MAX + 32];
     static int k;
     k ^= 1;
     snprintf(path[k], sizeof path[k], "%s/tests/cpumgr/%s", bindir, prog);
-    char *argv[] = {path[k], seg, (char *)req, (char *)"1", NULL};
+    char *argv[] = {path[k], seg, (char *)req, (char *)arg, NULL};
     memset(p, 0, sizeof *p);
     p->pid = spawn(argv, &p->in, &p->out, cpu);
+}
+
+static void start(struct proc *p, const char *prog, const char *req, int cpu)
+{
+    start_arg(p, prog, req, cpu, "1");
 }
 
 static void send(struct proc *p, const char *cmd)
@@ -162,6 +173,8 @@ static void drain(struct proc *p)
                 snprintf(p->done, sizeof p->done, "%.*s", (int)sizeof p->done - 1, p->buf);
             else if (!strncmp(p->buf, "SPIN", 4))
                 snprintf(p->spin, sizeof p->spin, "%.*s", (int)sizeof p->spin - 1, p->buf);
+            else if (!strncmp(p->buf, "PRE", 3))
+                snprintf(p->pre, sizeof p->pre, "%.*s", (int)sizeof p->pre - 1, p->buf);
             size_t used = (size_t)(nl - p->buf) + 1;
             memmove(p->buf, nl + 1, p->len - used + 1);
             p->len -= used;
@@ -273,8 +286,8 @@ static void test_two_apps(void **state)
     start(&b, "rt_app", "2", -1);
     send(&a, "work\n");
     send(&b, "work\n");
-    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
-    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
     char ca[32], cb[32];
     assert_int_equal(sscanf(strstr(a.state, "CPUS="), "CPUS=%31s", ca), 1);
     assert_int_equal(sscanf(strstr(b.state, "CPUS="), "CPUS=%31s", cb), 1);
@@ -282,6 +295,40 @@ static void test_two_apps(void **state)
     sleep_ms(100);
     check_work(&a);
     check_work(&b);
+}
+
+/* An application attached before nth_init() (nth_cpus_request() first),
+ * and a CPU was taken from it while its main thread still ran there: the
+ * daemon (--enforce) bound that thread to the CPU left to it. nth_init()
+ * must still build its VPs on the process's own mask (2 VPs), not on that
+ * passing binding: with it, the application kept one VP for good (seen as
+ * test_two_apps failing now and then, its main thread inside nth_init()
+ * when the daemon enforced). */
+static void test_enforced_before_init(void **state)
+{
+    (void)state;
+    start_daemon_opt("--enforce", "300000"); /* 300 ms: time to stand on the CPU */
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    start_arg(&a, "rt_app", "2", -1, "pre");
+    uint64_t t0 = us();
+    while (strcmp(a.pre, "PRE attached") != 0) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: not attached before init", (int)a.pid);
+        sleep_ms(2);
+    }
+    start(&b, "client_app", "1", -1);
+    t0 = us();
+    while (strncmp(a.pre, "PRE moved=", 10) != 0) {
+        drain(&a);
+        if (us() - t0 > 2 * WAIT_MS * 1000u) fail_msg("app %d: no PRE moved line", (int)a.pid);
+        sleep_ms(2);
+    }
+    assert_string_equal(a.pre, "PRE moved=1"); /* else this test tests nothing */
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    send(&a, "work\n");
+    sleep_ms(50);
+    check_work(&a);
 }
 
 /* kill -9 the daemon: the application carries on alone on all its CPUs,
@@ -504,6 +551,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_shrink_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_apps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enforced_before_init, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
