@@ -73,7 +73,7 @@ bench_programs += $(kernel_programs)
 bench_programs += bench/cpumgr-bench
 noinst_PROGRAMS += bench/cpumgr-bench
 bench_cpumgr_bench_SOURCES = bench/cpumgr.c
-bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
+bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/nthlib
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 

@@ -38,6 +38,7 @@
 
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
+#include "cpumgr_probe.h" /* libnth-internal: this bench links the archive */
 
 struct shared {
     int mode;          /* 1 realloc pollers, 2 spinner, 3 quit */
@@ -47,6 +48,9 @@ struct shared {
     int b_ready;
     int spin_cpu;      /* where the spinner runs now */
     uint64_t left;     /* ns: spinner seen off target */
+    int breakdown;     /* --breakdown: B's probe on, stamps copied below */
+    uint64_t notice, enable, unpark, bound; /* B's probe at t1 */
+    int notice_vp;
 };
 
 static struct shared *sh;
@@ -73,7 +77,14 @@ static void *poller(void *arg)
         int t = __atomic_load_n(&sh->target, __ATOMIC_ACQUIRE);
         if (t >= 0 && sched_getcpu() == t && !__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)) {
             uint64_t zero = 0, v = now_ns();
-            __atomic_compare_exchange_n(&sh->t1, &zero, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+            if (__atomic_compare_exchange_n(&sh->t1, &zero, v, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED) && sh->breakdown) {
+                sh->notice = __atomic_load_n(&nth_cpumgr_probe.notice_ns, __ATOMIC_RELAXED);
+                sh->notice_vp = nth_cpumgr_probe.notice_vp;
+                sh->enable = __atomic_load_n(&nth_cpumgr_probe.enable_ns, __ATOMIC_RELAXED);
+                sh->unpark = __atomic_load_n(&nth_cpumgr_probe.unpark_ns, __ATOMIC_RELAXED);
+                sh->bound = __atomic_load_n(&nth_cpumgr_probe.bound_ns, __ATOMIC_RELAXED);
+            }
         }
         __atomic_store_n(&sh->b_assigned, nth_cpus_assigned(), __ATOMIC_RELEASE);
         nth_yield();
@@ -98,6 +109,8 @@ static void *spinner(void *arg)
 static int app_b(void)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (sh->breakdown)
+        __atomic_store_n(&nth_cpumgr_probe.on, 1, __ATOMIC_RELAXED);
     if (nth_init(NULL) != 0 || nth_cpus_request(nth_num_vps()) != 0)
         return 1;
     int n = nth_num_vps();
@@ -214,9 +227,64 @@ static double pct(uint64_t *v, int n, double p)
     return (double)v[i] / 1000.0; /* µs */
 }
 
+/* --breakdown: where a reallocation's time goes, from stamps taken by the
+ * daemon (segment) and by B's runtime probe, all CLOCK_MONOTONIC. */
+#define NSEG 6
+static const char *const seg_name[NSEG] = {
+    "request -> daemon pass", "pass -> B's grant",  "grant -> B notices",
+    "notice -> VP enabled",   "enabled -> unparked", "unparked -> runs on CPU",
+};
+
+/* Add one change's segments; 0 if a stamp is missing (that step did not
+ * happen for this change, e.g. the VP had not parked yet). */
+static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *slow_by,
+                         int *nslow, int *by_watcher)
+{
+    uint64_t grant = 0;
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (__atomic_load_n(&shm->slots[i].pid, __ATOMIC_RELAXED) == bpid)
+            grant = __atomic_load_n(&shm->slots[i].grant_ns, __ATOMIC_RELAXED);
+    uint64_t st[NSEG + 1] = {t0, __atomic_load_n(&shm->pass_ns, __ATOMIC_RELAXED), grant,
+                             sh->notice, sh->enable, sh->unpark,
+                             __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)};
+    for (int k = 0; k < NSEG; k++)
+        if (st[k + 1] < st[k])
+            return 0;
+    int worst = 0;
+    for (int k = 0; k < NSEG; k++) {
+        seg[k][n] = st[k + 1] - st[k];
+        if (seg[k][n] > seg[worst][n])
+            worst = k;
+    }
+    if (st[NSEG] - t0 > 1000000u) {
+        slow_by[worst]++;
+        (*nslow)++;
+    }
+    if (sh->notice_vp < 0)
+        (*by_watcher)++;
+    return 1;
+}
+
+static int cmp_u64(const void *a, const void *b);
+static double pct(uint64_t *v, int n, double p);
+
+static void breakdown_print(uint64_t **seg, int n, int changes, const int *slow_by, int nslow,
+                            int by_watcher)
+{
+    printf("realloc breakdown: %d of %d changes with every stamp; noticed by the watcher "
+           "in %d, by a VP in %d\n", n, changes, by_watcher, n - by_watcher);
+    printf("%-26s %9s %9s %9s  %s\n", "segment", "p50 us", "p99 us", "max us",
+           "largest in changes > 1 ms");
+    for (int k = 0; k < NSEG; k++) {
+        qsort(seg[k], (size_t)n, sizeof(uint64_t), cmp_u64);
+        printf("%-26s %9.1f %9.1f %9.1f  %d of %d\n", seg_name[k], pct(seg[k], n, 0.5),
+               pct(seg[k], n, 0.99), n ? seg[k][n - 1] / 1000.0 : -1.0, slow_by[k], nslow);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    int json = 0, changes = 1000, reclaims = 50;
+    int json = 0, changes = 1000, reclaims = 50, breakdown = 0;
     char daemon_path[PATH_MAX] = "";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
@@ -225,10 +293,12 @@ int main(int argc, char **argv)
             changes = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reclaims") && i + 1 < argc)
             reclaims = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--breakdown"))
+            breakdown = 1;
         else if (!strcmp(argv[i], "--cpumgr") && i + 1 < argc)
             snprintf(daemon_path, sizeof daemon_path, "%s", argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH]\n",
+            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH] [--breakdown]\n",
                     argv[0]);
             return 2;
         }
@@ -261,6 +331,7 @@ int main(int argc, char **argv)
     if (sh == MAP_FAILED)
         return 1;
     sh->target = -1;
+    sh->breakdown = breakdown;
 
     pid_t dpid = fork();
     if (dpid == 0) {
@@ -274,6 +345,10 @@ int main(int argc, char **argv)
     int rc = 1;
     pid_t bpid = -1;
     uint64_t *rl = calloc((size_t)changes, sizeof *rl), *cl = calloc((size_t)reclaims, sizeof *cl);
+    uint64_t *seg_ns[NSEG];
+    int nseg = 0, slow_by[NSEG] = {0}, nslow = 0, by_watcher = 0;
+    for (int k = 0; k < NSEG; k++)
+        seg_ns[k] = calloc((size_t)changes, sizeof(uint64_t));
     int nrl = 0, ncl = 0, miss_r = 0, miss_c = 0;
     int fd = -1;
     for (int i = 0; i < 400 && fd < 0; i++) {
@@ -314,9 +389,11 @@ int main(int argc, char **argv)
         __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
         uint64_t t0 = now_ns();
         a_request(0);
-        if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000))
+        if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000)) {
             rl[nrl++] = __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) - t0;
-        else
+            if (breakdown && breakdown_add(t0, bpid, seg_ns, nseg, slow_by, &nslow, &by_watcher))
+                nseg++;
+        } else
             miss_r++;
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->t1) {
             int y = -1, na = a_assigned(&y);
@@ -399,6 +476,8 @@ int main(int argc, char **argv)
         printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency p99", c99, "us", ncl, reclaims);
         printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency max", cmax, "us", ncl, reclaims);
     }
+    if (breakdown)
+        breakdown_print(seg_ns, nseg, nrl, slow_by, nslow, by_watcher);
     fflush(stdout);
     if (miss_r || miss_c)
         fprintf(stderr, "cpumgr-bench: %d reallocations and %d reclaims timed out (not counted)\n",
@@ -425,5 +504,7 @@ out:
     shm_unlink(seg);
     free(rl);
     free(cl);
+    for (int k = 0; k < NSEG; k++)
+        free(seg_ns[k]);
     return rc;
 }

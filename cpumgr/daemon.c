@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "accounting.h"
+#include "enforce.h"
 #include "trace.h"
 #include "daemon.h"
 #include "placement.h"
@@ -38,6 +39,10 @@ struct slotpriv {
     int force_publish;      /* new occupant: publish even an empty set */
     int primed;             /* restart: assigned/cpu_ns taken from the segment */
     uint64_t claim_since;   /* ms, when seen CLAIMING */
+    hwloc_bitmap_t taken;   /* CPUs taken away, not yet checked for its threads */
+    uint64_t taken_ns;      /* when the last of them was taken */
+    int client_ok;          /* 0 unknown, 1 maps our segment, 2 does not */
+    int enforce_logged;     /* "moved its threads" already logged */
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -90,9 +95,15 @@ static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
     bitmap_to_mask(cpus, s->assigned);
     bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->grant_ns, now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
-    /* A client whose VPs are all busy or all parked sleeps on aseq in a
-     * watcher thread: wake it now rather than at its next tick. */
+    /* The client's VPs without a CPU sleep on vp_wake: wake them first,
+     * one of them takes a CPU granted now without any other thread's hop.
+     * Only an add and a wake: whatever a client wrote there is harmless. */
+    __atomic_add_fetch(&s->vp_wake, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &s->vp_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    /* A client whose VPs are all busy sleeps on aseq in a watcher thread
+     * (bounded reclaim, daemon liveness): wake it now, not at its tick. */
     syscall(SYS_futex, &s->aseq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
@@ -114,6 +125,7 @@ struct daemon {
     struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
     unsigned rot;
     int dirty;
+    uint64_t pass_ns;       /* when this pass began (its futex wait returned) */
 };
 
 static void forget(struct daemon *d, int i, const char *reason)
@@ -137,6 +149,9 @@ static void forget(struct daemon *d, int i, const char *reason)
     p->claim_since = 0;
     hwloc_bitmap_zero(p->assigned);
     hwloc_bitmap_zero(p->shared);
+    hwloc_bitmap_zero(p->taken);
+    p->client_ok = 0;
+    p->enforce_logged = 0;
     p->cpu_ns = 0;
     d->dirty = 1;
 }
@@ -315,6 +330,13 @@ static void rebalance(struct daemon *d)
                        hwloc_bitmap_isequal(pl[k].shared, p->shared) &&
                        !(__atomic_load_n(&s->aseq, __ATOMIC_RELAXED) & 1u);
             if (!same) {
+                /* CPUs it loses: its threads must leave them (enforce()). */
+                hwloc_bitmap_andnot(prev[k], p->assigned, pl[k].out);
+                if (!hwloc_bitmap_iszero(prev[k])) {
+                    hwloc_bitmap_or(p->taken, p->taken, prev[k]);
+                    p->taken_ns = now_ns();
+                }
+                hwloc_bitmap_andnot(p->taken, p->taken, pl[k].out);
                 hwloc_bitmap_copy(p->assigned, pl[k].out);
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
                 publish(s, p->assigned, p->shared);
@@ -323,8 +345,10 @@ static void rebalance(struct daemon *d)
                 changed = 1;
             }
         }
-        if (changed)
+        if (changed) {
             __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
+            __atomic_store_n(&d->shm->pass_ns, d->pass_ns, __ATOMIC_RELAXED);
+        }
         d->dirty = 0;
     }
     for (int k = 0; k < n; k++) {
@@ -348,6 +372,43 @@ static int someone_hungry(struct daemon *d)
             return 1;
     }
     return 0;
+}
+
+/* Daemon-side bounded reclaim: enforce_us after a CPU was taken from an
+ * application, any of its threads still runnable there is bound to the
+ * application's current CPUs. A client keeping the contract has moved or
+ * parked them by then and is not touched. Returns ns until the next
+ * deadline, or UINT64_MAX. */
+static uint64_t enforce(struct daemon *d, uint64_t tns)
+{
+    uint64_t next = UINT64_MAX, budget = (uint64_t)d->o->enforce_us * 1000u;
+    if (!budget)
+        return next;
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct slotpriv *p = &d->p[i];
+        if (!p->known || !p->valid || hwloc_bitmap_iszero(p->taken))
+            continue;
+        if (tns < p->taken_ns + budget) {
+            if (p->taken_ns + budget - tns < next)
+                next = p->taken_ns + budget - tns;
+            continue;
+        }
+        if (!p->client_ok)
+            p->client_ok = cm_enforce_is_client(p->pid, d->o->name) ? 1 : 2;
+        int cpu = -1;
+        if (p->client_ok == 1 && !hwloc_bitmap_iszero(p->assigned) &&
+            cm_enforce_move(d->topo, p->pid, p->taken, p->assigned, &cpu) > 0 &&
+            !p->enforce_logged) {
+            char to[256];
+            hwloc_bitmap_list_snprintf(to, sizeof to, p->assigned);
+            fprintf(stderr, "cpumgr: application %s (pid %d) still ran on CPU %d %u us after "
+                    "it was taken; its threads were moved to CPUs %s (logged once)\n",
+                    p->name, (int)p->pid, cpu, d->o->enforce_us, to);
+            p->enforce_logged = 1;
+        }
+        hwloc_bitmap_zero(p->taken);
+    }
+    return next;
 }
 
 static int setup_cpus(struct daemon *d)
@@ -452,7 +513,8 @@ int cm_daemon_run(const struct cm_opts *o)
         d.p[i].allowed = hwloc_bitmap_alloc();
         d.p[i].assigned = hwloc_bitmap_alloc();
         d.p[i].shared = hwloc_bitmap_alloc();
-        if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared) {
+        d.p[i].taken = hwloc_bitmap_alloc();
+        if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared || !d.p[i].taken) {
             fprintf(stderr, "cpumgr: out of memory\n");
             return 1;
         }
@@ -484,12 +546,14 @@ int cm_daemon_run(const struct cm_opts *o)
     d.dirty = 1;
     uint64_t last_ns = now_ns(), last_rot = now_ms(), last_live = 0;
     uint32_t seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
+    uint64_t wait_ns = (uint64_t)o->period_ms * 1000000u;
     while (!stop_flag) {
-        struct timespec to = { (time_t)(o->period_ms / 1000), (long)(o->period_ms % 1000) * 1000000L };
+        struct timespec to = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
         /* Shared futex (no FUTEX_PRIVATE_FLAG): wakers are other processes. */
         syscall(SYS_futex, &d.shm->wake, FUTEX_WAIT, seen, &to, NULL, 0);
         seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
         uint64_t tns = now_ns(), tms = tns / 1000000u;
+        d.pass_ns = tns;
         uint64_t dt = tns - last_ns;
         last_ns = tns;
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
@@ -514,6 +578,11 @@ int cm_daemon_run(const struct cm_opts *o)
         }
         if (d.dirty)
             rebalance(&d);
+        /* Sleep until the next period or enforcement deadline. */
+        wait_ns = (uint64_t)o->period_ms * 1000000u;
+        uint64_t en = enforce(&d, now_ns());
+        if (en < wait_ns)
+            wait_ns = en;
     }
     /* Clean stop: close the books, tell clients to go alone, unlink. */
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
@@ -531,6 +600,7 @@ int cm_daemon_run(const struct cm_opts *o)
         hwloc_bitmap_free(d.p[i].allowed);
         hwloc_bitmap_free(d.p[i].assigned);
         hwloc_bitmap_free(d.p[i].shared);
+        hwloc_bitmap_free(d.p[i].taken);
     }
     return 0;
 }

@@ -14,6 +14,9 @@ struct cm_opts {
     enum cm_policy policy;
     unsigned period_ms;      /* rebalance period, ms (10) */
     unsigned quantum_ms;     /* rotation quantum, ms (100) */
+    unsigned enforce_us;     /* --enforce: move a client's threads still
+                                running on a CPU taken from it this long
+                                after, µs (2000); 0 never */
     int share;               /* --share */
     gid_t gid;               /* --group, or (gid_t)-1 */
     const char *cpus;        /* --cpus list, or NULL */

@@ -20,7 +20,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: cpumgr [run] [--foreground] [--name /NAME] [--policy equipartition|priority]\n"
-        "              [--period MS] [--quantum MS] [--share] [--group GROUP]\n"
+        "              [--period MS] [--quantum MS] [--enforce US] [--share] [--group GROUP]\n"
         "              [--cpus LIST] [--accounting FILE] [--trace FILE]\n"
         "       cpumgr status [--name /NAME] [--watch [MS]]\n"
         "       cpumgr stop [--name /NAME]\n"
@@ -48,6 +48,7 @@ int main(int argc, char **argv)
     struct cm_opts o = {
         .name = (env && *env && strcmp(env, "off") != 0) ? env : defname,
         .policy = CM_POLICY_EQUIPARTITION, .period_ms = 10, .quantum_ms = 100,
+        .enforce_us = 2000,
         .gid = (gid_t)-1, .ready_fd = -1,
     };
     enum { RUN, STATUS, STOP } cmd = RUN;
@@ -63,6 +64,7 @@ int main(int argc, char **argv)
         {"foreground", no_argument, 0, 'f'}, {"name", required_argument, 0, 'n'},
         {"policy", required_argument, 0, 'p'}, {"period", required_argument, 0, 'P'},
         {"quantum", required_argument, 0, 'q'}, {"share", no_argument, 0, 's'},
+        {"enforce", required_argument, 0, 'e'},
         {"group", required_argument, 0, 'g'}, {"cpus", required_argument, 0, 'c'},
         {"accounting", required_argument, 0, 'a'}, {"trace", required_argument, 0, 't'}, {"watch", optional_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -82,6 +84,18 @@ int main(int argc, char **argv)
         case 'P': if (parse_ms("--period", optarg, 1, 10000, &o.period_ms)) return 2; break;
         case 'q': if (parse_ms("--quantum", optarg, 1, 600000, &o.quantum_ms)) return 2; break;
         case 's': o.share = 1; break;
+        case 'e': {
+            char *end;
+            errno = 0;
+            unsigned long x = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || x > 10000000ul) {
+                fprintf(stderr, "cpumgr: --enforce: bad value '%s' (accepted: 0..10000000 "
+                        "microseconds, 0 = never)\n", optarg);
+                return 2;
+            }
+            o.enforce_us = (unsigned)x;
+            break;
+        }
         case 'g': {
             struct group *g = getgrnam(optarg);
             if (!g) { fprintf(stderr, "cpumgr: --group: unknown group '%s' (accepted: a group name)\n", optarg); return 2; }

@@ -23,6 +23,8 @@
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
 #include "cpumgr_client.h"
+#include "cpumgr_probe.h"
+#include "internal.h"
 #include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
@@ -38,9 +40,12 @@ static struct {
     int attached;                /* atomic: daemon running and our slot live */
     int waiting_first;           /* claimed, the daemon has not answered yet */
     uint32_t claim_aseq;
+    uint64_t grant_ns;           /* daemon's publication time of `assigned` */
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
+    int held;                    /* the runtime attaches later (init_held) */
+    int ever_attached;           /* a daemon may have bound our threads */
     hwloc_topology_t topo;
     hwloc_bitmap_t affinity;     /* process affinity mask (OS indices < MAX) */
     hwloc_bitmap_t assigned;
@@ -56,6 +61,7 @@ static struct {
 static const uint32_t standalone_word;
 const uint32_t *nth_cpumgr_watch = &standalone_word;
 uint32_t nth_cpumgr_watch_seen;
+uint32_t *nth_cpumgr_vp_word;
 
 static void lock(void)
 {
@@ -83,6 +89,11 @@ static int apply(hwloc_const_bitmap_t set)
 {
     if (hwloc_bitmap_isequal(set, C.assigned))
         return 0;
+    if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED)) {
+        struct nth_vp *self = nth_vp_self();
+        nth_cpumgr_probe.notice_vp = self ? self->id : -1;
+        nth_cpumgr_stamp(&nth_cpumgr_probe.notice_ns);
+    }
     hwloc_bitmap_copy(C.assigned, set);
     __atomic_store_n(&C.count, hwloc_bitmap_weight(set), __ATOMIC_RELEASE);
     nth_trace_cpus((uint64_t)hwloc_bitmap_weight(set));
@@ -136,7 +147,7 @@ static int daemon_running(void)
 static int read_assignment(void)
 {
     struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
-    uint64_t m[NTH_CPUMGR_MASK_WORDS];
+    uint64_t m[NTH_CPUMGR_MASK_WORDS], g;
     uint32_t q1, q2;
     for (int tries = 0;; tries++) {
         q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
@@ -148,6 +159,7 @@ static int read_assignment(void)
         }
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_RELAXED);
+        g = __atomic_load_n(&s->grant_ns, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
         if (q1 == q2)
@@ -165,6 +177,8 @@ static int read_assignment(void)
             hwloc_bitmap_set(C.tmp, c);
     /* Defensive: never run outside our own affinity mask. */
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
+    if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
+        __atomic_store_n(&C.grant_ns, g, __ATOMIC_RELAXED);
     return apply(C.tmp);
 }
 
@@ -224,6 +238,7 @@ static int claim(void)
  * for good, a bounded cost against a crash. */
 static void unmap_segment(int final)
 {
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (C.shm && final)
@@ -292,7 +307,9 @@ static int try_attach(void)
         return 0; /* every slot taken: stay alone, retry later */
     }
     __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, &C.shm->slots[C.slot].vp_wake, __ATOMIC_RELEASE);
     __atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
+    C.ever_attached = 1;
     changed = read_assignment();
     return changed;
 }
@@ -301,6 +318,7 @@ static int try_attach(void)
 static int go_alone(int stopped)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (stopped)
@@ -347,7 +365,7 @@ int nth_cpumgr_tick(void)
             changed |= try_attach();
         } else
             changed = read_assignment();
-    } else if (now_ms() - C.last_try_ms >= RETRY_MS) {
+    } else if (!C.held && now_ms() - C.last_try_ms >= RETRY_MS) {
         changed = try_attach();
     }
     unlock();
@@ -356,7 +374,7 @@ int nth_cpumgr_tick(void)
 
 static void at_exit(void) { nth_cpumgr_client_fini(); }
 
-int nth_cpumgr_client_init(const char *name)
+static int client_init(const char *name, int attach)
 {
     if (__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
         return 0;
@@ -405,7 +423,8 @@ int nth_cpumgr_client_init(const char *name)
             hwloc_bitmap_clr(C.affinity, (unsigned)c);
     C.naff = hwloc_bitmap_weight(C.affinity);
     apply_standalone();
-    if (!C.off)
+    C.held = !attach;
+    if (!C.off && attach)
         try_attach();
     static int registered;
     if (!registered)
@@ -413,6 +432,33 @@ int nth_cpumgr_client_init(const char *name)
     __atomic_store_n(&C.inited, 1, __ATOMIC_RELEASE);
     unlock();
     return rc;
+}
+
+int nth_cpumgr_client_init(const char *name) { return client_init(name, 1); }
+
+int nth_cpumgr_client_init_held(const char *name) { return client_init(name, 0); }
+
+int nth_cpumgr_client_attach(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    int changed = 0;
+    C.held = 0;
+    if (C.inited && !C.off && !__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+        changed = try_attach();
+    unlock();
+    return changed;
+}
+
+void nth_cpumgr_client_rebind_self(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;
+    lock();
+    if (C.inited && C.ever_attached && C.affinity && !hwloc_bitmap_iszero(C.affinity))
+        (void)hwloc_set_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_THREAD);
+    unlock();
 }
 
 void nth_cpumgr_client_fini(void)
@@ -436,6 +482,8 @@ void nth_cpumgr_client_fini(void)
         hwloc_topology_destroy(C.topo);
     C.topo = NULL;
     C.off = 0;
+    C.held = 0;
+    C.ever_attached = 0;
     C.request = -1;
     C.priority = NTH_CPUMGR_PRIO_DEFAULT;
     __atomic_store_n(&C.count, 0, __ATOMIC_RELAXED);
@@ -505,6 +553,12 @@ NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
     *out = C.assigned ? hwloc_bitmap_dup(C.assigned) : hwloc_bitmap_alloc();
     unlock();
     return *out ? 0 : ENOMEM;
+}
+
+uint64_t nth_cpumgr_grant_ns(void)
+{
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
+           __atomic_load_n(&C.grant_ns, __ATOMIC_RELAXED) : 0;
 }
 
 int nth_cpumgr_client_attached(void)

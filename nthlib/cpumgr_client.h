@@ -24,6 +24,30 @@ typedef void (*nth_cpumgr_assign_fn)(hwloc_const_bitmap_t cpus, void *arg);
  * ENOMEM. Idempotent: later calls return 0 and change nothing. */
 int nth_cpumgr_client_init(const char *name);
 
+/* As nth_cpumgr_client_init(), but no slot is claimed until
+ * nth_cpumgr_client_attach(): the runtime starts the client early, to read
+ * the affinity mask before VP 0 binds itself, but may attach only once its
+ * VPs follow the assignment. Attached earlier, a CPU taken from us while
+ * nth_init() still runs stays in use past the bounded-reclaim deadline, and
+ * the daemon (--enforce) binds whichever thread runs there, nth_init()'s
+ * own included. Same return values. */
+int nth_cpumgr_client_init_held(const char *name);
+
+/* Attach now if a daemon runs and we are not attached (ends the hold of
+ * nth_cpumgr_client_init_held). Returns nonzero if the assignment changed
+ * (the callback ran). Thread-safe. */
+int nth_cpumgr_client_attach(void);
+
+/* Bind the calling thread back to the process affinity mask the client
+ * read before it first attached, if it was ever attached (else nothing: the
+ * binding is the user's own). For nth_init() when the application attached
+ * first through the public API (nth_cpus_request() before nth_init()): the
+ * daemon may have bound this thread to the CPUs assigned at that moment
+ * (--enforce), and the runtime takes its CPUs and VP count from the
+ * calling thread's binding. Errors are ignored (the binding stays).
+ * Thread-safe. */
+void nth_cpumgr_client_rebind_self(void);
+
 /* Detach (slot freed) and release everything. Safe to call twice. */
 void nth_cpumgr_client_fini(void);
 
@@ -46,9 +70,21 @@ static inline int nth_cpumgr_poll(void)
     return nth_cpumgr_refresh();
 }
 
+/* The slot's vp_wake futex word while attached, else NULL: VPs without a
+ * CPU sleep on it (shared futex), the daemon wakes them after a grant. The
+ * memory stays mapped while the runtime runs (a detached segment is retired,
+ * not unmapped), so a sleeper holding an old pointer is safe. */
+extern uint32_t *nth_cpumgr_vp_word;
+
 /* Slow check, every few ms: daemon died (go standalone), stopped (unmap),
  * or came back (re-attach). Returns nonzero if the assignment changed. */
 int nth_cpumgr_tick(void);
+
+/* CLOCK_MONOTONIC ns at which the daemon published the assignment last
+ * applied, 0 when not attached. Read it in the assignment callback: the
+ * bounded-reclaim clock starts when the CPU was taken, not when we noticed.
+ * Daemon-written, so a caller sanity-checks it against its own clock. */
+uint64_t nth_cpumgr_grant_ns(void);
 
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);

@@ -28,6 +28,7 @@
 #include "internal.h"
 #include "libc_real.h"
 #include "cpumgr_client.h"
+#include "cpumgr_probe.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +45,7 @@
 
 struct vp_state {
     int tid;            /* kernel thread id, 0 until seen (atomic) */
+    uint32_t *word;     /* slot word it sleeps on while disabled (atomic) */
     int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
     int moved;          /* bound off its CPU by bounded reclaim */
 };
@@ -58,7 +60,12 @@ static struct {
     int hooked;              /* on_sched_point registered (atomic) */
     int stop, stopped;       /* at exit: the watcher leaves the segment first */
     unsigned long nreclaims; /* atomic */
+    int64_t cost_ns;         /* estimated deadline-to-moved time (EWMA) */
+    int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
+                                ignores the contract (the daemon enforces) */
 } R;
+
+struct nth_cpumgr_probe nth_cpumgr_probe;
 
 static int64_t now_ns(void)
 {
@@ -131,10 +138,58 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
         disable_all(); /* no CPU of ours (EINVAL: none in our topology) */
     nth_futex_lock(&R.lock);
     hwloc_bitmap_copy(R.assigned, cpus);
-    note_vps(now_ns());
+    /* The reclaim budget runs from the daemon's grant: by the time we see
+     * it, part of it is spent (daemon pass, our wake-up). */
+    int64_t t = now_ns(), g = (int64_t)nth_cpumgr_grant_ns();
+    note_vps(g > 0 && g <= t && t - g < R.reclaim_ns ? g : t);
     nth_futex_unlock(&R.lock);
     kick_watcher();
 }
+
+/* Bit of vp in the slot word's futex bitset: a local enable wakes that VP
+ * only; the daemon's plain FUTEX_WAKE matches every bit. */
+static uint32_t vp_bit(const struct nth_vp *vp) { return 1u << ((unsigned)vp->id % 32u); }
+
+/* Disabled park while attached (nth_park_ops). Lost wake-ups: the word is
+ * recorded, then read, then `disabled` and the pending assignment are
+ * checked (all seq_cst); enable() clears `disabled` before it reads the
+ * recorded word and bumps it, the daemon publishes before it bumps. */
+static void park_wait(struct nth_vp *vp)
+{
+    uint32_t *w = __atomic_load_n(&nth_cpumgr_vp_word, __ATOMIC_ACQUIRE);
+    if (!w || !R.vps || vp->id < 0) {
+        nth_futex_wait(&vp->park_word, 0, -1);
+        return;
+    }
+    struct vp_state *s = &R.vps[vp->id];
+    __atomic_store_n(&s->word, w, __ATOMIC_SEQ_CST);
+    uint32_t v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+    /* A grant published already: take it ourselves (it may enable us). */
+    if (nth_cpumgr_poll())
+        return;
+    const uint32_t *aw = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&vp->disabled, __ATOMIC_SEQ_CST) &&
+        !__atomic_load_n(&vp->park_word, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(aw, __ATOMIC_ACQUIRE) ==
+            __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED))
+        /* Shared futex: the daemon, another process, wakes it. */
+        syscall(SYS_futex, w, FUTEX_WAIT_BITSET, v, NULL, NULL, vp_bit(vp));
+    /* Woken by a grant: read it on this thread, no other hop. */
+    nth_cpumgr_poll();
+}
+
+static void park_wake(struct nth_vp *vp)
+{
+    if (!R.vps || vp->id < 0)
+        return;
+    uint32_t *w = __atomic_load_n(&R.vps[vp->id].word, __ATOMIC_SEQ_CST);
+    if (!w)
+        return;
+    __atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, w, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, vp_bit(vp));
+}
+
+static const struct nth_park_ops park_ops = { park_wait, park_wake };
 
 static void on_sched_point(struct nth_vp *vp, int where)
 {
@@ -172,7 +227,10 @@ static int64_t reclaim_pass(void)
             continue;
         if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE))
             continue; /* it left by itself */
-        int64_t due = s->since + R.reclaim_ns;
+        /* Start the move early by what a move has cost lately (the
+         * futex timeout's lateness plus sched_setaffinity, which returns
+         * once the thread is off the CPU), so the CPU is free on time. */
+        int64_t due = s->since + R.reclaim_ns - R.cost_ns;
         if (t < due) {
             if (due - t < next)
                 next = due - t;
@@ -182,9 +240,17 @@ static int64_t reclaim_pass(void)
             continue; /* nowhere to go: it stays until its next scheduling point */
         /* Bind first, then ask for the VP's own binding back: the VP may
          * rebind (to its old CPU, where it will only park) at any moment. */
+        if (R.no_reclaim)
+            continue;
         bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), R.assigned);
         __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
         s->moved = 1;
+        int64_t late = now_ns() - (s->since + R.reclaim_ns) + R.cost_ns;
+        if (late < 0)
+            late = 0;
+        R.cost_ns += (late - R.cost_ns) / 4;
+        if (R.cost_ns > R.reclaim_ns / 4)
+            R.cost_ns = R.reclaim_ns / 4;
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
     }
     nth_futex_unlock(&R.lock);
@@ -195,6 +261,9 @@ static void *watcher(void *arg)
 {
     (void)arg;
     nth_helper_block_signals(NULL);
+    /* Created from VP 0's kernel thread, it would share VP 0's one CPU and
+     * wait behind the very nano-thread it must move off a reclaimed CPU. */
+    nth_unbind_self();
     /* Timer slack is 50 µs by default: too coarse for a 1 ms bound. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int64_t last_tick = 0;
@@ -255,17 +324,24 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     if (name && !strcmp(name, "off"))
         return 0; /* alone on the affinity mask: nothing to follow */
     R.reclaim_ns = (int64_t)cfg->reclaim_us * 1000;
+    R.cost_ns = R.reclaim_ns / 20 < 50000 ? R.reclaim_ns / 20 : 50000; /* first guess */
+    const char *nr = getenv("NTH_TEST_NO_RECLAIM");
+    R.no_reclaim = nr && *nr == '1';
     R.assigned = hwloc_bitmap_alloc();
     R.vps = calloc((size_t)nth_rt.nvps, sizeof *R.vps);
     if (!R.assigned || !R.vps)
         return ENOMEM;
+    __atomic_store_n(&nth_park_ops, &park_ops, __ATOMIC_RELEASE);
     /* We run on VP 0's kernel thread; the others record theirs at their
      * first idle-loop turn, before they run any nano-thread. */
     struct nth_vp *self = nth_vp_self();
     if (self)
         R.vps[self->id].tid = gettid_();
-    hook_if_attached();
     nth_cpumgr_set_assign_callback(on_assign, NULL);
+    /* Only now, with every VP able to follow it, may the daemon count on
+     * us (nth_cpumgr_client_init_held() in init.c). */
+    nth_cpumgr_client_attach();
+    hook_if_attached();
     nth_pthread_create_fn create = nth_libc_pthread_create();
     pthread_t th;
     if (create(&th, NULL, watcher, NULL) != 0) {

@@ -12,6 +12,7 @@
  * parks until nth_vps_set_allowed() gives it a CPU again.
  */
 #include "internal.h"
+#include "cpumgr_probe.h"
 #include <time.h>
 
 static int64_t now_ns(void)
@@ -74,8 +75,13 @@ static void park(struct nth_vp *vp, int was_spinning)
             if (!disabled)
                 timeout = t;
         }
-        if (timeout != 0)
+        const struct nth_park_ops *ops = __atomic_load_n(&nth_park_ops, __ATOMIC_ACQUIRE);
+        if (disabled && ops)
+            ops->wait(vp);
+        else if (timeout != 0)
             nth_futex_wait(&vp->park_word, 0, timeout);
+        if (disabled)
+            nth_cpumgr_stamp(&nth_cpumgr_probe.unpark_ns);
     }
     __atomic_store_n(&vp->parked, 0, __ATOMIC_SEQ_CST);
     __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
@@ -88,6 +94,7 @@ void nth_idle_loop(struct nth_vp *vp)
         if (__atomic_load_n(&vp->rebind, __ATOMIC_ACQUIRE)) {
             __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
             nth_vp_bind(vp);
+            nth_cpumgr_stamp(&nth_cpumgr_probe.bound_ns);
         }
         struct nth_thread *d = vp->deferred;
         if (d) {

@@ -46,8 +46,13 @@ static int start(const nth_config_t *cfg)
     if (r)
         return r;
     /* The cpumgr client reads the process affinity mask: before VP 0 binds
-     * itself, and before new VPs inherit that binding. */
-    nth_cpumgr_client_init(cfg->cpumgr);
+     * itself, and before new VPs inherit that binding. It attaches only in
+     * nth_cpumgr_rt_start(), once the VPs follow the assignment. */
+    nth_cpumgr_client_init_held(cfg->cpumgr);
+    /* Attached already (nth_cpus_request() before nth_init()), the daemon
+     * may have narrowed this thread's binding (--enforce); the VPs and the
+     * topology are taken from it just below. */
+    nth_cpumgr_client_rebind_self();
     r = nth_vps_start(cfg);
     if (r)
         return r;

@@ -377,6 +377,23 @@ typedef int64_t (*nth_idle_timeout_fn)(struct nth_vp *vp);
 NTH_HIDDEN void nth_idle_timeout_set(nth_idle_timeout_fn fn);
 NTH_HIDDEN extern nth_idle_timeout_fn nth_idle_timeout;
 
+/* (3b) Park of a VP without a CPU (disabled), provided by the cpumgr
+ * client while it is attached: such a VP sleeps on a futex word of the
+ * application's slot, which the daemon wakes right after a grant, so a CPU
+ * handed to us is taken up by the VP itself, not through the watcher thread
+ * and a second wake-up. wait(vp) sleeps at most until the word moves (or
+ * returns at once: nothing is lost, the idle loop re-checks); wake(vp) is
+ * called by whoever cleared vp's `disabled`. NULL: the VP's own park_word. */
+struct nth_park_ops {
+    void (*wait)(struct nth_vp *vp);
+    void (*wake)(struct nth_vp *vp);
+};
+NTH_HIDDEN extern const struct nth_park_ops *nth_park_ops;
+
+/* Give the calling kernel thread the process's CPU mask from before VP 0
+ * was bound (helper threads created from a VP inherit its single CPU). */
+NTH_HIDDEN void nth_unbind_self(void);
+
 /* Exit hooks: run by a nano-thread at exit (in nth_exit or after its function
  * returns) before its joiner is woken; key destructors register here.
  * Up to NTH_HOOKS_MAX; 0, ENOSPC, EINVAL. Thread-safe. */

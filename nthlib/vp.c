@@ -10,6 +10,7 @@
  * and a VP must not become a nano-thread of itself.
  */
 #include "internal.h"
+#include "cpumgr_probe.h"
 #include "trace_core.h"
 #include "libc_real.h"
 #include <dlfcn.h>
@@ -261,14 +262,26 @@ uint64_t nth_vp_nstarted(int vp)
 
 static void enable(struct nth_vp *vp, int cpu)
 {
-    if (vp->cpu != cpu) {
-        vp->cpu = cpu;
-        __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
-    }
+    vp->cpu = cpu;
+    /* Rebind even to the same CPU: while it had none, its kernel thread may
+     * have been moved (bounded reclaim, or the cpumgr daemon enforcing it). */
+    __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&vp->disabled, 0, __ATOMIC_SEQ_CST);
+    nth_cpumgr_stamp(&nth_cpumgr_probe.enable_ns);
     int zero = 0;
     if (__atomic_compare_exchange_n(&vp->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         nth_futex_wake(&vp->park_word, 1);
+    const struct nth_park_ops *ops = __atomic_load_n(&nth_park_ops, __ATOMIC_ACQUIRE);
+    if (ops)
+        ops->wake(vp); /* it may sleep on the slot's word instead */
+}
+
+const struct nth_park_ops *nth_park_ops;
+
+void nth_unbind_self(void)
+{
+    if (initial_mask)
+        (void)sched_setaffinity(0, initial_mask_size, initial_mask);
 }
 
 int nth_vps_set_allowed(hwloc_const_bitmap_t cpus)

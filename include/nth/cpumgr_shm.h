@@ -12,7 +12,9 @@
  *   header          daemon only
  *   slot: state FREE->CLAIMING->ACTIVE, pid, start_time, name, priority,
  *         request, affinity, req_seq     client (the owner)
- *   slot: assigned_count, assigned, aseq, cpu_ns       daemon only
+ *   slot: assigned_count, assigned, aseq, cpu_ns, grant_ns   daemon only
+ *   slot: vp_wake       both: a futex counter, only ever bumped and waited
+ *                       on, never read for a decision by the daemon
  *   slot: state ACTIVE->FREE          client at detach, or daemon at death
  * The daemon treats every client-written word as untrusted input and range
  * checks it; clients trust the daemon (same user or group).
@@ -31,7 +33,7 @@
 #include <unistd.h>
 
 #define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
-#define NTH_CPUMGR_LAYOUT_VERSION 1u
+#define NTH_CPUMGR_LAYOUT_VERSION 2u
 #define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
 #define NTH_CPUMGR_MASK_WORDS     (NTH_CPUMGR_MAX_CPUS / 64u)
 #define NTH_CPUMGR_MAX_SLOTS      64u    /* attached applications at once */
@@ -66,7 +68,14 @@ struct nth_cpumgr_slot {
     int32_t priority;                    /* PRIO_MIN..PRIO_MAX, atomic */
     int32_t request;                     /* CPUs wanted, 0..MAX_CPUS, atomic */
     uint32_t req_seq;                    /* bumped after each change, atomic */
-    uint32_t pad0;
+    uint32_t vp_wake;                    /* futex word (shared) on which the
+                                            owner's VPs without a CPU sleep:
+                                            the daemon adds 1 and wakes them
+                                            after publishing a grant, so the
+                                            CPU is taken up without another
+                                            thread's hop; the owner bumps it
+                                            too. Garbage here costs the
+                                            daemon nothing */
     uint64_t affinity[NTH_CPUMGR_MASK_WORDS]; /* owner's affinity mask, bit i =
                                                  OS CPU i; never given others */
     /* --- daemon-written --- */
@@ -78,6 +87,8 @@ struct nth_cpumgr_slot {
     uint64_t shared[NTH_CPUMGR_MASK_WORDS];   /* subset of assigned[] that is
                                                  shared with one other app */
     uint64_t cpu_ns;                     /* CPU-nanoseconds allocated so far */
+    uint64_t grant_ns;                   /* CLOCK_MONOTONIC ns of the last
+                                            publication (diagnostics) */
 } __attribute__((aligned(64)));
 
 /* The segment: this header followed by nothing else. */
@@ -96,7 +107,10 @@ struct nth_cpumgr_shm {
     uint32_t period_ms;                  /* daemon's --period */
     uint32_t wake;                       /* futex word: clients add 1 and
                                             FUTEX_WAKE (shared, not private) */
-    uint64_t reserved[8];
+    uint64_t pass_ns;                    /* CLOCK_MONOTONIC ns at which the
+                                            last pass that published began
+                                            (diagnostics: wake-to-grant) */
+    uint64_t reserved[7];
     struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
 };
 

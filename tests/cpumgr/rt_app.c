@@ -3,14 +3,17 @@
  * tests: the real runtime (VPs, the cpumgr watcher), driven by commands on
  * stdin, printing one line per change of what it sees:
  *   "A=<attached> N=<assigned> CPUS=<list> EN=<enabled VPs> PK=<disabled VPs
- *    parked> OUT=<enabled VPs bound outside the assignment> RC=<reclaims>"
+ *    parked> OUT=<enabled VPs bound outside the assignment> RC=<reclaims>
+ *    V=<VPs>"
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
  * "exit". Linked statically to read the runtime's VP table; a plain kernel
  * thread prints the state lines, so they appear while every VP is parked.
  *
- * usage: rt_app SEGMENT REQUEST
+ * usage: rt_app SEGMENT REQUEST [pre]
+ * With "pre", the application attaches through the public API before
+ * nth_init() (see pre_runtime()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -101,8 +105,8 @@ static void status(char *line, size_t len)
                 }
     }
     hwloc_bitmap_free(m);
-    snprintf(line, len, "A=%d N=%d CPUS=%s EN=%d PK=%d OUT=%d RC=%lu", nth_cpumgr_attached(),
-             nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims());
+    snprintf(line, len, "A=%d N=%d CPUS=%s EN=%d PK=%d OUT=%d RC=%lu V=%d", nth_cpumgr_attached(),
+             nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims(), nth_rt.nvps);
 }
 
 /* A kernel thread, not a VP: it reports even while every VP is parked. */
@@ -123,6 +127,60 @@ static void *reporter(void *arg)
     return NULL;
 }
 
+static int wait_assigned(int n)
+{
+    for (int i = 0; i < 8000; i++) {
+        if (nth_cpumgr_attached() && nth_cpus_assigned() == n)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* Before the runtime: attached with 2 CPUs (prints "PRE attached"), then,
+ * once the test's second application has taken one, this kernel thread
+ * keeps running on the CPU taken away, as a main thread still inside
+ * nth_init() would, until the daemon (--enforce) binds it to our other CPU
+ * (prints "PRE moved=1", or moved=0 after 5 s). Then nth_init() runs on
+ * that narrowed binding. */
+static int pre_runtime(int req)
+{
+    if (nth_cpus_request(req) != 0 || wait_assigned(2) != 0)
+        return -1;
+    printf("PRE attached\n");
+    fflush(stdout);
+    hwloc_bitmap_t m = NULL;
+    if (wait_assigned(1) != 0 || nth_cpus_assigned_mask(&m) != 0)
+        return -1;
+    cpu_set_t all, one, now;
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+        return -1;
+    int taken = -1;
+    for (int c = 0; c < CPU_SETSIZE && taken < 0; c++)
+        if (CPU_ISSET(c, &all) && !hwloc_bitmap_isset(m, (unsigned)c))
+            taken = c;
+    hwloc_bitmap_free(m);
+    if (taken < 0)
+        return -1;
+    CPU_ZERO(&one);
+    CPU_SET(taken, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return -1;
+    int moved = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        for (volatile int i = 0; i < 100000; i++)
+            ;
+        moved = sched_getaffinity(0, sizeof now, &now) == 0 && !CPU_EQUAL(&now, &one);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (!moved && t.tv_sec - t0.tv_sec < 5);
+    printf("PRE moved=%d\n", moved);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -131,6 +189,8 @@ int main(int argc, char **argv)
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
     setenv("NTH_CPUMGR", argv[1], 1);
+    if (argc > 3 && !strcmp(argv[3], "pre") && pre_runtime(atoi(argv[2])) != 0)
+        return 3;
     if (nth_init(NULL) != 0 || nth_cpus_request(atoi(argv[2])) != 0)
         return 3;
     nth_t gen = NULL, spin = NULL;

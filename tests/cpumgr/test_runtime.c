@@ -5,7 +5,7 @@
  * park and unpark with the assignment, that no work item is lost or run
  * twice, that an application survives its daemon and re-attaches, and that
  * a nano-thread which never yields leaves a CPU taken from it (bounded
- * reclaim). Every test kills its children and unlinks its segment in
+ * reclaim), and by the daemon when the runtime ignores it. Every test kills its children and unlinks its segment in
  * teardown; children die with us (PR_SET_PDEATHSIG). Waits are bounded.
  */
 #include <errno.h>
@@ -42,6 +42,7 @@ struct proc {
     char state[512];  /* last "A=..." line */
     char done[256];   /* "DONE ..." line */
     char spin[128];   /* "SPIN ..." line */
+    char pre[128];    /* last "PRE ..." line */
 };
 
 static char bindir[PATH_MAX];
@@ -105,11 +106,13 @@ static void reap(pid_t pid)
         }
 }
 
-static void start_daemon(void)
+/* opt, val: one more daemon option, or NULL. */
+static void start_daemon_opt(const char *opt, const char *val)
 {
     static char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/cpumgr/cpumgr", bindir);
-    char *argv[] = {path, "--foreground", "--name", seg, "--period", "10", "--quantum", "50", NULL};
+    char *argv[] = {path, "--foreground", "--name", seg, "--period", "10", "--quantum", "50",
+                    (char *)opt, (char *)val, NULL};
     daemon_pid = spawn(argv, NULL, NULL, -1);
     uint64_t t0 = us();
     for (;;) {
@@ -128,15 +131,23 @@ static void start_daemon(void)
     }
 }
 
-static void start(struct proc *p, const char *prog, const char *req, int cpu)
+static void start_daemon(void) { start_daemon_opt(NULL, NULL); }
+
+/* arg: rt_app's mode ("pre") or client_app's priority. */
+static void start_arg(struct proc *p, const char *prog, const char *req, int cpu, const char *arg)
 {
     static char path[2][PATH_MAX + 32];
     static int k;
     k ^= 1;
     snprintf(path[k], sizeof path[k], "%s/tests/cpumgr/%s", bindir, prog);
-    char *argv[] = {path[k], seg, (char *)req, (char *)"1", NULL};
+    char *argv[] = {path[k], seg, (char *)req, (char *)arg, NULL};
     memset(p, 0, sizeof *p);
     p->pid = spawn(argv, &p->in, &p->out, cpu);
+}
+
+static void start(struct proc *p, const char *prog, const char *req, int cpu)
+{
+    start_arg(p, prog, req, cpu, "1");
 }
 
 static void send(struct proc *p, const char *cmd)
@@ -162,6 +173,8 @@ static void drain(struct proc *p)
                 snprintf(p->done, sizeof p->done, "%.*s", (int)sizeof p->done - 1, p->buf);
             else if (!strncmp(p->buf, "SPIN", 4))
                 snprintf(p->spin, sizeof p->spin, "%.*s", (int)sizeof p->spin - 1, p->buf);
+            else if (!strncmp(p->buf, "PRE", 3))
+                snprintf(p->pre, sizeof p->pre, "%.*s", (int)sizeof p->pre - 1, p->buf);
             size_t used = (size_t)(nl - p->buf) + 1;
             memmove(p->buf, nl + 1, p->len - used + 1);
             p->len -= used;
@@ -273,8 +286,8 @@ static void test_two_apps(void **state)
     start(&b, "rt_app", "2", -1);
     send(&a, "work\n");
     send(&b, "work\n");
-    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
-    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
     char ca[32], cb[32];
     assert_int_equal(sscanf(strstr(a.state, "CPUS="), "CPUS=%31s", ca), 1);
     assert_int_equal(sscanf(strstr(b.state, "CPUS="), "CPUS=%31s", cb), 1);
@@ -282,6 +295,40 @@ static void test_two_apps(void **state)
     sleep_ms(100);
     check_work(&a);
     check_work(&b);
+}
+
+/* An application attached before nth_init() (nth_cpus_request() first),
+ * and a CPU was taken from it while its main thread still ran there: the
+ * daemon (--enforce) bound that thread to the CPU left to it. nth_init()
+ * must still build its VPs on the process's own mask (2 VPs), not on that
+ * passing binding: with it, the application kept one VP for good (seen as
+ * test_two_apps failing now and then, its main thread inside nth_init()
+ * when the daemon enforced). */
+static void test_enforced_before_init(void **state)
+{
+    (void)state;
+    start_daemon_opt("--enforce", "300000"); /* 300 ms: time to stand on the CPU */
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    start_arg(&a, "rt_app", "2", -1, "pre");
+    uint64_t t0 = us();
+    while (strcmp(a.pre, "PRE attached") != 0) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: not attached before init", (int)a.pid);
+        sleep_ms(2);
+    }
+    start(&b, "client_app", "1", -1);
+    t0 = us();
+    while (strncmp(a.pre, "PRE moved=", 10) != 0) {
+        drain(&a);
+        if (us() - t0 > 2 * WAIT_MS * 1000u) fail_msg("app %d: no PRE moved line", (int)a.pid);
+        sleep_ms(2);
+    }
+    assert_string_equal(a.pre, "PRE moved=1"); /* else this test tests nothing */
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    send(&a, "work\n");
+    sleep_ms(50);
+    check_work(&a);
 }
 
 /* kill -9 the daemon: the application carries on alone on all its CPUs,
@@ -419,14 +466,96 @@ static void test_bounded_reclaim(void **state)
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
 }
 
+/* Does the Cpus_allowed_list of thread tid of pid include cpu? -1 if the
+ * thread is gone. */
+static int allowed_has(pid_t pid, int tid, int cpu)
+{
+    char path[96], line[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int has = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Cpus_allowed_list:", 18)) {
+            has = 0;
+            for (char *save, *t = strtok_r(line + 18, " \t\n,", &save); t;
+                 t = strtok_r(NULL, " \t\n,", &save)) {
+                int lo = -1, hi = -1;
+                if (sscanf(t, "%d-%d", &lo, &hi) == 2 ? (cpu >= lo && cpu <= hi)
+                                                      : (atoi(t) == cpu))
+                    has = 1;
+            }
+        }
+    fclose(f);
+    return has;
+}
+
+static int count_in_log(const char *needle)
+{
+    char line[1024];
+    int n = 0;
+    FILE *f = fopen(logf, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The same non-yielding nano-thread, in an application whose runtime
+ * ignores the reclaim (NTH_TEST_NO_RECLAIM=1, a test hook): the daemon
+ * moves its threads off the CPU it gave away (--enforce, 2 ms by default),
+ * seen in /proc/PID/task/TID/status, and says so once in its log. */
+static void test_daemon_enforces(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    setenv("NTH_TEST_NO_RECLAIM", "1", 1);
+    start(&a, "rt_app", "2", -1);
+    unsetenv("NTH_TEST_NO_RECLAIM");
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "spin\n");
+    uint64_t t0 = us();
+    while (!a.spin[0]) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no SPIN line");
+        sleep_ms(2);
+    }
+    int tid = -1, cpu = -1;
+    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d", &tid, &cpu), 2);
+    assert_int_equal(allowed_has(a.pid, tid, cpu), 1);
+    start(&b, "client_app", "1", cpu);
+    t0 = us();
+    while (allowed_has(a.pid, tid, cpu) == 1 && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    assert_int_equal(allowed_has(a.pid, tid, cpu), 0);
+    /* The runtime did not move it: the daemon did, and logged it once. */
+    wait_state(&a, "A=1 N=1 RC=0");
+    t0 = us();
+    while (count_in_log("its threads were moved") == 0 && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(5);
+    sleep_ms(100);
+    assert_int_equal(count_in_log("its threads were moved"), 1);
+    send(&a, "unspin\n");
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    send(&b, "exit\n");
+    reap(b.pid);
+    /* Its CPU back: the VP's own binding comes back with it. */
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_shrink_grow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_apps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enforced_before_init, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,27 @@
+/*
+ * enforce.h -- the daemon's side of bounded reclaim: move the threads of a
+ * client that keeps running on CPUs taken from it (issue 5: "the daemon may
+ * enforce the same on a client that ignores the contract"). Same user, no
+ * root: sched_setaffinity on the client's threads.
+ */
+#ifndef CPUMGR_ENFORCE_H
+#define CPUMGR_ENFORCE_H
+
+#include <hwloc.h>
+#include <sys/types.h>
+
+/* Does process pid map the shared-memory segment `name` ("/NAME")? The
+ * slot's pid is client-written: only a process that attached to us (its
+ * /proc/PID/maps shows /dev/shm/NAME, readable for our own user only) is
+ * ever touched. 1 yes, 0 no or unreadable. */
+int cm_enforce_is_client(pid_t pid, const char *name);
+
+/* Threads of pid that are runnable on a CPU of `taken` (/proc/PID/task/TID/
+ * stat: state R, last CPU in taken) are bound to `to` (non-empty). Returns
+ * how many were moved; *first_cpu gets the CPU the first one was found on.
+ * Errors (a thread gone, EPERM) skip that thread. Not thread-safe (static
+ * buffers are not used, but call it from the daemon loop only). */
+int cm_enforce_move(hwloc_topology_t topo, pid_t pid, hwloc_const_bitmap_t taken,
+                    hwloc_const_bitmap_t to, int *first_cpu);
+
+#endif

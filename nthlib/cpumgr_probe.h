@@ -1,0 +1,35 @@
+/*
+ * cpumgr_probe.h -- timestamps along the path of a CPU given to this
+ * application (bench/cpumgr --breakdown). Off by default: one relaxed load
+ * of `on` on paths that are already slow (a VP leaving a disabled park, a
+ * rebind, a new assignment), nothing on the scheduling fast path.
+ */
+#ifndef NTH_CPUMGR_PROBE_H
+#define NTH_CPUMGR_PROBE_H
+
+#include <stdint.h>
+#include <time.h>
+
+struct nth_cpumgr_probe {
+    int on;              /* set by a bench; nobody else writes the stamps */
+    uint64_t notice_ns;  /* a new assignment was read from the slot */
+    int notice_vp;       /* by VP id, or -1: the watcher */
+    uint64_t enable_ns;  /* nth_vps_set_allowed() enabled a disabled VP */
+    uint64_t unpark_ns;  /* a VP that parked disabled left its futex wait */
+    uint64_t bound_ns;   /* that VP's kernel thread was rebound */
+};
+
+__attribute__((visibility("hidden"))) extern struct nth_cpumgr_probe nth_cpumgr_probe;
+
+/* CLOCK_MONOTONIC ns into *w when the probe is on. Any thread. */
+static inline void nth_cpumgr_stamp(uint64_t *w)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED), 0)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        __atomic_store_n(w, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                         __ATOMIC_RELAXED);
+    }
+}
+
+#endif
