@@ -65,7 +65,7 @@ bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
 bench_sor_nth_LDFLAGS = -static
 bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/highprio.sh
 bench_programs += $(kernel_programs)
 
 # ---- cpumgr latencies (bench/cpumgr.c): reallocation and bounded reclaim,
