@@ -96,6 +96,6 @@ for b in "${builds[@]}"; do
     off=$(cg "$b"); on=$(cg "$b" "$tmp/c.bin")
     recs=$(( ($(stat -c %s "$tmp"/c.bin) - 64) / 32 ))
     awk -v b="$b" -v on="$on" -v off="$off" -v recs="$recs" 'BEGIN {
-        printf "{\"bench\":\"trace_overhead_lu_instructions\",\"impl\":\"nth\",\"value\":%.4f,\"unit\":\"%%\",\"params\":{\"size\":1000,\"vps\":1,\"threads\":2,\"build\":\"%s\"},\"untraced\":%.0f,\"traced\":%.0f,\"records\":%d,\"instructions_per_record\":%.0f}\n", b, (on / off - 1) * 100, off, on, recs, (on - off) / recs
+        printf "{\"bench\":\"trace_overhead_lu_instructions\",\"impl\":\"nth\",\"value\":%.4f,\"unit\":\"%%\",\"params\":{\"size\":1000,\"vps\":1,\"threads\":2,\"build\":\"%s\"},\"untraced\":%.0f,\"traced\":%.0f,\"records\":%d,\"instructions_per_record\":%.0f}\n", (on / off - 1) * 100, b, off, on, recs, (on - off) / recs
     }'
 done
