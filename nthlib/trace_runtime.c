@@ -39,6 +39,8 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     vp->trace_t0 = 0;
     nth_trace__switch_rt(from->id, to->id, blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
                          from->flags & NTH_TF_IDLE ? 0 : t0, blocked ? from->trace_obj : 0, from->trace_kind);
+    if (vp->id < 0)
+        return;   /* a watchdog stand-in's shell VP: no queue, no VP track */
     long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
     if (n < 0)
         n = 0;
@@ -66,4 +68,9 @@ uint64_t nth_trace__rt_region_id(void)
 {
     static uint64_t seq;
     return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+}
+
+void nth_trace__rt_rename(struct nth_thread *t)
+{
+    nth_trace__name(NTH_NAME_THREAD, t->id, 0, t->name);
 }
