@@ -549,5 +549,6 @@ int nth_setname(nth_t th, const char *name)
         return ESRCH;
     strncpy(t->name, name, NTH_NAME_MAX - 1);
     t->name[NTH_NAME_MAX - 1] = '\0';
+    nth_trace_rt_rename(t);
     return 0;
 }

@@ -141,6 +141,15 @@ static inline void nth_trace_rt_rq(struct nth_rq *q, long d)
     NTH_TRACE_IF_ON __atomic_fetch_add(&q->n, d, __ATOMIC_RELAXED);
 }
 
+/* nth_setname (also the shim's pthread_setname_np), after the copy: the
+ * trace names the nano-thread's track, and the joins on it, by the new name
+ * (the converters take a nano-thread's last registered name). */
+NTH_HIDDEN void nth_trace__rt_rename(struct nth_thread *t);
+static inline void nth_trace_rt_rename(struct nth_thread *t)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_rename(t);
+}
+
 /* Parallel regions (parallel.c): a region number for the trace, or 0 when
  * tracing is off (no atomic then). */
 NTH_HIDDEN uint64_t nth_trace__rt_region_id(void);

@@ -4,7 +4,8 @@
 # barrier, a rwlock or a semaphore shows a SYNCH slice on its own track whose
 # args give the object's kind and the address the program printed (the named
 # mutex: its registered name); main's join of a running nano-thread shows
-# SYNCH naming the joined one. The trace is well formed (check_json), and the
+# SYNCH naming the joined one. The semaphore's waiter, renamed with
+# nth_setname after its creation, has its track under the new name. The trace is well formed (check_json), and the
 # same run as Paraver carries the object's address and kind events, named in
 # the .pcf.
 . "$top_srcdir/tests/trace/lib.sh"

@@ -8,7 +8,8 @@
  * lock" (nth_trace_register_object), and a rwlock for writing; it creates
  * six nano-threads and yields until each has blocked: on the mutex, on the
  * named mutex, on a condvar, on a barrier of two, on the rwlock (reading)
- * and on a semaphore at 0. It then releases all of them and joins them;
+ * and on a semaphore at 0 (that one created "unnamed", renamed "swaiter"
+ * with nth_setname). It then releases all of them and joins them;
  * the first join blocks main (SYNCH on the join). Prints the objects'
  * addresses and the nano-threads' trace ids, one "key=value" per word.
  *
@@ -81,7 +82,7 @@ static int sync_main(void)
     struct { const char *name; void *(*fn)(void *); void *arg; nth_t t; } th[] = {
         { "locker", locker, &m, NULL },   { "named_locker", locker, &named, NULL },
         { "cwaiter", cwaiter, NULL, NULL }, { "bwaiter", bwaiter, NULL, NULL },
-        { "rwaiter", rwaiter, NULL, NULL }, { "swaiter", swaiter, NULL, NULL },
+        { "rwaiter", rwaiter, NULL, NULL }, { "unnamed", swaiter, NULL, NULL },
     };
     enum { N = sizeof th / sizeof th[0] };
     if (nth_barrier_init(&b, 2) || nth_sem_init(&s, 0) || nth_trace_register_object(&named, "queue lock"))
@@ -95,6 +96,10 @@ static int sync_main(void)
         if (nth_create(&th[i].t, &a, th[i].fn, th[i].arg))
             return 5;
     }
+    /* Renamed after creation (as pthread_setname_np through the shim): the
+     * trace shows the new name. */
+    if (nth_setname(th[N - 1].t, "swaiter"))
+        return 5;
     /* Each runs once and blocks; one VP: they run only while main yields. */
     for (int k = 0; k < 100 && __atomic_load_n(&blocked, __ATOMIC_RELAXED) < N; k++)
         nth_yield();
@@ -116,7 +121,7 @@ static int sync_main(void)
            (uintmax_t)(uintptr_t)&m, (uintmax_t)(uintptr_t)&named, (uintmax_t)(uintptr_t)&c,
            (uintmax_t)(uintptr_t)&b, (uintmax_t)(uintptr_t)&rw, (uintmax_t)(uintptr_t)&s);
     for (int i = 0; i < N; i++)
-        printf(" %s=%llu", th[i].name, (unsigned long long)nth_id(th[i].t));
+        printf(" %s=%llu", i == N - 1 ? "swaiter" : th[i].name, (unsigned long long)nth_id(th[i].t));
     printf("\n");
     for (int i = 0; i < N; i++) {
         void *ret = (void *)1;
