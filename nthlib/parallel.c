@@ -77,14 +77,6 @@ static struct member *current_member(void)
     return vp->current->user[MEMBER_SLOT];
 }
 
-/* The running nano-thread's descriptor (NULL on a kernel thread that is no
- * VP), for the trace call sites. */
-static struct nth_thread *self_desc(void)
-{
-    struct nth_vp *vp = nth_vp_self();
-    return vp ? vp->current : NULL;
-}
-
 static void set_member(struct member *m)
 {
     struct nth_vp *vp = nth_vp_self();
@@ -172,8 +164,7 @@ static void barrier_wait(struct team *tm, int id)
     if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
         return;
     struct slot *s = &tm->slots[id];
-    struct nth_thread *self = self_desc();
-    nth_trace_rt_wait_obj(self, (uintptr_t)tm, NTH_OBJ_TEAM_BARRIER);
+    nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_BARRIER);
     for (;;) {
         __atomic_store_n(&s->sleep, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) != g) {
@@ -191,7 +182,7 @@ static void barrier_wait(struct team *tm, int id)
         /* An early wake-up (a previous round's releaser still scanning, or
          * a left-over permit): sleep again. */
     }
-    nth_trace_rt_wait_obj(self, 0, 0);
+    nth_trace_rt_wait_obj_self(0, 0);
 }
 
 int nth_team_barrier(void)
@@ -237,9 +228,9 @@ static void *member_main(void *p)
         if (!spin_while_eq_int(&tm->go, 0))
             nth_yield();
     if (go > 0) {
-        nth_trace_rt_region_begin(self_desc(), tm->trace_region, tm->n, m->id);
+        nth_trace_rt_region_begin(tm->trace_region, tm->n, m->id);
         tm->fn(m->id, tm->n, tm->arg);
-        nth_trace_rt_region_end(self_desc(), tm->trace_region);
+        nth_trace_rt_region_end(tm->trace_region);
     }
     set_member(NULL);
     depart(tm);
@@ -259,12 +250,11 @@ static void join_members(struct team *tm)
     while ((v & LEFT_COUNT) != 0) {
         if (__atomic_compare_exchange_n(&tm->left, &v, v | LEFT_WAITING, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
-            struct nth_thread *self = self_desc();
-            nth_trace_rt_wait_obj(self, (uintptr_t)tm, NTH_OBJ_TEAM_JOIN);
+            nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_JOIN);
             do
                 nth_wait();
             while (__atomic_load_n(&tm->left, __ATOMIC_ACQUIRE) & LEFT_COUNT);
-            nth_trace_rt_wait_obj(self, 0, 0);
+            nth_trace_rt_wait_obj_self(0, 0);
             return;
         }
     }
@@ -317,8 +307,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
     tm.slots[0].t = tm.master;
     /* The caller's region slice spans creating and joining the members. */
     tm.trace_region = nth_trace_rt_region_id();
-    struct nth_thread *self = self_desc();
-    nth_trace_rt_region_begin(self, tm.trace_region, n, 0);
+    nth_trace_rt_region_begin(tm.trace_region, n, 0);
 
     int err = 0, created = 0;
     if (n > 1) {
@@ -356,7 +345,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
             __atomic_sub_fetch(&tm.left, (long)(n - 1 - created), __ATOMIC_RELEASE);
             __atomic_store_n(&tm.go, -1, __ATOMIC_RELEASE);
             join_members(&tm);
-            nth_trace_rt_region_end(self, tm.trace_region);
+            nth_trace_rt_region_end(tm.trace_region);
             if (tm.slots != inline_slots)
                 free(tm.slots);
             return err;
@@ -368,7 +357,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
     set_member(outer);
     if (n > 1)
         join_members(&tm);
-    nth_trace_rt_region_end(self, tm.trace_region);
+    nth_trace_rt_region_end(tm.trace_region);
     if (tm.slots != inline_slots)
         free(tm.slots);
     return 0;

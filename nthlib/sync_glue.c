@@ -151,7 +151,5 @@ void nth__keys_exit_hook_install(void)
 
 void nth__sync_trace_wait(const void *obj, unsigned kind)
 {
-    struct nth_vp *vp = nth_vp_self();
-    if (vp)
-        nth_trace_rt_wait_obj(vp->current, (uintptr_t)obj, kind);
+    nth_trace_rt_wait_obj_self((uintptr_t)obj, kind);
 }

@@ -70,6 +70,17 @@ static inline void nth_trace_rt_wait_obj(struct nth_thread *self, uint64_t obj, 
     }
 }
 
+/* The same for the nano-thread running on the caller's VP (none: nothing),
+ * looked up only while tracing. */
+static inline void nth_trace_rt_wait_obj_self(uint64_t obj, unsigned kind)
+{
+    NTH_TRACE_IF_ON {
+        struct nth_vp *vp = nth_vp_self();
+        if (vp)
+            nth_trace_rt_wait_obj(vp->current, obj, kind);
+    }
+}
+
 /* First line of a runtime call whose time shows as OVERHEAD (nth_create,
  * nth_join): the trace clock in ns, or 0 when tracing is off (one branch,
  * no clock read). The call's last hook takes it as `since`. */
@@ -159,17 +170,20 @@ static inline uint64_t nth_trace_rt_region_id(void)
     return 0;
 }
 
-/* Member `member` of a team of `team` enters / leaves region `region`
- * (nonzero: numbered while tracing), as a nested slice on its regions track. */
-static inline void nth_trace_rt_region_begin(struct nth_thread *self, uint64_t region, int team, int member)
+/* Member `member` of a team of `team` enters (begin 1) / leaves (begin 0)
+ * region `region`, as a nested slice on the running nano-thread's regions
+ * track. region is 0 when tracing was off at the region's start: then one
+ * branch, nothing read (the nano-thread is looked up out of line). */
+NTH_HIDDEN void nth_trace__rt_region(int begin, uint64_t region, int team, int member);
+static inline void nth_trace_rt_region_begin(uint64_t region, int team, int member)
 {
-    if (region && self)
-        nth_trace_region_begin(self->id, region, (unsigned)team, (unsigned)member);
+    if (region)
+        nth_trace__rt_region(1, region, team, member);
 }
-static inline void nth_trace_rt_region_end(struct nth_thread *self, uint64_t region)
+static inline void nth_trace_rt_region_end(uint64_t region)
 {
-    if (region && self)
-        nth_trace_region_end(self->id, region);
+    if (region)
+        nth_trace__rt_region(0, region, 0, 0);
 }
 
 #endif

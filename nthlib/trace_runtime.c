@@ -74,3 +74,15 @@ void nth_trace__rt_rename(struct nth_thread *t)
 {
     nth_trace__name(NTH_NAME_THREAD, t->id, 0, t->name);
 }
+
+void nth_trace__rt_region(int begin, uint64_t region, int team, int member)
+{
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *self = vp ? vp->current : NULL;
+    if (!self)
+        return;
+    if (begin)
+        nth_trace_region_begin(self->id, region, (unsigned)team, (unsigned)member);
+    else
+        nth_trace_region_end(self->id, region);
+}
