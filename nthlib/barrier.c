@@ -50,6 +50,6 @@ int nth_barrier_wait(nth_barrier_t *b)
     nth_waiter_init(&w, nth_self());
     nth_wq_push(&b->__head, &b->__tail, &w);
     nth_ounlock(&b->__lock);
-    nth_waiter_block(&w);
+    nth_waiter_block(&w, b, NTH_OBJ_BARRIER);
     return 0;
 }

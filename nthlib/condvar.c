@@ -112,13 +112,13 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         }
         /* Signalled or timed out meanwhile: a signal we took must not be
          * lost, so pass it on. */
-        int s = nth_waiter_block(&w);
+        int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
         nth_waiter_disarm(&w);
         if (s == NTH_W_WOKEN)
             nth_cond_signal(c);
         return e;
     }
-    int s = nth_waiter_block(&w);
+    int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
     nth_waiter_disarm(&w);
     nth__mutex_reacquire(m, depth);
     return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;

@@ -91,7 +91,8 @@ struct nth_thread {
     char name[NTH_NAME_MAX];
     /* Reserved for other parts. */
     void *specific;                 /* thread-specific data (sync/keys) */
-    void *trace;                    /* tracing state */
+    uint64_t trace_obj;             /* tracing: what it is about to wait on */
+    unsigned trace_kind;            /* (trace_core.h), else 0 */
     void *user[4];                  /* spare slots for later parts */
     /* Tooling. */
     void *asan_fake;
@@ -194,7 +195,8 @@ struct nth_vp {
     pthread_t kthread;
     void *altstack;                   /* SIGSEGV alternate stack */
     void *timerq;                     /* reserved: the per-VP timer queue */
-    void *trace;                      /* reserved: the per-VP trace buffer */
+    void *trace;                      /* tracing: last ready-queue length + 1 */
+    uint64_t trace_t0;                /* tracing: when the switch path began */
     void *cpumgr;                     /* reserved: cpumgr client state */
     uint64_t nstarted;                /* nano-threads first run here (stats) */
     uint64_t nswitch;                 /* context switches (stats) */

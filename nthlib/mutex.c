@@ -158,7 +158,7 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
             nth_waiter_arm(&w, &m->__lock, &m->__head, &m->__tail, clock, abs);
         }
         nth_ounlock(&m->__lock);
-        int s = nth_waiter_block(&w);
+        int s = nth_waiter_block(&w, m, NTH_OBJ_MUTEX);
         nth_waiter_disarm(&w);
         if (s != NTH_W_WOKEN)
             return ETIMEDOUT;

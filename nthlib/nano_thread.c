@@ -185,7 +185,8 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     else
         t->name[0] = '\0';
     t->specific = NULL;
-    t->trace = NULL;
+    t->trace_obj = 0;
+    t->trace_kind = 0;
     memset(t->user, 0, sizeof(t->user));
     nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
@@ -283,7 +284,7 @@ int nth_join(nth_t th, void **ret)
             continue;
         /* Registered: sleep until the exit sets EXITED (nth_wait may return
          * early on a stale permit, so re-check). */
-        nth_trace_rt_join(self, t);
+        nth_trace_rt_wait_obj(self, t->id, NTH_OBJ_JOIN);
         while ((j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE)) != NTH_J_EXITED) {
             if (self)
                 nth_wait();
@@ -291,6 +292,7 @@ int nth_join(nth_t th, void **ret)
                 nth_sys_yield();        /* a kernel thread that is no VP */
         }
         __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
+        nth_trace_rt_wait_obj(self, 0, 0);
         nth_trace_rt_join_done(self, tr0);
         break;
     }
@@ -497,6 +499,7 @@ int nth_yield(void)
     }
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
+    nth_trace_rt_leave(vp);
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
         __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
         nth_vp_bind(vp);
@@ -589,5 +592,6 @@ int nth_setname(nth_t th, const char *name)
         return ESRCH;
     strncpy(t->name, name, NTH_NAME_MAX - 1);
     t->name[NTH_NAME_MAX - 1] = '\0';
+    nth_trace_rt_rename(t);
     return 0;
 }

@@ -80,6 +80,6 @@ int nth_once(nth_once_t *once, void (*routine)(void))
     }
     nth_wq_push(&b->head, &b->tail, &w);
     nth_ounlock(&b->lock);
-    nth_waiter_block(&w);
+    nth_waiter_block(&w, once, NTH_OBJ_ONCE);
     return 0;
 }

@@ -20,6 +20,7 @@
  * caller returns only once every member has departed.
  */
 #include "internal.h"
+#include "trace_core.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ struct team {
     unsigned long next;         /* work-sharing counter, reset per barrier */
     char pad1[NTH_CACHELINE];
     struct slot *slots;
+    uint64_t trace_region;      /* region number in the trace, 0 = untraced */
 };
 
 static struct member *current_member(void)
@@ -164,6 +166,7 @@ static void barrier_wait(struct team *tm, int id)
     if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
         return;
     struct slot *s = &tm->slots[id];
+    nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_BARRIER);
     for (;;) {
         __atomic_store_n(&s->sleep, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) != g) {
@@ -171,16 +174,17 @@ static void barrier_wait(struct team *tm, int id)
              * nth_to_rq() is on its way: consume it here. */
             if (!__atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
                 nth_wait();
-            return;
+            break;
         }
         nth_wait();
         if (__atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != g) {
             __atomic_store_n(&s->sleep, 0, __ATOMIC_RELAXED);
-            return;
+            break;
         }
         /* An early wake-up (a previous round's releaser still scanning, or
          * a left-over permit): sleep again. */
     }
+    nth_trace_rt_wait_obj_self(0, 0);
 }
 
 int nth_team_barrier(void)
@@ -225,8 +229,11 @@ static void *member_main(void *p)
     while ((go = __atomic_load_n(&tm->go, __ATOMIC_ACQUIRE)) == 0)
         if (!spin_while_eq_int(&tm->go, 0))
             nth_yield();
-    if (go > 0)
+    if (go > 0) {
+        nth_trace_rt_region_begin(tm->trace_region, tm->n, m->id);
         tm->fn(m->id, tm->n, tm->arg);
+        nth_trace_rt_region_end(tm->trace_region);
+    }
     set_member(NULL);
     nth_vp_self()->team_linger = 1;
     depart(tm);
@@ -246,9 +253,11 @@ static void join_members(struct team *tm)
     while ((v & LEFT_COUNT) != 0) {
         if (__atomic_compare_exchange_n(&tm->left, &v, v | LEFT_WAITING, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
+            nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_JOIN);
             do
                 nth_wait();
             while (__atomic_load_n(&tm->left, __ATOMIC_ACQUIRE) & LEFT_COUNT);
+            nth_trace_rt_wait_obj_self(0, 0);
             return;
         }
     }
@@ -299,6 +308,9 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
         tm.slots[i].m.id = i;
     }
     tm.slots[0].t = tm.master;
+    /* The caller's region slice spans creating and joining the members. */
+    tm.trace_region = nth_trace_rt_region_id();
+    nth_trace_rt_region_begin(tm.trace_region, n, 0);
 
     int err = 0, created = 0;
     if (n > 1) {
@@ -336,6 +348,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
             __atomic_sub_fetch(&tm.left, (long)(n - 1 - created), __ATOMIC_RELEASE);
             __atomic_store_n(&tm.go, -1, __ATOMIC_RELEASE);
             join_members(&tm);
+            nth_trace_rt_region_end(tm.trace_region);
             if (tm.slots != inline_slots)
                 free(tm.slots);
             return err;
@@ -347,6 +360,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
     set_member(outer);
     if (n > 1)
         join_members(&tm);
+    nth_trace_rt_region_end(tm.trace_region);
     if (tm.slots != inline_slots)
         free(tm.slots);
     return 0;

@@ -115,7 +115,7 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
     if (abs)
         nth_waiter_arm(&w, &rw->__lock, &rw->__rhead, &rw->__rtail, CLOCK_REALTIME, abs);
     nth_ounlock(&rw->__lock);
-    int s = nth_waiter_block(&w);
+    int s = nth_waiter_block(&w, rw, NTH_OBJ_RWLOCK);
     nth_waiter_disarm(&w);
     return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }
@@ -155,7 +155,7 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         nth_waiter_arm(&w, &rw->__lock, &rw->__whead, &rw->__wtail, CLOCK_REALTIME, abs);
     }
     nth_ounlock(&rw->__lock);
-    int s = nth_waiter_block(&w);
+    int s = nth_waiter_block(&w, rw, NTH_OBJ_RWLOCK);
     nth_waiter_disarm(&w);
     if (s == NTH_W_WOKEN)
         return 0;

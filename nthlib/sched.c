@@ -299,6 +299,7 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
 void nth_sched_block(struct nth_vp *vp, int action)
 {
     struct nth_thread *next = NULL;
+    nth_trace_rt_leave(vp);
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
         __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
         nth_vp_bind(vp);

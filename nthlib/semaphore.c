@@ -69,7 +69,7 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     if (abs)
         nth_waiter_arm(&w, &s->__lock, &s->__head, &s->__tail, clock, abs);
     nth_ounlock(&s->__lock);
-    int st = nth_waiter_block(&w);
+    int st = nth_waiter_block(&w, s, NTH_OBJ_SEMAPHORE);
     nth_waiter_disarm(&w);
     return st == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }

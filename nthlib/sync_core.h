@@ -12,6 +12,7 @@
 
 #include "nth.h"
 #include "timer_queue.h"
+#include "trace_format.h"
 
 #define NTH_HIDDEN __attribute__((visibility("hidden")))
 
@@ -30,6 +31,19 @@ NTH_HIDDEN struct nth_tq *nth__vp_timer_queue(void);
 NTH_HIDDEN void **nth__specific_slot(void);
 /* Make sure nth__keys_exit runs at every nano-thread exit (first key). */
 NTH_HIDDEN void nth__keys_exit_hook_install(void);
+
+/* Tracing: nonzero while recording (trace_record.c; the mock's is 0). */
+extern NTH_HIDDEN int nth_trace_on;
+/* The calling nano-thread is about to wait on obj, of enum
+ * nth_trace_obj_kind kind (NULL: the wait is over): if it is switched out
+ * blocked meanwhile, its SYNCH slice names obj. Stores in the caller's
+ * descriptor; no record, no allocation. Call through nth_sync_trace_wait. */
+NTH_HIDDEN void nth__sync_trace_wait(const void *obj, unsigned kind);
+static inline void nth_sync_trace_wait(const void *obj, unsigned kind)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED), 0))
+        nth__sync_trace_wait(obj, kind);
+}
 
 /* Sync -> core (sync defines these). */
 

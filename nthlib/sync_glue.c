@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include "internal.h"
 #include "sync_core.h"
+#include "trace_core.h"
 
 static int hooks_state; /* 0 none, 1 installing, 2 installed */
 
@@ -146,4 +147,9 @@ void nth__keys_exit_hook_install(void)
     nth_ensure_started();
     if (__atomic_compare_exchange_n(&installed, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         nth_exit_hook_add(keys_exit_hook);
+}
+
+void nth__sync_trace_wait(const void *obj, unsigned kind)
+{
+    nth_trace_rt_wait_obj_self((uintptr_t)obj, kind);
 }

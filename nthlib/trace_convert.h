@@ -28,8 +28,9 @@ struct nth_tr_name {
 
 struct nth_tr_level {
     unsigned state;
-    int implicit;                /* READY pushed by a switch-out, popped by the switch-in */
+    int implicit;                /* READY or SYNCH pushed by a switch-out, popped by the switch-in */
     uint64_t obj, since;
+    unsigned kind;               /* enum nth_trace_obj_kind of obj (0: unknown) */
 };
 
 /* One nano-thread as the replay sees it. */
@@ -37,10 +38,14 @@ struct nth_tr_thread {
     uint64_t id;
     unsigned index;              /* 1-based, in order of first appearance */
     int vp;                      /* last VP it ran on, -1 = none yet */
+    uint64_t last;               /* time of its last record replayed */
+    uint64_t wobj;               /* NTH_REC_WAIT_OBJ not yet taken by a switch */
+    unsigned wkind;
     int depth, extra;            /* state stack depth; pushes beyond NTH_TR_STACK */
     struct nth_tr_level stack[NTH_TR_STACK];
     int rdepth, rextra;
     uint64_t region[NTH_TR_REGIONS], rsince[NTH_TR_REGIONS];
+    unsigned rteam[NTH_TR_REGIONS], rmember[NTH_TR_REGIONS];
     int fdepth, fextra;
     uint64_t func[NTH_TR_FUNCS], fsince[NTH_TR_FUNCS];
 };
@@ -72,6 +77,12 @@ const char *nth_tr_name(const struct nth_tr_file *f, uint16_t kind, uint64_t key
 struct nth_tr_thread *nth_tr_thread(struct nth_tr_file *f, uint64_t id);
 /* Built-in name of a state or NULL. */
 const char *nth_tr_state_builtin(unsigned state);
+/* "mutex", "condvar", ... for an enum nth_trace_obj_kind; "object" if unknown. */
+const char *nth_tr_obj_kind_name(unsigned kind);
+/* The label of a synchronisation object: its registered name, else
+ * "<kind> 0x<address>"; a join names the joined nano-thread ("join NAME #ID").
+ * Written into buf (n bytes), returned. */
+const char *nth_tr_obj_label(const struct nth_tr_file *f, unsigned kind, uint64_t obj, char *buf, size_t n);
 
 /* What the replay of a file reports, in timestamp order. Any may be NULL.
  * State slices on one nano-thread never overlap (the stack shows its top);
@@ -82,7 +93,8 @@ struct nth_tr_sink {
     void (*state_end)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, const struct nth_tr_level *);
     void (*run_begin)(void *, struct nth_tr_file *, uint64_t ts, unsigned vp, struct nth_tr_thread *);   /* NULL thread = idle */
     void (*run_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *);
-    void (*region_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, uint64_t region, unsigned team);
+    void (*region_begin)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, uint64_t region, unsigned team,
+                         unsigned member);
     void (*region_end)(void *, struct nth_tr_file *, uint64_t ts, uint64_t since, struct nth_tr_thread *, uint64_t region);
     void (*event)(void *, struct nth_tr_file *, uint64_t ts, struct nth_tr_thread *, int vp, uint32_t type, uint64_t value);
     void (*counter)(void *, struct nth_tr_file *, uint64_t ts, uint32_t kind, int vp, uint64_t value);

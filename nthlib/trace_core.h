@@ -17,7 +17,6 @@ NTH_HIDDEN void nth_trace__rt_start(const nth_config_t *cfg);
 NTH_HIDDEN void nth_trace__rt_vp(struct nth_vp *vp);
 NTH_HIDDEN void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to);
 NTH_HIDDEN void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since);
-NTH_HIDDEN void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t);
 NTH_HIDDEN void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since);
 
 /* Runtime start-up (init.c), on the kernel thread that becomes VP 0, before
@@ -38,11 +37,48 @@ static inline void nth_trace_rt_vp(struct nth_vp *vp) { NTH_TRACE_IF_ON nth_trac
 
 /* Every context switch (sched.c), on the VP, before the registers move:
  * `to` becomes RUN (0 = the idle context); `from` becomes SYNCH if it is
- * blocked in nth_wait (unless a SYNCH naming an object was recorded), READY
- * otherwise. Also samples the VP's ready-queue length when it changed. */
+ * blocked in nth_wait -- naming from->trace_obj if set
+ * (nth_trace_rt_wait_obj), one more record -- READY otherwise. The time
+ * since nth_trace_rt_leave shows as OVERHEAD before that, carried in the
+ * switch record (no record of its own). Also samples the VP's ready-queue
+ * length when it changed. */
 static inline void nth_trace_rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to)
 {
     NTH_TRACE_IF_ON nth_trace__rt_switch(vp, from, to);
+}
+
+/* Start of the switch path (nth_sched_block, nth_yield), before the next
+ * nano-thread is picked: the time until the switch record is the leaving
+ * nano-thread's OVERHEAD. One clock read, only while tracing; a path that
+ * ends without a switch leaves a stale time that the next switch path
+ * overwrites before any switch reads it. */
+static inline void nth_trace_rt_leave(struct nth_vp *vp)
+{
+    NTH_TRACE_IF_ON vp->trace_t0 = nth_trace_now();
+}
+
+/* Around a wait in nth_wait (sync objects through sync_glue.c, join, the
+ * team's barrier and join): if the nano-thread is switched out blocked
+ * meanwhile, its SYNCH names (kind, obj); set before the wait, cleared
+ * (obj 0) after it. Two stores in the descriptor, only while tracing: no
+ * record, no allocation here; the switch writes the one record. */
+static inline void nth_trace_rt_wait_obj(struct nth_thread *self, uint64_t obj, unsigned kind)
+{
+    NTH_TRACE_IF_ON if (self) {
+        self->trace_obj = obj;
+        self->trace_kind = kind;
+    }
+}
+
+/* The same for the nano-thread running on the caller's VP (none: nothing),
+ * looked up only while tracing. */
+static inline void nth_trace_rt_wait_obj_self(uint64_t obj, unsigned kind)
+{
+    NTH_TRACE_IF_ON {
+        struct nth_vp *vp = nth_vp_self();
+        if (vp)
+            nth_trace_rt_wait_obj(vp->current, obj, kind);
+    }
 }
 
 /* First line of a runtime call whose time shows as OVERHEAD (nth_create,
@@ -63,18 +99,13 @@ static inline void nth_trace_rt_create(struct nth_vp *vp, struct nth_thread *t, 
     NTH_TRACE_IF_ON nth_trace__rt_create(vp, t, since);
 }
 
-/* nth_join, once the joiner is registered and about to sleep: SYNCH on the
- * joined nano-thread, named "join <name> #<id>" by its never-reused trace id
- * (a descriptor address is recycled and would name the wrong thread). */
-static inline void nth_trace_rt_join(struct nth_thread *self, struct nth_thread *t)
-{
-    NTH_TRACE_IF_ON nth_trace__rt_join(self, t);
-}
-
 /* nth_join, after the wait: the reaping that follows is OVERHEAD (replaces
- * the SYNCH or the RUN it was switched back in with, inside the OVERHEAD
- * level nth_trace_rt_join_end pushes at `since`); RUN when since is 0
- * (tracing started during the join: no level to return from). */
+ * the RUN it was switched back in with, inside the OVERHEAD level
+ * nth_trace_rt_join_end pushes at `since`); RUN when since is 0 (tracing
+ * started during the join: no level to return from). The wait itself shows
+ * SYNCH on the joined nano-thread through nth_trace_rt_wait_obj
+ * (NTH_OBJ_JOIN, its never-reused trace id: a descriptor address is
+ * recycled and would name the wrong thread). */
 static inline void nth_trace_rt_join_done(struct nth_thread *self, uint64_t since)
 {
     NTH_TRACE_IF_ON nth_trace__rt_join_done(self, since);
@@ -117,6 +148,40 @@ static inline void nth_trace_rt_blocking_leave(struct nth_thread *self)
 static inline void nth_trace_rt_rq(struct nth_rq *q, long d)
 {
     NTH_TRACE_IF_ON __atomic_fetch_add(&q->n, d, __ATOMIC_RELAXED);
+}
+
+/* nth_setname (also the shim's pthread_setname_np), after the copy: the
+ * trace names the nano-thread's track, and the joins on it, by the new name
+ * (the converters take a nano-thread's last registered name). */
+NTH_HIDDEN void nth_trace__rt_rename(struct nth_thread *t);
+static inline void nth_trace_rt_rename(struct nth_thread *t)
+{
+    NTH_TRACE_IF_ON nth_trace__rt_rename(t);
+}
+
+/* Parallel regions (parallel.c): a region number for the trace, or 0 when
+ * tracing is off (no atomic then). */
+NTH_HIDDEN uint64_t nth_trace__rt_region_id(void);
+static inline uint64_t nth_trace_rt_region_id(void)
+{
+    NTH_TRACE_IF_ON return nth_trace__rt_region_id();
+    return 0;
+}
+
+/* Member `member` of a team of `team` enters (begin 1) / leaves (begin 0)
+ * region `region`, as a nested slice on the running nano-thread's regions
+ * track. region is 0 when tracing was off at the region's start: then one
+ * branch, nothing read (the nano-thread is looked up out of line). */
+NTH_HIDDEN void nth_trace__rt_region(int begin, uint64_t region, int team, int member);
+static inline void nth_trace_rt_region_begin(uint64_t region, int team, int member)
+{
+    if (region)
+        nth_trace__rt_region(1, region, team, member);
+}
+static inline void nth_trace_rt_region_end(uint64_t region)
+{
+    if (region)
+        nth_trace__rt_region(0, region, 0, 0);
 }
 
 #endif

@@ -53,12 +53,14 @@ enum nth_trace_rec_type {
     NTH_REC_VP_STOP = 2,       /* vp */
     NTH_REC_THREAD_CREATE = 3, /* id = new nano-thread, value = creator */
     NTH_REC_THREAD_END = 4,    /* id */
-    NTH_REC_SWITCH = 5,        /* vp now runs id (0 = idle loop), value = previous */
+    NTH_REC_SWITCH = 5,        /* vp now runs id (0 = idle loop), value = previous,
+                                  arg = why | overhead ns << NTH_SWITCH_OVH_SHIFT */
     NTH_REC_STATE_SET = 6,     /* id, arg = state, value = object address or 0 */
     NTH_REC_STATE_PUSH = 7,    /* id, arg = state, value = object */
     NTH_REC_STATE_POP = 8,     /* id */
     NTH_REC_EVENT = 9,         /* id, arg = event type, value */
-    NTH_REC_REGION_BEGIN = 10, /* id = master, value = region number, arg = team size */
+    NTH_REC_REGION_BEGIN = 10, /* id = member, value = region number,
+                                  arg = team size | member index << 16 */
     NTH_REC_REGION_END = 11,   /* id, value = region number */
     NTH_REC_COUNTER = 12,      /* arg = counter kind, value; vp for per-VP counters */
     NTH_REC_NAME = 13,         /* arg = kind << 16 | length, id = key, value = key2;
@@ -68,7 +70,11 @@ enum nth_trace_rec_type {
                                   means the process was killed or crashed */
     NTH_REC_FUNC_ENTER = 16,   /* id, value = function address (libnth-probes) */
     NTH_REC_FUNC_EXIT = 17,    /* id, value = function address */
-    NTH_REC_TYPE_MAX = 17
+    NTH_REC_WAIT_OBJ = 18,     /* id, arg = enum nth_trace_obj_kind, value = object
+                                  address (join: the joined trace id); written
+                                  just before the SWITCH that blocks id, which
+                                  then shows SYNCH naming it */
+    NTH_REC_TYPE_MAX = 18
 };
 
 enum nth_trace_counter {
@@ -91,6 +97,28 @@ enum nth_trace_switch_why {
     NTH_SWITCH_YIELD = 0,
     NTH_SWITCH_BLOCK = 1,
     NTH_SWITCH_UNBLOCK = 2,
+};
+/* The rest of a SWITCH arg: how long (ns, saturated) the runtime's switch
+ * path ran (picking the next nano-thread, the switch) before the record,
+ * shown as OVERHEAD at the end of `value`'s last slice. Carried in the
+ * switch record itself so that it costs no record. 0 in older files. */
+#define NTH_SWITCH_WHY_MASK 0xfu
+#define NTH_SWITCH_OVH_SHIFT 4
+#define NTH_SWITCH_OVH_MAX ((1u << (32 - NTH_SWITCH_OVH_SHIFT)) - 1u)
+
+/* What a nano-thread waits on (NTH_REC_WAIT_OBJ arg). */
+enum nth_trace_obj_kind {
+    NTH_OBJ_NONE = 0,
+    NTH_OBJ_MUTEX = 1,
+    NTH_OBJ_CONDVAR = 2,
+    NTH_OBJ_BARRIER = 3,
+    NTH_OBJ_RWLOCK = 4,
+    NTH_OBJ_SEMAPHORE = 5,
+    NTH_OBJ_JOIN = 6,          /* value: the joined nano-thread's trace id */
+    NTH_OBJ_ONCE = 7,
+    NTH_OBJ_TEAM_BARRIER = 8,  /* nth_team_barrier / nth_parallel_for's end */
+    NTH_OBJ_TEAM_JOIN = 9,     /* a region's caller waiting for its members */
+    NTH_OBJ_KIND_MAX = 9
 };
 
 /* nth_trace_file_header.flags */

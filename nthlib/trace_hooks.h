@@ -30,7 +30,7 @@
  *                                         a runtime call, then back)
  *   nth_trace_object_name(obj, name)      once per synchronisation object
  *                                         that has a name (else the address)
- *   nth_trace_region_begin/_end(id, region, team)  parallel regions (nest)
+ *   nth_trace_region_begin/_end(id, region, team, member)  parallel regions (nest)
  *   nth_trace_rq_len(vp, len)             when a VP's ready queue length changes
  *   nth_trace_cpus(n)                     when cpumgr's assignment changes
  *
@@ -79,6 +79,11 @@ NTH_HIDDEN void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, cons
 NTH_HIDDEN void nth_trace__vp(uint16_t type, unsigned vp);
 NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
 NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
+/* The runtime's switch record (trace_core.h): vp now runs `to`, `from` left
+ * it blocked or not (why); the switch path ran since t0 (trace clock ns, 0 =
+ * unknown), carried in the record's arg. A nonzero obj first writes
+ * NTH_REC_WAIT_OBJ (kind, obj) for `from`, in the same reservation. */
+NTH_HIDDEN void nth_trace__switch_rt(uint64_t from, uint64_t to, unsigned why, uint64_t t0, uint64_t obj, unsigned kind);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
 /* An OVERHEAD slice on nano-thread id from since_ns to now: a push stamped
  * since_ns and its pop stamped now, written together (so a cut file never
@@ -115,9 +120,11 @@ static inline void nth_trace_object_name(const void *obj, const char *name)
 {
     NTH_TRACE_IF_ON nth_trace__name(NTH_NAME_OBJECT, (uintptr_t)obj, 0, name);
 }
-static inline void nth_trace_region_begin(uint64_t id, uint64_t region, unsigned team)
+/* Member `member` (0 = the caller) of a team of `team` enters region
+ * number `region`; both below 65536 (NTH_TEAM_MAX is 1024). */
+static inline void nth_trace_region_begin(uint64_t id, uint64_t region, unsigned team, unsigned member)
 {
-    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_REGION_BEGIN, team, id, region);
+    NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_REGION_BEGIN, (team & 0xffffu) | (member & 0xffffu) << 16, id, region);
 }
 static inline void nth_trace_region_end(uint64_t id, uint64_t region)
 {

@@ -67,16 +67,23 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
     ev(j, "B", ts, THREAD_TID(t));
     nth_out_printf(&j->o, ",\"cat\":\"state\",\"name\":");
     if (l->obj) {
-        const char *on = nth_tr_name(f, NTH_NAME_OBJECT, l->obj, 0);
-        char addr[24];
+        char lab[320], addr[24];
+        nth_tr_obj_label(f, l->kind, l->obj, lab, sizeof lab);
         snprintf(addr, sizeof addr, "0x%" PRIx64, l->obj);
-        snprintf(full, sizeof full, "%s %s", s, on ? on : addr);
+        snprintf(full, sizeof full, "%s %s", s, lab);
         nth_out_json_str(&j->o, full);
         nth_out_printf(&j->o, ",\"args\":{\"state\":");
         nth_out_json_str(&j->o, s);
         nth_out_printf(&j->o, ",\"object\":");
-        nth_out_json_str(&j->o, on ? on : addr);
-        nth_out_printf(&j->o, ",\"address\":\"%s\"}}", addr);
+        nth_out_json_str(&j->o, lab);
+        if (l->kind) {
+            nth_out_printf(&j->o, ",\"kind\":");
+            nth_out_json_str(&j->o, nth_tr_obj_kind_name(l->kind));
+        }
+        if (l->kind == NTH_OBJ_JOIN)
+            nth_out_printf(&j->o, ",\"nano_thread\":%" PRIu64 "}}", l->obj);
+        else
+            nth_out_printf(&j->o, ",\"address\":\"%s\"}}", addr);
     } else {
         nth_out_json_str(&j->o, s);
         nth_out_printf(&j->o, ",\"args\":{\"state\":");
@@ -113,13 +120,14 @@ static void j_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t sinc
     nth_out_printf(&j->o, "}");
 }
 
-static void j_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team)
+static void j_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team,
+                           unsigned member)
 {
     (void)f;
     struct jctx *j = c;
     ev(j, "B", ts, REGION_TID(t));
     nth_out_printf(&j->o, ",\"cat\":\"region\",\"name\":\"parallel region %" PRIu64 "\",\"args\":{\"region\":%" PRIu64
-                   ",\"team\":%u}}", region, region, team);
+                   ",\"member\":%u,\"team\":%u}}", region, region, member, team);
 }
 
 static void j_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t region)

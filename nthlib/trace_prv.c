@@ -31,6 +31,9 @@
 #define EV_RUNNING 60000001u   /* value: trace id of the nano-thread now running */
 #define EV_REGION  60000002u   /* value: region number, 0 = outside */
 #define EV_OBJECT  60000003u   /* value: address of the synchronisation object, 0 = none */
+#define EV_OBJKIND 60000004u   /* value: enum nth_trace_obj_kind of that object, 0 = none */
+#define EV_MEMBER  60000005u   /* value: member index + 1 in the region entered, 0 = outside */
+#define EV_TEAM    60000006u   /* value: team size of the region entered, 0 = outside */
 #define EV_FUNC    60000020u   /* value: address of the function entered, 0 = none */
 #define EV_CPUS    60000011u   /* CPUs assigned, as the runtime's cpumgr client saw it */
 #define EV_GRANT   60000014u   /* CPUs granted by the cpumgr daemon (cpumgr --trace) */
@@ -93,6 +96,7 @@ static void p_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
 {
     (void)f;
     if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, l->obj);
+    if (l->obj && l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, l->kind);
 }
 
 static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
@@ -100,6 +104,7 @@ static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_
     (void)f;
     if (ts > l->since) add(c, 1, cpu_of(t), t, l->since, ts, l->state, 0);
     if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, 0);
+    if (l->obj && l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, 0);
 }
 
 static void p_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
@@ -114,17 +119,23 @@ static void p_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t sinc
     if (t) add(c, 2, vp + 1, t, ts, ts, EV_RUNNING, 0);
 }
 
-static void p_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team)
+static void p_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team,
+                           unsigned member)
 {
-    (void)f; (void)team;
+    (void)f;
     add(c, 2, cpu_of(t), t, ts, ts, EV_REGION, region);
+    add(c, 2, cpu_of(t), t, ts, ts, EV_MEMBER, (uint64_t)member + 1);
+    add(c, 2, cpu_of(t), t, ts, ts, EV_TEAM, team);
 }
 
 static void p_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t region)
 {
     (void)f; (void)since; (void)region;
     /* Back to the enclosing region (the replay has already popped this one). */
-    add(c, 2, cpu_of(t), t, ts, ts, EV_REGION, t->rdepth > 0 ? t->region[t->rdepth - 1] : 0);
+    int in = t->rdepth > 0;
+    add(c, 2, cpu_of(t), t, ts, ts, EV_REGION, in ? t->region[t->rdepth - 1] : 0);
+    add(c, 2, cpu_of(t), t, ts, ts, EV_MEMBER, in ? (uint64_t)t->rmember[t->rdepth - 1] + 1 : 0);
+    add(c, 2, cpu_of(t), t, ts, ts, EV_TEAM, in ? t->rteam[t->rdepth - 1] : 0);
 }
 
 static void p_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, int vp, uint32_t type, uint64_t value)
@@ -194,7 +205,10 @@ static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, ch
     switch (type) {
     case EV_RUNNING: return "Nano-thread running (trace id)";
     case EV_REGION: return "Parallel region";
-    case EV_OBJECT: return "Synchronisation object (address)";
+    case EV_OBJECT: return "Synchronisation object (address; join: trace id)";
+    case EV_OBJKIND: return "Synchronisation object kind";
+    case EV_MEMBER: return "Team member index + 1";
+    case EV_TEAM: return "Team size";
     case EV_CPUS: return "CPUs assigned";
     case EV_GRANT: return "CPUs granted by cpumgr";
     case EV_GRANT_APP: return "cpumgr grant to application (pid)";
@@ -307,6 +321,12 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
             char b[64];
             nth_out_printf(&o, "\n\nEVENT_TYPE\n0    %u    %s\n", p.types[k], type_name(files, n, p.types[k], b, sizeof b));
             int header = 0;
+            if (p.types[k] == EV_OBJKIND) {
+                nth_out_printf(&o, "VALUES\n0    End\n");
+                header = 1;
+                for (unsigned kd = 1; kd <= NTH_OBJ_KIND_MAX; kd++)
+                    nth_out_printf(&o, "%u    %s\n", kd, nth_tr_obj_kind_name(kd));
+            }
             for (int i = 0; i < n; i++)
                 for (size_t q = 0; q < files[i].nnames; q++) {
                     struct nth_tr_name *nm = &files[i].names[q];

@@ -28,6 +28,31 @@ const char *nth_tr_state_builtin(unsigned state)
     return state < sizeof builtin_states / sizeof builtin_states[0] ? builtin_states[state] : NULL;
 }
 
+static const char *const obj_kinds[] = { "object", "mutex", "condvar", "barrier", "rwlock", "semaphore",
+                                         "join", "once", "team barrier", "team join" };
+
+const char *nth_tr_obj_kind_name(unsigned kind)
+{
+    return kind < sizeof obj_kinds / sizeof obj_kinds[0] ? obj_kinds[kind] : obj_kinds[0];
+}
+
+const char *nth_tr_obj_label(const struct nth_tr_file *f, unsigned kind, uint64_t obj, char *buf, size_t n)
+{
+    if (kind == NTH_OBJ_JOIN) {
+        const char *tn = nth_tr_name(f, NTH_NAME_THREAD, obj, 0);
+        snprintf(buf, n, "join %s #%llu", tn ? tn : "nano-thread", (unsigned long long)obj);
+        return buf;
+    }
+    const char *on = nth_tr_name(f, NTH_NAME_OBJECT, obj, 0);
+    if (on && kind)
+        snprintf(buf, n, "%s %s", nth_tr_obj_kind_name(kind), on);
+    else if (on)
+        snprintf(buf, n, "%s", on);
+    else
+        snprintf(buf, n, "%s 0x%llx", nth_tr_obj_kind_name(kind), (unsigned long long)obj);
+    return buf;
+}
+
 static int name_cmp(const void *a, const void *b)
 {
     const struct nth_tr_name *x = a, *y = b;

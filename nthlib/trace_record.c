@@ -208,6 +208,29 @@ void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why)
     nth_trace__rec(NTH_REC_SWITCH, why, to, from);
 }
 
+void nth_trace__switch_rt(uint64_t from, uint64_t to, unsigned why, uint64_t t0, uint64_t obj, unsigned kind)
+{
+    tl_running = to;
+    struct nth_trace_buf *b = buf_get();
+    uint64_t n = obj ? 2 : 1;
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t ovh = t0 && t0 < ts ? ts - t0 : 0;
+    if (ovh > NTH_SWITCH_OVH_MAX)
+        ovh = NTH_SWITCH_OVH_MAX;
+    uint64_t h = reserve(b, n, ts);
+    if (h == UINT64_MAX)
+        return;
+    if (obj)
+        b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_WAIT_OBJ, tl_vp, kind, from, obj };
+    b->ring[(h + n - 1) & (b->cap - 1)] = (struct nth_trace_rec){
+        ts, NTH_REC_SWITCH, tl_vp, why | (uint32_t)ovh << NTH_SWITCH_OVH_SHIFT, to, from };
+    publish(b, h, n);
+}
+
 void nth_trace__counter(uint32_t kind, int vp, uint64_t value)
 {
     /* Per-VP counters carry their VP in `id` so that any kernel thread (a
@@ -320,6 +343,13 @@ int nth_trace_register_event(uint32_t type, const char *name)
 {
     OFF_RETURN(!name || !*name || BAD_TYPE(type));
     nth_trace__name(NTH_NAME_EVENT, type, 0, name);
+    return 0;
+}
+
+int nth_trace_register_object(const void *obj, const char *name)
+{
+    OFF_RETURN(!obj || !name || !*name);
+    nth_trace__name(NTH_NAME_OBJECT, (uintptr_t)obj, 0, name);
     return 0;
 }
 

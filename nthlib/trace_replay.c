@@ -31,28 +31,37 @@ static void top_begin(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
     }
 }
 
-static void set_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj)
+/* Replace the top level by (st, obj, kind); `implicit` marks a level the
+ * next switch-in pops. */
+static void set_level(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj,
+                      unsigned kind, int implicit)
 {
     if (t->depth > 0) {
         struct nth_tr_level *l = &t->stack[t->depth - 1];
-        if (l->state == st && l->obj == obj && !l->implicit)
+        if (l->state == st && l->obj == obj && l->kind == kind && l->implicit == implicit)
             return;
         top_end(r, ts, t);
     } else {
         t->depth = 1;
     }
-    t->stack[t->depth - 1] = (struct nth_tr_level){ st, 0, obj, ts };
+    t->stack[t->depth - 1] = (struct nth_tr_level){ st, implicit, obj, ts, kind };
     top_begin(r, ts, t);
 }
 
-static void push_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj, int implicit)
+static void set_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj)
+{
+    set_level(r, ts, t, st, obj, 0, 0);
+}
+
+static void push_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t, unsigned st, uint64_t obj,
+                       unsigned kind, int implicit)
 {
     if (t->depth == NTH_TR_STACK) {
         t->extra++;
         return;
     }
     top_end(r, ts, t);
-    t->stack[t->depth++] = (struct nth_tr_level){ st, implicit, obj, ts };
+    t->stack[t->depth++] = (struct nth_tr_level){ st, implicit, obj, ts, kind };
     top_begin(r, ts, t);
 }
 
@@ -72,6 +81,38 @@ static void pop_state(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
 static int parked(unsigned st)
 {
     return st == NTH_TRACE_READY || st == NTH_TRACE_SYNCH || st == NTH_TRACE_BLOCKED;
+}
+
+/* `from` leaves its VP at ts: blocked (why = NTH_SWITCH_BLOCK) it shows
+ * SYNCH, naming the object of its pending NTH_REC_WAIT_OBJ if any, else
+ * READY. Replacing RUN; above another state (a user state, OVERHEAD) as an
+ * implicit level that the switch-in pops. Already parked (woken, BLOCKED):
+ * unchanged. The switch path's last ovh ns show as OVERHEAD first, from no
+ * earlier than from's last record so that its track never goes back. */
+static void switch_out(struct replay *r, uint64_t ts, struct nth_tr_thread *from, unsigned why, uint64_t ovh)
+{
+    struct nth_tr_level *l = &from->stack[from->depth - 1];
+    if (parked(l->state))
+        return;
+    int blocked = why == NTH_SWITCH_BLOCK;
+    unsigned st = blocked ? NTH_TRACE_SYNCH : NTH_TRACE_READY;
+    uint64_t obj = blocked ? from->wobj : 0;
+    unsigned kind = blocked ? from->wkind : 0;
+    int replace = l->state == NTH_TRACE_RUN, implicit = !replace;
+    uint64_t ob = ovh < ts ? ts - ovh : 0;
+    if (ob < from->last)
+        ob = from->last;
+    if (ovh && ob < ts && l->state != NTH_TRACE_OVERHEAD && !from->extra && from->depth < NTH_TR_STACK) {
+        if (replace)
+            set_level(r, ob, from, NTH_TRACE_OVERHEAD, 0, 0, 0);
+        else
+            push_state(r, ob, from, NTH_TRACE_OVERHEAD, 0, 0, 1);
+        replace = 1;   /* the OVERHEAD level becomes the parked one */
+    }
+    if (replace)
+        set_level(r, ts, from, st, obj, kind, implicit);
+    else
+        push_state(r, ts, from, st, obj, kind, 1);
 }
 
 static void vp_end(struct replay *r, uint64_t ts, unsigned vp)
@@ -109,11 +150,20 @@ static void funcs_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
     t->fextra = 0;
 }
 
+static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth_tr_thread *t, unsigned vp);
+
 static void step(struct replay *r, const struct nth_trace_rec *x)
 {
-    struct nth_tr_file *f = r->f;
-    struct nth_tr_thread *t = nth_tr_thread(f, x->id);
+    struct nth_tr_thread *t = nth_tr_thread(r->f, x->id);
     unsigned vp = x->vp;
+    step_rec(r, x, t, vp);
+    if (t && x->type != NTH_REC_WAIT_OBJ)   /* that one shows nothing by itself */
+        t->last = x->ts;
+}
+
+static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth_tr_thread *t, unsigned vp)
+{
+    struct nth_tr_file *f = r->f;
     switch (x->type) {
     case NTH_REC_VP_START:
         vp_begin(r, x->ts, (unsigned)x->value, NULL);
@@ -136,23 +186,25 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
         break;
     case NTH_REC_SWITCH: {
         struct nth_tr_thread *from = nth_tr_thread(f, x->value);
-        if (x->arg == NTH_SWITCH_UNBLOCK) {
+        unsigned why = x->arg & NTH_SWITCH_WHY_MASK;
+        if (why == NTH_SWITCH_UNBLOCK) {
             /* Back from a blocking call, queued for a VP: the BLOCKED level
              * becomes a READY that the next switch-in pops. */
             if (from && from->depth > 0 && !from->extra &&
                 from->stack[from->depth - 1].state == NTH_TRACE_BLOCKED) {
                 top_end(r, x->ts, from);
-                from->stack[from->depth - 1] = (struct nth_tr_level){ NTH_TRACE_READY, 1, 0, x->ts };
+                from->stack[from->depth - 1] = (struct nth_tr_level){ NTH_TRACE_READY, 1, 0, x->ts, 0 };
                 top_begin(r, x->ts, from);
             }
+            if (from) from->last = x->ts;
             break;
         }
-        if (from && from != t && from->depth > 0) {
-            struct nth_tr_level *l = &from->stack[from->depth - 1];
-            if (l->state == NTH_TRACE_RUN)
-                set_state(r, x->ts, from, x->arg == NTH_SWITCH_BLOCK ? NTH_TRACE_SYNCH : NTH_TRACE_READY, 0);
-            else if (!parked(l->state))
-                push_state(r, x->ts, from, NTH_TRACE_READY, 0, 1);
+        if (from && from != t && from->depth > 0)
+            switch_out(r, x->ts, from, why, x->arg >> NTH_SWITCH_OVH_SHIFT);
+        if (from) {
+            from->wobj = 0;
+            from->wkind = 0;
+            from->last = x->ts;
         }
         if (t) {
             struct nth_tr_level *l = t->depth ? &t->stack[t->depth - 1] : NULL;
@@ -167,11 +219,17 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
             vp_begin(r, x->ts, vp, t);
         break;
     }
+    case NTH_REC_WAIT_OBJ:
+        if (t) {
+            t->wobj = x->value;
+            t->wkind = x->arg;
+        }
+        break;
     case NTH_REC_STATE_SET:
         if (t) set_state(r, x->ts, t, x->arg, x->value);
         break;
     case NTH_REC_STATE_PUSH:
-        if (t) push_state(r, x->ts, t, x->arg, x->value, 0);
+        if (t) push_state(r, x->ts, t, x->arg, x->value, 0, 0);
         break;
     case NTH_REC_STATE_POP:
         if (t) pop_state(r, x->ts, t);
@@ -183,8 +241,10 @@ static void step(struct replay *r, const struct nth_trace_rec *x)
         if (!t) break;
         if (t->rdepth == NTH_TR_REGIONS) { t->rextra++; break; }
         t->region[t->rdepth] = x->value;
+        t->rteam[t->rdepth] = x->arg & 0xffff;
+        t->rmember[t->rdepth] = x->arg >> 16;
         t->rsince[t->rdepth++] = x->ts;
-        CALL(r->s, region_begin, f, x->ts, t, x->value, x->arg);
+        CALL(r->s, region_begin, f, x->ts, t, x->value, x->arg & 0xffff, x->arg >> 16);
         break;
     case NTH_REC_REGION_END:
         if (!t) break;
@@ -235,6 +295,9 @@ void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
         struct nth_tr_thread *t = &f->threads[i];
         t->depth = t->extra = t->rdepth = t->rextra = t->fdepth = t->fextra = 0;
         t->vp = -1;
+        t->last = 0;
+        t->wobj = 0;
+        t->wkind = 0;
     }
     for (size_t i = 0; i < f->nrecs; i++)
         step(&r, &f->recs[i]);

@@ -34,9 +34,13 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     int s = __atomic_load_n(&from->state, __ATOMIC_RELAXED) & NTH_ST_MASK;
     if (s == NTH_ST_EXITED)   /* its last switch ends its exit OVERHEAD */
         nth_trace__rec(NTH_REC_THREAD_END, 0, from->id, 0);
-    nth_trace__switch_why(from->id, to->id, s == NTH_ST_BLOCKED ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD);
+    int blocked = s == NTH_ST_BLOCKED;
+    uint64_t t0 = vp->trace_t0;
+    vp->trace_t0 = 0;
+    nth_trace__switch_rt(from->id, to->id, blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
+                         from->flags & NTH_TF_IDLE ? 0 : t0, blocked ? from->trace_obj : 0, from->trace_kind);
     if (vp->id < 0)
-        return;   /* a stand-in's shell: no ready queue of its own to show */
+        return;   /* a watchdog stand-in's shell VP: no queue, no VP track */
     long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
     if (n < 0)
         n = 0;
@@ -60,13 +64,25 @@ void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)
         nth_trace__rec(NTH_REC_STATE_SET, since ? NTH_TRACE_OVERHEAD : NTH_TRACE_RUN, self->id, 0);
 }
 
-void nth_trace__rt_join(struct nth_thread *self, struct nth_thread *t)
+uint64_t nth_trace__rt_region_id(void)
 {
+    static uint64_t seq;
+    return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+}
+
+void nth_trace__rt_rename(struct nth_thread *t)
+{
+    nth_trace__name(NTH_NAME_THREAD, t->id, 0, t->name);
+}
+
+void nth_trace__rt_region(int begin, uint64_t region, int team, int member)
+{
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *self = vp ? vp->current : NULL;
     if (!self)
         return;
-    char name[NTH_NAME_MAX + 32];
-    snprintf(name, sizeof name, "join %.*s #%llu", NTH_NAME_MAX, t->name[0] ? t->name : "nano-thread",
-             (unsigned long long)t->id);
-    nth_trace__name(NTH_NAME_OBJECT, t->id, 0, name);
-    nth_trace__rec(NTH_REC_STATE_SET, NTH_TRACE_SYNCH, self->id, t->id);
+    if (begin)
+        nth_trace_region_begin(self->id, region, (unsigned)team, (unsigned)member);
+    else
+        nth_trace_region_end(self->id, region);
 }

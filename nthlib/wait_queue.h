@@ -23,6 +23,7 @@
 #include "nth.h"
 #include "olock.h"
 #include "timer_queue.h"
+#include "sync_core.h"
 
 enum {
     NTH_W_WAITING = 0,
@@ -140,14 +141,17 @@ static inline void nth_waiter_wake(struct nth_waiter *w)
 }
 
 /* Block the caller until w's state is final; returns NTH_W_WOKEN or
- * NTH_W_TIMEDOUT. */
-static inline int nth_waiter_block(struct nth_waiter *w)
+ * NTH_W_TIMEDOUT. obj (of enum nth_trace_obj_kind kind; NULL: none) is
+ * what the trace names if the caller is switched out meanwhile. */
+static inline int nth_waiter_block(struct nth_waiter *w, const void *obj, unsigned kind)
 {
     unsigned spins = 0;
+    int s;
+    nth_sync_trace_wait(obj, kind);
     for (;;) {
-        int s = atomic_load_explicit(&w->state, memory_order_acquire);
+        s = atomic_load_explicit(&w->state, memory_order_acquire);
         if (s == NTH_W_WOKEN || s == NTH_W_TIMEDOUT)
-            return s;
+            break;
         if (s == NTH_W_WAITING) {
             nth_wait();
         } else if (++spins % 64) {
@@ -156,6 +160,8 @@ static inline int nth_waiter_block(struct nth_waiter *w)
             nth_yield();      /* ...and its kernel thread may be preempted */
         }
     }
+    nth_sync_trace_wait(NULL, 0);
+    return s;
 }
 
 /* Timed waits (timeout.c). Validate a deadline: 0 or EINVAL. */

@@ -34,3 +34,11 @@ tests_trace_states_demo_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_trace_states_demo_LDADD = libnth.la -lpthread
 TESTS += tests/trace/runtime_states.sh
 dist_check_SCRIPTS += tests/trace/runtime_states.sh
+
+# SYNCH naming its object, and parallel regions, from the runtime itself.
+check_PROGRAMS += tests/trace/sync_demo
+tests_trace_sync_demo_SOURCES = tests/trace/sync_demo.c
+tests_trace_sync_demo_CFLAGS = $(TEST_CFLAGS)
+tests_trace_sync_demo_LDADD = libnth.la
+TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
+dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh

@@ -77,6 +77,16 @@ NTH_API int nth_trace_register_state(unsigned state, const char *name);
 NTH_API int nth_trace_register_event(uint32_t type, const char *name);
 NTH_API int nth_trace_register_event_value(uint32_t type, uint64_t value, const char *name);
 
+/* Name a synchronisation object (an nth_mutex_t, nth_cond_t, nth_barrier_t,
+ * nth_rwlock_t, nth_sem_t, ... at address obj) in the trace: the SYNCH
+ * slices of nano-threads that wait on it show "<kind> <name>" instead of
+ * "<kind> 0x<address>" (JSON args.object; a value name of the Paraver
+ * object event). Names are recorded in the trace (registering costs
+ * nothing on the wait path); a later registration for the same address
+ * wins, so name an object again when its memory is reused. Returns 0;
+ * EINVAL for a NULL obj or a NULL or empty name. Thread-safe. */
+NTH_API int nth_trace_register_object(const void *obj, const char *name);
+
 /* Function-level probes (libnth-probes.so, or hand instrumentation): the
  * function at address fn was entered / left at at_ns (CLOCK_MONOTONIC ns, as
  * nth_trace_clock_ns(); 0 = now) on the calling nano-thread. A time in the

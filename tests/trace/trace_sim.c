@@ -51,7 +51,7 @@ static void *vp0(void *arg)
     nth_trace_thread_create(1, 0, "main");
     nth_trace_switch(0, 1);
     tiny();
-    nth_trace_region_begin(1, 1, 3);
+    nth_trace_region_begin(1, 1, 3, 0);
     nth_trace_thread_create(2, 1, "worker-a");
     nth_trace_thread_create(3, 1, "worker-b");
     nth_trace_rq_len(0, 2);
