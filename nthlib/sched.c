@@ -172,7 +172,7 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
     /* Dekker with nth_blocking_enter (it publishes blocking, then looks at
      * the queues): a VP whose kernel thread sits in a system call gets a
      * stand-in for what we just queued. */
-    if (q == &vp->rq) {
+    if (q != &nth_rt.grq) {
         if (__builtin_expect(__atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST), 0))
             nth_standin_lend(vp);
     } else if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0) {
