@@ -74,6 +74,13 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         struct nth_thread *t = NULL;
         if (!nth_rq_empty(&victim->rq))
             t = nth_rq_trypop(&victim->rq);
+        if (t && __atomic_load_n(&t->move_to, __ATOMIC_RELAXED) == victim->id + 1 &&
+            !__atomic_load_n(&victim->disabled, __ATOMIC_RELAXED)) {
+            /* Moving there on purpose (nth_move_to_vp): taking it would
+             * undo the move. The victim was woken for it. */
+            nth_rq_push(&victim->rq, t);
+            t = NULL;
+        }
         /* Its queue's head too: with the victim's nano-thread in a long
          * computation or a system call, nothing else would run it. */
         if (!t)
