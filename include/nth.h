@@ -156,8 +156,10 @@ NTH_API int nth_yield(void);
  * that VP's kernel thread: the caller goes to the tail of vp's local ready
  * queue and its current VP runs something else. For code that must see the
  * kernel thread it saw before a switch (an errno address a compiler cached:
- * glibc declares __errno_location() const). Best effort: a VP that steals
- * from vp's queue first, or a stall stand-in, may run the caller instead.
+ * glibc declares __errno_location() const). Best effort: other VPs leave
+ * the caller in vp's queue while vp is parked (being woken for it), else
+ * for 10 ms at most (a vp that computes without scheduling points cannot
+ * hold it longer); a stall stand-in may run it.
  * Returns 0 when the caller now runs on vp (also when it already did);
  * EAGAIN when it ended on another one (retry if it matters) or vp's CPU is
  * taken away (disabled VP); EINVAL for a bad vp; EPERM when the caller is no

@@ -84,6 +84,8 @@ struct nth_thread {
     int home_vp;                    /* NTH_VP_ANY or the VP it was created for */
     int move_to;                    /* 1 + the VP nth_move_to_vp sends it to, 0 none:
                                        thieves leave it in that VP's queue (atomic) */
+    int64_t move_since;             /* CLOCK_MONOTONIC ns of that move (atomic):
+                                       thieves wait NTH_MOVE_GRACE_NS at most */
     unsigned flags;                 /* NTH_TF_* */
     char *stack_lo;                 /* lowest usable byte (above the guard) */
     size_t stack_size;              /* usable bytes below the descriptor */
@@ -194,6 +196,13 @@ struct nth_vp {
     int tid;                          /* its kernel thread's id (atomic; watchdog) */
     unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
 } __attribute__((aligned(NTH_CACHELINE)));
+
+/* How long thieves leave a nano-thread moving to a running VP
+ * (nth_move_to_vp) in that VP's queue (a parked one, being woken for it,
+ * keeps it): long enough for an idle VP to pick it up, short enough that a
+ * VP in a computation without scheduling points (perhaps spinning until
+ * the mover does something) cannot hold it. */
+#define NTH_MOVE_GRACE_NS 10000000
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
 enum {

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static nth_exit_hook_fn exit_hooks[NTH_HOOKS_MAX];
 static int nexit_hooks;                 /* so exits skip the scan when none */
@@ -469,6 +470,9 @@ int nth_move_to_vp(int id)
     if (!next)
         next = &vp->idle;
     struct nth_thread *self = vp->current;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    __atomic_store_n(&self->move_since, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, __ATOMIC_RELAXED);
     __atomic_store_n(&self->move_to, id + 1, __ATOMIC_RELAXED);
     vp->prev_target = to;
     nth_sched_switch(vp, next, NTH_PS_MOVE);

@@ -10,6 +10,7 @@
  */
 #include "internal.h"
 #include <stdlib.h>
+#include <time.h>
 
 struct victim {
     int vp;
@@ -67,6 +68,22 @@ int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj
 
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
+/* 1 while t moves to victim (nth_move_to_vp) and victim will take it: not
+ * disabled, and parked (it was woken for t; the wake-up can take
+ * milliseconds on a loaded machine) or within the grace time. */
+static int moving_to(struct nth_thread *t, struct nth_vp *victim)
+{
+    if (__atomic_load_n(&t->move_to, __ATOMIC_RELAXED) != victim->id + 1 ||
+        __atomic_load_n(&victim->disabled, __ATOMIC_RELAXED))
+        return 0;
+    if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return now - __atomic_load_n(&t->move_since, __ATOMIC_RELAXED) < NTH_MOVE_GRACE_NS;
+}
+
 struct nth_thread *nth_steal(struct nth_vp *vp)
 {
     for (int i = 0; i < vp->nsteal; i++) {
@@ -74,11 +91,15 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         struct nth_thread *t = NULL;
         if (!nth_rq_empty(&victim->rq))
             t = nth_rq_trypop(&victim->rq);
-        if (t && __atomic_load_n(&t->move_to, __ATOMIC_RELAXED) == victim->id + 1 &&
-            !__atomic_load_n(&victim->disabled, __ATOMIC_RELAXED)) {
+        if (t && moving_to(t, victim)) {
             /* Moving there on purpose (nth_move_to_vp): taking it would
-             * undo the move. The victim was woken for it. */
+             * undo the move. Put back, with the enqueue's Dekker: the
+             * victim may have looked at its empty queue while we held t,
+             * and parked. */
             nth_rq_push(&victim->rq, t);
+            nth_full_fence();
+            if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
+                nth_wake_one(victim);
             t = NULL;
         }
         /* Its queue's head too: with the victim's nano-thread in a long

@@ -2,7 +2,9 @@
  * the errno address changes with it), back and forth many times, also
  * while other nano-threads keep both VPs busy and steal; 0 for its own VP;
  * EINVAL for a VP that does not exist; EPERM from a kernel thread that is
- * no VP. */
+ * no VP; and EAGAIN, not a hang, when the target VP computes without
+ * scheduling points until the mover has run (thieves take it after the
+ * grace time). */
 #include "child.h"
 #include <errno.h>
 #include <pthread.h>
@@ -45,12 +47,55 @@ static void *mover(void *a)
             at[to] = errno_addr();
         CHECK(errno_addr() == at[to]);
     }
-    CHECK(at[0] != at[1]);
-    CHECK(eagain < ROUNDS / 100);
+    /* EAGAIN is allowed (best effort): a VP whose kernel thread the OS
+     * does not run for the grace time loses the mover to a thief, common
+     * on a loaded machine. Both directions must have worked. */
+    fprintf(stderr, "test_move: %d of %d moves ended elsewhere (EAGAIN)\n", eagain, ROUNDS);
+    CHECK(at[0] != NULL && at[1] != NULL && at[0] != at[1]);
+    CHECK(eagain < ROUNDS / 2);
     CHECK_EQ(nth_move_to_vp(nth_vp_id()), 0);
     CHECK_EQ(nth_move_to_vp(2), EINVAL);
     CHECK_EQ(nth_move_to_vp(-1), EINVAL);
     return NULL;
+}
+
+static int spin_started, spin_done;
+
+static void *spinner(void *a)
+{
+    (void)a;
+    __atomic_store_n(&spin_started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&spin_done, __ATOMIC_ACQUIRE))
+        ;                                /* no scheduling point */
+    return NULL;
+}
+
+static void *blocked_mover(void *a)
+{
+    (void)a;
+    while (!__atomic_load_n(&spin_started, __ATOMIC_ACQUIRE))
+        ;
+    CHECK_EQ(nth_vp_id(), 1);
+    CHECK_EQ(nth_move_to_vp(0), EAGAIN);
+    CHECK_EQ(nth_vp_id(), 1);
+    __atomic_store_n(&spin_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void c_busy_target(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t at0, at1;
+    nth_attr_init(&at0);
+    nth_attr_init(&at1);
+    nth_attr_setvp(&at0, 0);
+    nth_attr_setvp(&at1, 1);
+    nth_t s, m;
+    CHECK_EQ(nth_create(&s, &at0, spinner, NULL), 0);
+    CHECK_EQ(nth_create(&m, &at1, blocked_mover, NULL), 0);
+    CHECK_EQ(nth_join(m, NULL), 0);
+    CHECK_EQ(nth_join(s, NULL), 0);
 }
 
 static void *not_a_vp(void *a)
@@ -87,6 +132,7 @@ static void c_not_a_vp(void *a)
 static void test_idle(void **s) { (void)s; assert_child_ok(c_move, (void *)0); }
 static void test_loaded(void **s) { (void)s; assert_child_ok(c_move, (void *)1); }
 static void test_not_a_vp(void **s) { (void)s; assert_child_ok(c_not_a_vp, NULL); }
+static void test_busy_target(void **s) { (void)s; assert_child_ok(c_busy_target, NULL); }
 
 int main(void)
 {
@@ -94,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_idle),
         cmocka_unit_test(test_loaded),
         cmocka_unit_test(test_not_a_vp),
+        cmocka_unit_test(test_busy_target),
     };
     child_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
