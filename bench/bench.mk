@@ -91,6 +91,19 @@ noinst_PROGRAMS += bench/trace-record-cost
 bench_trace_record_cost_SOURCES = bench/trace_record_cost.c
 bench_trace_record_cost_LDADD = libnth.la
 
+# ---- the pthread shim against glibc (bench/shim.sh): a plain pthread
+# program, never linked with nthlib, timed natively and under the shim. ----
+bench_programs += bench/shim-pingpong
+noinst_PROGRAMS += bench/shim-pingpong
+bench_shim_pingpong_SOURCES = bench/shim/pingpong.c
+bench_shim_pingpong_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
+bench_shim_pingpong_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+bench_shim_pingpong_LDADD =
+EXTRA_DIST += bench/shim.sh
+.PHONY: bench-shim
+bench-shim: bench/shim-pingpong libnth-pthread.la
+	$(SHELL) $(top_srcdir)/bench/shim.sh $(BENCH_SHIM_REPS)
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

@@ -156,6 +156,20 @@ NTH_API int nth_equal(nth_t a, nth_t b);
  * ready nano-thread, if any. Returns 0. */
 NTH_API int nth_yield(void);
 
+/* Continue the calling nano-thread on VP vp (0 .. nth_num_vps()-1), i.e. on
+ * that VP's kernel thread: the caller goes to the tail of vp's local ready
+ * queue and its current VP runs something else. For code that must see the
+ * kernel thread it saw before a switch (an errno address a compiler cached:
+ * glibc declares __errno_location() const). Best effort: other VPs leave
+ * the caller in vp's queue while vp is parked (being woken for it), else
+ * for 10 ms at most (a vp that computes without scheduling points cannot
+ * hold it longer); a stall stand-in may run it.
+ * Returns 0 when the caller now runs on vp (also when it already did);
+ * EAGAIN when it ended on another one (retry if it matters) or vp's CPU is
+ * taken away (disabled VP); EINVAL for a bad vp; EPERM when the caller is no
+ * nano-thread. Thread-safe. A scheduling point. */
+NTH_API int nth_move_to_vp(int vp);
+
 /* Block the running nano-thread until nth_to_rq() makes it ready again. The
  * caller must first have put itself where a waker will find it (a wait
  * queue). Permit semantics: an nth_to_rq() that comes before the nth_wait()

@@ -36,6 +36,7 @@ static int start(const nth_config_t *cfg)
     m->jstate = NTH_J_JOINABLE;
     m->id = 1;
     m->home_vp = NTH_VP_ANY;
+    m->move_to = 0;
     m->flags = NTH_TF_MAIN;
     strcpy(m->name, "main");
 #ifdef NTH_TSAN

@@ -82,6 +82,10 @@ struct nth_thread {
     uint64_t id;                    /* never reused; main = 1 */
     struct nth_vp *vp;              /* VP it last ran on */
     int home_vp;                    /* NTH_VP_ANY or the VP it was created for */
+    int move_to;                    /* 1 + the VP nth_move_to_vp sends it to, 0 none:
+                                       thieves leave it in that VP's queue (atomic) */
+    int64_t move_since;             /* CLOCK_MONOTONIC ns of that move (atomic):
+                                       thieves wait NTH_MOVE_GRACE_NS at most */
     unsigned flags;                 /* NTH_TF_* */
     char *stack_lo;                 /* lowest usable byte (above the guard) */
     size_t stack_size;              /* usable bytes below the descriptor */
@@ -158,6 +162,7 @@ struct nth_vp {
     struct nth_thread *current;       /* running nano-thread (or &idle) */
     struct nth_thread *prev;          /* for the post-switch hook */
     int prev_action;                  /* NTH_PS_* */
+    struct nth_vp *prev_target;       /* NTH_PS_MOVE: where prev goes */
     /* Head of the local ready queue: the last yielder when nothing else was
      * ready, so a yield between two nano-threads takes no queue lock. The
      * owner stores into it plainly, but takes from it with an exchange, as
@@ -207,11 +212,19 @@ struct nth_vp {
     unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
 } __attribute__((aligned(NTH_CACHELINE)));
 
+/* How long thieves leave a nano-thread moving to a running VP
+ * (nth_move_to_vp) in that VP's queue (a parked one, being woken for it,
+ * keeps it): long enough for an idle VP to pick it up, short enough that a
+ * VP in a computation without scheduling points (perhaps spinning until
+ * the mover does something) cannot hold it. */
+#define NTH_MOVE_GRACE_NS 10000000
+
 /* Post-switch actions, run on the new stack by whoever runs next. */
 enum {
     NTH_PS_NONE = 0,
     NTH_PS_YIELD,      /* enqueue prev on this VP's local queue */
     NTH_PS_GLOBAL,     /* enqueue prev on the global queue (VP disabled) */
+    NTH_PS_MOVE,       /* enqueue prev on prev_target's local queue (nth_move_to_vp) */
     NTH_PS_FREE,       /* release prev's stack (detached exit) */
     NTH_PS_EXITED,     /* prev exited joinable: only clear on_cpu */
 };

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static nth_exit_hook_fn exit_hooks[NTH_HOOKS_MAX];
 static int nexit_hooks;                 /* so exits skip the scan when none */
@@ -179,6 +180,7 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->id = nth_new_id(vp);
     t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
+    t->move_to = 0;
     t->flags = 0;
     if (attr)
         memcpy(t->name, attr->name, NTH_NAME_MAX);
@@ -486,6 +488,41 @@ int nth_to_rq(nth_t th)
 int nth__to_rq_home(nth_t th)
 {
     return to_rq(th, 1);
+}
+
+int nth_move_to_vp(int id)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp || (vp->current->flags & NTH_TF_IDLE))
+        return EPERM;
+    if (id < 0 || id >= nth_rt.nvps)
+        return EINVAL;
+    struct nth_vp *to = nth_rt.vps[id];
+    if (vp == to)
+        return 0;
+    if (__atomic_load_n(&to->disabled, __ATOMIC_RELAXED))
+        return EAGAIN;              /* its kernel thread parks: no way there */
+    nth_sched_point(vp, NTH_SP_YIELD);
+    vp = nth_vp_self();
+    if (vp == to)
+        return 0;                   /* a hook switched and we landed there */
+    /* What this VP runs next; the mover itself is neither queued nor
+     * ready, so the pick cannot return it. The idle context when nothing
+     * is ready (or when this is a disabled VP or a stand-in's shell). */
+    struct nth_thread *next = NULL;
+    if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+        next = nth_sched_pick(vp);
+    if (!next)
+        next = &vp->idle;
+    struct nth_thread *self = vp->current;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    __atomic_store_n(&self->move_since, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, __ATOMIC_RELAXED);
+    __atomic_store_n(&self->move_to, id + 1, __ATOMIC_RELAXED);
+    vp->prev_target = to;
+    nth_sched_switch(vp, next, NTH_PS_MOVE);
+    __atomic_store_n(&self->move_to, 0, __ATOMIC_RELAXED);
+    return nth_vp_self() == to ? 0 : EAGAIN;
 }
 
 int nth_yield(void)

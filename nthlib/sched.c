@@ -235,6 +235,22 @@ void nth_post_switch(struct nth_vp *vp)
         __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
         nth_sched_enqueue(NULL, p);
         break;
+    case NTH_PS_MOVE: {
+        struct nth_vp *to = vp->prev_target;
+        __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+        if (__atomic_load_n(&to->disabled, __ATOMIC_RELAXED)) {
+            nth_sched_enqueue(NULL, p);      /* its CPU went away meanwhile */
+            break;
+        }
+        nth_rq_push(&to->rq, p);
+        /* Dekker with the target's idle loop, as nth_sched_enqueue; a
+         * parked target is woken itself (the generic wake-up would let
+         * any spinning VP take p, which defeats the move). */
+        nth_full_fence();
+        if (__atomic_load_n(&to->parked, __ATOMIC_ACQUIRE))
+            nth_wake_one(to);
+        break;
+    }
     case NTH_PS_FREE:
         p->on_cpu = 0;
         if (!(p->flags & NTH_TF_MAIN)) {

@@ -110,6 +110,22 @@ static struct nth_thread *steal_next_local(struct nth_vp *victim)
 
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
+/* 1 while t moves to victim (nth_move_to_vp) and victim will take it: not
+ * disabled, and parked (it was woken for t; the wake-up can take
+ * milliseconds on a loaded machine) or within the grace time. */
+static int moving_to(struct nth_thread *t, struct nth_vp *victim)
+{
+    if (__atomic_load_n(&t->move_to, __ATOMIC_RELAXED) != victim->id + 1 ||
+        __atomic_load_n(&victim->disabled, __ATOMIC_RELAXED))
+        return 0;
+    if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return now - __atomic_load_n(&t->move_since, __ATOMIC_RELAXED) < NTH_MOVE_GRACE_NS;
+}
+
 struct nth_thread *nth_steal(struct nth_vp *vp)
 {
     for (int i = 0; i < vp->nsteal; i++) {
@@ -117,6 +133,17 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         struct nth_thread *t = NULL;
         if (!nth_rq_empty(&victim->rq))
             t = nth_rq_trypop(&victim->rq);
+        if (t && moving_to(t, victim)) {
+            /* Moving there on purpose (nth_move_to_vp): taking it would
+             * undo the move. Put back, with the enqueue's Dekker: the
+             * victim may have looked at its empty queue while we held t,
+             * and parked. */
+            nth_rq_push(&victim->rq, t);
+            nth_full_fence();
+            if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
+                nth_wake_one(victim);
+            t = NULL;
+        }
         /* Its queue's head too: with the victim's nano-thread in a long
          * computation or a system call, nothing else would run it. */
         if (!t)

@@ -70,10 +70,11 @@ SHIM_EXPORT(clock_nanosleep)
 SHIM_DECL(nanosleep)
 int nth_shim_nanosleep(const struct timespec *req, struct timespec *rem)
 {
+    SHIM_HOME_ENTER();
     int r = nth_shim_clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem);
     if (r) {
         errno = r;
-        return -1;
+        return SHIM_HOME_RET(-1);
     }
     return 0;
 }
@@ -127,9 +128,10 @@ static int wait_fd(int fd, short events)
     {                                                                       \
         if (FROM_RUNTIME())                                                 \
             return REAL(name) args;                                         \
+        SHIM_HOME_ENTER();                                                  \
         int w_ = wait_fd(fd, POLLIN);                                       \
-        if (w_) { errno = w_; return -1; }                                  \
-        return REAL(name) args;                                             \
+        if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
+        return SHIM_HOME_RET(REAL(name) args);                              \
     }                                                                       \
     SHIM_EXPORT(name)
 #define IO_OUT(ret, name, params, fd, args)                                 \
@@ -138,9 +140,10 @@ static int wait_fd(int fd, short events)
     {                                                                       \
         if (FROM_RUNTIME())                                                 \
             return REAL(name) args;                                         \
+        SHIM_HOME_ENTER();                                                  \
         int w_ = wait_fd(fd, POLLOUT);                                      \
-        if (w_) { errno = w_; return -1; }                                  \
-        return REAL(name) args;                                             \
+        if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
+        return SHIM_HOME_RET(REAL(name) args);                              \
     }                                                                       \
     SHIM_EXPORT(name)
 
@@ -177,19 +180,21 @@ static int64_t deadline_after_ms(int ms)
 }
 
 /* Repeat try() (a zero-timeout call) until it reports something or the
- * deadline passes; -1/EINTR when a queued signal was delivered. */
+ * deadline passes; -1/EINTR when a queued signal was delivered. Used at
+ * the top of a wrapper, before anything that switches (SHIM_HOME_ENTER). */
 #define POLL_LOOP(deadline, try_expr)                                       \
     do {                                                                    \
+        SHIM_HOME_ENTER();                                                  \
         int64_t step_ = 0;                                                  \
         shim_signals_begin();                                               \
         for (;;) {                                                          \
             int r_ = (try_expr);                                            \
             if (r_ != 0)                                                    \
-                return r_;                                                  \
+                return SHIM_HOME_RET(r_);                                   \
             if (shim_now(CLOCK_MONOTONIC) >= (deadline))                    \
                 return 0;                                                   \
             shim_testcancel();                                              \
-            if (shim_signals()) { errno = EINTR; return -1; }               \
+            if (shim_signals()) { errno = EINTR; return SHIM_HOME_RET(-1); } \
             shim_backoff((deadline), &step_);                               \
         }                                                                   \
     } while (0)

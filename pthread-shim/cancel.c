@@ -60,6 +60,7 @@ int nth_shim_pthread_cancel(pthread_t t)
     if (!st)
         return ESRCH;
     __atomic_store_n(&st->cancel_pending, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);
     /* Before reading its condvar's queue: nth_cond_wait_interruptible. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);

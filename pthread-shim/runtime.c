@@ -185,3 +185,18 @@ void shim_backoff(int64_t until, int64_t *step)
     if (*step < SHIM_SLICE_NS)
         *step *= 2;
 }
+
+/* Tries before giving up: each fails only when another VP took the caller
+ * from the target's queue first (or a stall stand-in ran it). */
+#define SHIM_HOME_TRIES 16
+
+void shim_go_home(const struct shim_home *h)
+{
+    if (h->vp < 0 || shim_errno_loc() == h->errp)
+        return;
+    int e = errno;
+    for (int i = 0; i < SHIM_HOME_TRIES && shim_errno_loc() != h->errp; i++)
+        if (nth_move_to_vp(h->vp) != EAGAIN)
+            break;
+    errno = e;
+}

@@ -107,7 +107,8 @@ int nth_shim_sem_wait(sem_t *s)
 {
     if (is_libc(s))
         return REAL(sem_wait)(s);
-    return wait_until(s, CLOCK_MONOTONIC, INT64_MAX);
+    SHIM_HOME_ENTER();
+    return SHIM_HOME_RET(wait_until(s, CLOCK_MONOTONIC, INT64_MAX));
 }
 SHIM_EXPORT(sem_wait)
 
@@ -120,7 +121,8 @@ int nth_shim_sem_clockwait(sem_t *restrict s, clockid_t clock, const struct time
         return fail(EINVAL);
     if (shim_check_ts(abstime))
         return fail(EINVAL);
-    return wait_until(s, clock, shim_ts_ns(abstime));
+    SHIM_HOME_ENTER();
+    return SHIM_HOME_RET(wait_until(s, clock, shim_ts_ns(abstime)));
 }
 SHIM_EXPORT(sem_clockwait)
 

@@ -10,6 +10,7 @@
 #ifndef NTH_SHIM_H
 #define NTH_SHIM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -22,6 +23,46 @@
 #define SHIM_API __attribute__((visibility("default")))
 /* Declare nth_shim_<sym> with libc's type for <sym>. */
 #define SHIM_DECL(sym) SHIM_API __typeof__(sym) nth_shim_##sym;
+
+/* errno through a fresh __errno_location() call at each use. glibc
+ * declares that function const, so within one function the compiler may
+ * reuse the address it returned before a call that switched: after a
+ * migration to another VP that is another kernel thread's errno. The
+ * shim's own functions switch, so they never use a reused address. */
+static inline int *shim_errno_loc(void)
+{
+    int *(*volatile f)(void) = __errno_location;
+    return f();
+}
+#undef errno
+#define errno (*shim_errno_loc())
+
+/* The kernel thread (by its errno address) and VP a wrapper was entered on.
+ * A program's compiled code may read errno after the call through the
+ * address it obtained before it (see above), so a wrapper that reports an
+ * error in errno after it may have switched first goes back to the kernel
+ * thread it was entered on: SHIM_HOME_ENTER() at the top, SHIM_HOME_RET(r)
+ * around each return value that may be -1. Costs a migration only on an
+ * error return after a migration. */
+struct shim_home {
+    int *errp;
+    int vp;                      /* -1: not entered on a VP (nothing to do) */
+};
+static inline struct shim_home shim_home_here(void)
+{
+    return (struct shim_home){ shim_errno_loc(), nth_vp_id() };
+}
+/* Back to h's kernel thread, keeping errno (best effort: a few tries, see
+ * nth_move_to_vp; none when the VP's CPU is taken away). */
+void shim_go_home(const struct shim_home *h);
+#define SHIM_HOME_ENTER() const struct shim_home shim_home_ = shim_home_here()
+#define SHIM_HOME_RET(expr)                                                 \
+    ({                                                                      \
+        __typeof__(expr) r_ = (expr);                                       \
+        if (r_ < 0)                                                         \
+            shim_go_home(&shim_home_);                                      \
+        r_;                                                                 \
+    })
 
 /* Thread-directed signals a nano-thread can have pending at once (a
  * standard signal counts once, as in the kernel; each real-time one queues). */
@@ -50,6 +91,8 @@ struct shim_thread {
     int zclaim;
     struct shim_thread *joining; /* the thread it joins, for pthread_cancel */
     pthread_cond_t *waiting_cond; /* the condvar it waits on, for pthread_cancel */
+    int cond_wake;               /* set by pthread_cancel and pthread_kill before
+                                    they broadcast waiting_cond (atomic) */
     uint64_t pending;            /* signals in sigq, bit sig-1 (atomic) */
     unsigned testcancel_calls;   /* pthread_testcancel yields now and then */
     int has_cpus;                /* pthread_setaffinity_np gave a hint */

@@ -394,6 +394,7 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
     if (r || st == self)
         return r;
     nth_sem_post(&st->sig_bell);               /* ends an interruptible nap */
+    __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);   /* see pthread_cond_wait */
     pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
     if (c)
         nth_cond_broadcast((nth_cond_t *)c);   /* handler, then a 0 return */
@@ -494,6 +495,7 @@ SHIM_EXPORT(sigpending)
 static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
 {
     static const struct timespec zero = { 0, 0 };
+    SHIM_HOME_ENTER();
     struct shim_thread *self = shim_self();
     uint64_t want = set_bits(set) & ~UNBLOCKABLE;
     int64_t step = 0;
@@ -506,12 +508,12 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
         }
         int r = REAL(sigtimedwait)(set, info, &zero);
         if (r > 0 || (r < 0 && errno != EAGAIN))
-            return r;
+            return SHIM_HOME_RET(r);
         shim_testcancel();
         int64_t now = shim_now(CLOCK_MONOTONIC);
         if (now >= deadline) {
             errno = EAGAIN;
-            return -1;
+            return SHIM_HOME_RET(-1);
         }
         /* Naps grow to a slice: a process-directed signal is seen by
          * polling; pthread_kill to us rings the doorbell. */
@@ -567,6 +569,7 @@ int nth_shim_sigsuspend(const sigset_t *mask)
 {
     if (!shim_on_vp())
         return REAL(sigsuspend)(mask);
+    SHIM_HOME_ENTER();
     struct shim_thread *self = shim_self();
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
     uint64_t during = set_bits(mask) & ~UNBLOCKABLE, open = ~during & ~UNBLOCKABLE;
@@ -591,7 +594,7 @@ int nth_shim_sigsuspend(const sigset_t *mask)
     kmask_apply(old);
     __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);
     errno = EINTR;
-    return -1;
+    return SHIM_HOME_RET(-1);
 }
 SHIM_EXPORT(sigsuspend)
 

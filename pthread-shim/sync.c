@@ -48,12 +48,25 @@ int nth_shim_pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *rest
 {
     struct shim_thread *self = shim_self();
     shim_testcancel();
-    __atomic_store_n(&self->waiting_cond, c, __ATOMIC_SEQ_CST);
-    /* Interruptible: pthread_cancel sets cancel_pending, then broadcasts c
+    /* Interruptible: pthread_cancel and pthread_kill set their request
+     * (cancel_pending, a queued signal), then cond_wake, then broadcast c
      * without our mutex; a plain check before waiting lost that broadcast
      * when it came between the check and the queueing (posix-cancel hung
-     * about once in 300 runs). EINTR is a spurious wake-up to the caller. */
-    int r = nth_cond_wait_interruptible((nth_cond_t *)c, mtx(m), &self->cancel_pending);
+     * about once in 300 runs; a lost pthread_kill left its handler
+     * waiting for the next real wake-up). Either the sender sees
+     * waiting_cond and cond_wake stops the wait, or we see its request
+     * here. EINTR is a spurious wake-up to the caller. cond_wake, not
+     * cancel_pending, is the stop flag: with cancellation disabled a
+     * pending request must not turn every wait into a spin. */
+    __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&self->waiting_cond, c, __ATOMIC_SEQ_CST);
+    int r = 0;
+    int cancel = __atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
+                 self->cancel_state == PTHREAD_CANCEL_ENABLE;
+    uint64_t open = __atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) &
+                    ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    if (!cancel && !open)
+        r = nth_cond_wait_interruptible((nth_cond_t *)c, mtx(m), &self->cond_wake);
     if (r == EINTR)
         r = 0;
     __atomic_store_n(&self->waiting_cond, NULL, __ATOMIC_SEQ_CST);

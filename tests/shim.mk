@@ -114,6 +114,20 @@ tests_shim_posix_first_call_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_first_call_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_first_call_LDADD =
 
+check_PROGRAMS += tests/shim/posix-errno_migrate
+tests_shim_posix_errno_migrate_SOURCES = tests/shim/errno_migrate.c tests/shim/check.h
+tests_shim_posix_errno_migrate_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_errno_migrate_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_errno_migrate_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_errno_migrate_LDADD =
+
+check_PROGRAMS += tests/shim/posix-sigwake
+tests_shim_posix_sigwake_SOURCES = tests/shim/sigwake.c tests/shim/check.h
+tests_shim_posix_sigwake_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigwake_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigwake_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigwake_LDADD =
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;

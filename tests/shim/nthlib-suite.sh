@@ -54,6 +54,8 @@ xfail="$xfail parallel/test_parallel "
 # core/test_switch_hook likewise checks that a foreign kernel thread gets
 # EPERM from nth_switch_data_set.
 xfail="$xfail core/test_switch_hook "
+# core/test_move likewise (EPERM from nth_move_to_vp).
+xfail="$xfail core/test_move "
 # core/test_config checks the settings read from the environment when the
 # runtime starts; under the shim the runtime starts earlier, at the first
 # pthread call of the process.

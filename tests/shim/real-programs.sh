@@ -4,7 +4,8 @@
 # xz -T4 and zstd -T4 round trips of generated data (compared with cmp, and
 # the compressed bytes compared between the two runs: all three write the
 # same bytes whatever their threads do), and sysbench threads / mutex runs
-# bounded by event counts, which must be printed and equal.
+# bounded by event counts, which must be printed and equal; and coreutils
+# timeout, both ways (its timer fires; its child ends first).
 #
 # Installs pigz, xz-utils, zstd and sysbench when missing (apt-get, as root);
 # skips (exit 77) with a message only when they cannot be had.
@@ -86,6 +87,15 @@ for mode in "${modes[@]}"; do
   run_in "$mode" zstd -q -T4 -B256KiB -c "$work/data" >"$d/data.zst" &&
     run_in "$mode" zstd -q -T4 -d -c "$d/data.zst" | cmp - "$work/data"
   check "$mode" "zstd -T4 round trip" "$?"
+
+  # coreutils timeout: one thread that blocks SIGCHLD and SIGALRM, then
+  # waits for either in sigsuspend (under the shim it once hung there: the
+  # kernel must leave a process-directed signal pending until that wait
+  # opens the mask). Its status: 124 when the timer fired, else the child's.
+  run_in "$mode" timeout 0.5 sleep 30; rc=$?
+  [ "$rc" = 124 ]; check "$mode" "timeout fires (status $rc)" "$?"
+  run_in "$mode" timeout 30 sh -c 'sleep 0.1; exit 3'; rc=$?
+  [ "$rc" = 3 ]; check "$mode" "timeout returns the child's status (status $rc)" "$?"
 
   run_in "$mode" sysbench threads --threads=4 --events=200 --thread-yields=100 --time=0 run >"$d/threads.txt" 2>&1
   rc=$?
