@@ -120,10 +120,7 @@ static int moving_to(struct nth_thread *t, struct nth_vp *victim)
         return 0;
     if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
         return 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    return now - __atomic_load_n(&t->move_since, __ATOMIC_RELAXED) < NTH_MOVE_GRACE_NS;
+    return now_ns() - __atomic_load_n(&t->move_since, __ATOMIC_RELAXED) < NTH_MOVE_GRACE_NS;
 }
 
 struct nth_thread *nth_steal(struct nth_vp *vp)
