@@ -170,9 +170,10 @@ static int a_assigned(int *cpu)
         uint32_t q = __atomic_load_n(&slot->aseq, __ATOMIC_ACQUIRE);
         if (q & 1u)
             continue;
-        int n = (int)__atomic_load_n(&slot->assigned_count, __ATOMIC_RELAXED);
-        uint64_t m = __atomic_load_n(&slot->assigned[0], __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        /* Acquire loads keep the re-read of aseq after them (no fence:
+         * GCC's ThreadSanitizer rejects fences). */
+        int n = (int)__atomic_load_n(&slot->assigned_count, __ATOMIC_ACQUIRE);
+        uint64_t m = __atomic_load_n(&slot->assigned[0], __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&slot->aseq, __ATOMIC_RELAXED) != q)
             continue;
         *cpu = m ? __builtin_ctzll(m) : -1;

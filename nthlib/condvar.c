@@ -7,7 +7,11 @@
  * claims the first waiter that its alarm has not already claimed: a signal
  * that races a timeout goes to a waiter that will really wake, never lost.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h>          /* NTH_TSAN, for nth_full_fence */
+#endif
 #include <errno.h>
+#include "futex_lock.h"
 #include "sync_core.h"
 #include "wait_queue.h"
 #include "mutex_internal.h"
@@ -85,7 +89,7 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         /* Dekker with the interrupter (store *stop, fence, read the queue
          * in nth_cond_broadcast): we are queued, then we read *stop. One
          * of us sees the other. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        nth_full_fence();
         int exp = NTH_W_WAITING;
         if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
             atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {

@@ -157,10 +157,11 @@ static int read_assignment(void)
             nth_sys_yield();
             continue;
         }
+        /* Acquire loads keep the re-read of aseq after them (no fence:
+         * GCC's ThreadSanitizer rejects fences). */
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
-            m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_RELAXED);
-        g = __atomic_load_n(&s->grant_ns, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_ACQUIRE);
+        g = __atomic_load_n(&s->grant_ns, __ATOMIC_ACQUIRE);
         q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
         if (q1 == q2)
             break;

@@ -14,8 +14,12 @@
  * arbitrary instruction. C++ code cancelled gets its C cleanup handlers run
  * but no destructors (no forced unwinding).
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h>          /* NTH_TSAN, for nth_full_fence */
+#endif
 #include <errno.h>
 #include <setjmp.h>
+#include "futex_lock.h"
 #include "shim.h"
 
 __attribute__((noreturn)) void shim_finish(struct shim_thread *self);
@@ -62,7 +66,7 @@ int nth_shim_pthread_cancel(pthread_t t)
     __atomic_store_n(&st->cancel_pending, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);
     /* Before reading its condvar's queue: nth_cond_wait_interruptible. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    nth_full_fence();
     pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
     if (c)
         nth_cond_broadcast((nth_cond_t *)c);

@@ -194,10 +194,10 @@ static int slot_count(struct nth_cpumgr_shm *s, pid_t pid, uint64_t *mask)
         for (;;) {
             uint32_t q = __atomic_load_n(&sl->aseq, __ATOMIC_ACQUIRE);
             if (q & 1u) continue;
-            int c = (int)__atomic_load_n(&sl->assigned_count, __ATOMIC_RELAXED);
+            /* Acquire loads keep the re-read of aseq after them. */
+            int c = (int)__atomic_load_n(&sl->assigned_count, __ATOMIC_ACQUIRE);
             for (unsigned w = 0; mask && w < NTH_CPUMGR_MASK_WORDS; w++)
-                mask[w] = __atomic_load_n(&sl->assigned[w], __ATOMIC_RELAXED);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                mask[w] = __atomic_load_n(&sl->assigned[w], __ATOMIC_ACQUIRE);
             if (__atomic_load_n(&sl->aseq, __ATOMIC_RELAXED) == q) return c;
         }
     }
