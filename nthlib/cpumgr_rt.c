@@ -344,7 +344,13 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     hook_if_attached();
     nth_pthread_create_fn create = nth_libc_pthread_create();
     pthread_t th;
-    if (create(&th, NULL, watcher, NULL) != 0) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    /* Detached: stop_watcher() waits for it through R.stopped, never joins. */
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = create(&th, &a, watcher, NULL);
+    pthread_attr_destroy(&a);
+    if (e != 0) {
         fprintf(stderr, "nthlib: cannot start the cpumgr watcher thread; the assignment is "
                 "followed at scheduling points only\n");
         return EAGAIN;

@@ -294,8 +294,10 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     next->vp = vp;
     vp->prev = self;
     vp->prev_action = action;
-    vp->current = next;
-    vp->nswitch++;
+    /* Relaxed atomics, plain moves on x86 and arm64: the watchdog and
+     * thieves read both without a lock (ThreadSanitizer sees why). */
+    __atomic_store_n(&vp->current, next, __ATOMIC_RELAXED);
+    __atomic_store_n(&vp->nswitch, vp->nswitch + 1, __ATOMIC_RELAXED);
     nth_trace_rt_switch(vp, self, next);
     int e = *vp->errno_loc;
     tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
