@@ -297,6 +297,12 @@ static inline int nth_started(void)
 /* Make t (READY) runnable on vp's local queue, or the global queue when vp
  * is NULL or disabled; unpark a VP if none is spinning. */
 NTH_HIDDEN void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t);
+/* After publishing a ready nano-thread (a queue node or vp->next_local):
+ * unpark a VP if none spins and some is parked, preferring vp. The Dekker
+ * half of the enqueuer: the idle loop publishes nparked, then re-checks the
+ * queues; we published the node, then read nparked. Returns 1 if it woke
+ * one. Any kernel thread. */
+NTH_HIDDEN int nth_sched_wake_idle(struct nth_vp *vp);
 /* Switch from the running nano-thread to the next ready one (or the idle
  * context); action is done by the post-switch hook. */
 NTH_HIDDEN void nth_sched_block(struct nth_vp *vp, int action);

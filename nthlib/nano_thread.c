@@ -447,10 +447,7 @@ static void make_ready(struct nth_thread *t, int home)
         struct nth_thread *old = __atomic_exchange_n(&vp->next_local, t, __ATOMIC_SEQ_CST);
         if (old)
             nth_rq_push(&vp->rq, old);
-        nth_full_fence();
-        if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
-            __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0)
-            nth_wake_one(vp);
+        nth_sched_wake_idle(vp);
         return;
     }
     nth_sched_enqueue(vp, t);

@@ -156,19 +156,24 @@ void nth_wake_one(struct nth_vp *prefer)
     }
 }
 
+int nth_sched_wake_idle(struct nth_vp *vp)
+{
+    nth_full_fence();
+    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
+        __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
+        nth_wake_one(vp);
+        return 1;
+    }
+    return 0;
+}
+
 void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
 {
     struct nth_rq *q = (vp && !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                            ? &vp->rq : &nth_rt.grq;
     nth_rq_push(q, t);
-    /* Dekker with the idle loop: it publishes nparked, then re-checks the
-     * queues; we publish the node, then read nparked. One of us sees the other. */
-    nth_full_fence();
-    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
-        __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
-        nth_wake_one(vp);
+    if (nth_sched_wake_idle(vp))
         return;
-    }
     /* Dekker with nth_blocking_enter (it publishes blocking, then looks at
      * the queues): a VP whose kernel thread sits in a system call gets a
      * stand-in for what we just queued. */
