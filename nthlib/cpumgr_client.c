@@ -409,14 +409,11 @@ static int client_init(const char *name, int attach)
     C.affinity = hwloc_bitmap_alloc();
     C.assigned = hwloc_bitmap_alloc();
     C.tmp = hwloc_bitmap_alloc();
-    if (!C.affinity || !C.assigned || !C.tmp || hwloc_topology_init(&C.topo) != 0) {
+    if (!C.affinity || !C.assigned || !C.tmp || nth_topology_load(&C.topo, 0) != 0) {
         unlock();
         return ENOMEM;
     }
-    /* No x86 CPUID backend: it migrates the caller to every PU (vp.c). */
-    (void)hwloc_topology_set_components(C.topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-    if (hwloc_topology_load(C.topo) != 0 ||
-        hwloc_get_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_PROCESS) != 0)
+    if (hwloc_get_cpubind(C.topo, C.affinity, HWLOC_CPUBIND_PROCESS) != 0)
         hwloc_bitmap_copy(C.affinity, hwloc_topology_get_allowed_cpuset(C.topo));
     hwloc_bitmap_and(C.affinity, C.affinity, hwloc_topology_get_allowed_cpuset(C.topo));
     for (int c = hwloc_bitmap_first(C.affinity); c >= 0; c = hwloc_bitmap_next(C.affinity, c))

@@ -357,6 +357,11 @@ NTH_HIDDEN int nth_cgroup_cpu_cap(const char *proc_cgroup, const char *root);
 /* Parse one cpu.max line ("max 100000", "50000 100000"). Returns the cap in
  * CPUs (rounded up), 0 for "max", -1 if malformed. */
 NTH_HIDDEN int nth_cgroup_parse_cpu_max(const char *line);
+/* Initialise and load *topo (flags: hwloc_topology_set_flags, 0 for none)
+ * with Linux's sysfs discovery only: no x86 CPUID backend, no I/O or XML
+ * plugin loaded (topology.c says why). Returns 0, or -1 with *topo left
+ * unset. Call it before the runtime's VPs run (it may touch environ). */
+NTH_HIDDEN int nth_topology_load(hwloc_topology_t *topo, unsigned long flags);
 
 /* ---- VPs (vp.c), overflow (overflow.c) -------------------------------- */
 

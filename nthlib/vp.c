@@ -135,19 +135,11 @@ static int start_vp_thread(struct nth_vp *vp)
 
 static int load_topology(void)
 {
-    if (hwloc_topology_init(&nth_rt.topo) != 0)
+    hwloc_topology_t t;
+    if (nth_topology_load(&t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                              HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING) != 0)
         return EAGAIN;
-    hwloc_topology_set_flags(nth_rt.topo, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
-                                          HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING);
-    /* hwloc's x86 backend binds the calling thread to every PU in turn to
-     * run CPUID there: 3 migrations of main per process start (perf record
-     * -e cpu-migrations). Linux's sysfs backend alone gives PUs, cores,
-     * caches and NUMA nodes, which is all the VPs use. */
-    (void)hwloc_topology_set_components(nth_rt.topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-    if (hwloc_topology_load(nth_rt.topo) != 0) {
-        hwloc_topology_destroy(nth_rt.topo);
-        return EAGAIN;
-    }
+    nth_rt.topo = t;
     return 0;
 }
 

@@ -3,7 +3,8 @@
 # uninstalled library") so it can reach the internal hooks.
 core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
-	tests/core/test_switch_hook tests/core/test_context tests/core/test_move
+	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
+	tests/core/test_topology
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -53,3 +54,8 @@ tests_core_test_move_SOURCES = tests/core/test_move.c tests/core/child.h
 tests_core_test_move_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_move_LDFLAGS = $(core_test_ldflags)
 tests_core_test_move_LDADD = $(core_test_libs)
+
+tests_core_test_topology_SOURCES = tests/core/test_topology.c tests/core/child.h
+tests_core_test_topology_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_topology_LDFLAGS = $(core_test_ldflags)
+tests_core_test_topology_LDADD = $(core_test_libs)
