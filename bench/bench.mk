@@ -64,8 +64,27 @@ bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_co
 bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
 bench_sor_nth_LDFLAGS = -static
 bench_sor_nth_LDADD = libnth.la $(KERNEL_LIBS)
+# Region and barrier overhead of each team backend (bench/regions.sh).
+kernel_programs += bench/regions-glibc bench/regions-nth
+bench_regions_glibc_SOURCES = bench/kernels/regions.c bench/kernels/team_glibc.c \
+	bench/kernels/team.h bench/kernels/team_cpus.c
+bench_regions_glibc_CFLAGS = $(KERNEL_CFLAGS) -pthread
+bench_regions_glibc_LDADD = $(KERNEL_LIBS) -lpthread
+bench_regions_nth_SOURCES = bench/kernels/regions.c bench/kernels/team_nth.c \
+	bench/kernels/team.h bench/kernels/team_cpus.c
+bench_regions_nth_CFLAGS = $(KERNEL_CFLAGS)
+bench_regions_nth_LDFLAGS = -static
+bench_regions_nth_LDADD = libnth.la $(KERNEL_LIBS)
+if HAVE_OPENMP
+kernel_programs += bench/regions-openmp
+bench_regions_openmp_SOURCES = bench/kernels/regions.c bench/kernels/team_openmp.c \
+	bench/kernels/team.h bench/kernels/team_cpus.c
+bench_regions_openmp_CFLAGS = $(KERNEL_CFLAGS) $(OPENMP_CFLAGS)
+bench_regions_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
+bench_regions_openmp_LDADD = $(KERNEL_LIBS)
+endif
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/RESULTS.md bench/highprio.sh
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/regions.sh bench/RESULTS.md bench/highprio.sh
 bench_programs += $(kernel_programs)
 
 # ---- cpumgr latencies (bench/cpumgr.c): reallocation and bounded reclaim,

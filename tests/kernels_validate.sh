@@ -46,4 +46,13 @@ line=$("$b/lu-glibc" --size 50 --threads 2 --json)
 printf '%s\n' "$line" | jq -e '.bench == "lu" and .impl == "glibc" and .unit == "s" and .value > 0
     and .params.size == 50 and .params.threads == 2 and (.migrations | type) == "number"' >/dev/null \
     || { echo "FAIL: JSON fields: $line"; fail=1; }
+# The region-overhead benchmark (bench/regions.sh) runs every team backend end
+# to end and prints both rows with a figure for each; the figures themselves
+# are bench's business.
+out=$(REGIONS_REPS=50 sh "${top_srcdir:-..}/bench/regions.sh" "$b" 2 1 2>&1)
+rc=$?
+for row in region_parallel region_barrier; do
+    [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -Eq "^$row +[0-9.]+ .* [0-9.]+ +[0-9.]+ *" \
+        || { echo "FAIL: regions.sh ($rc), row $row: $out"; fail=1; }
+done
 exit $fail
