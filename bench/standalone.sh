@@ -4,6 +4,7 @@
 # and the ratio of every parallel build to the others at the same thread
 # count. Builds are taken from what exists in BINDIR (lu-nth etc. later).
 # usage: bench/standalone.sh [--json] [BINDIR [LU_SIZE [SOR_SIZE [RUNS [THREADS...]]]]]
+# (STANDALONE_INTERLEAVE=1: builds in alternation, see below)
 set -eu
 json=0
 [ "${1:-}" = --json ] && { json=1; shift; }
@@ -16,18 +17,27 @@ command -v jq >/dev/null || { echo "standalone.sh: jq is needed" >&2; exit 1; }
 [ -x "$b/lu-seq" ] || { echo "standalone.sh: no $b/lu-seq; build first" >&2; exit 1; }
 tmp=$(mktemp); trap 'rm -f "$tmp"' EXIT
 ref=$("$b/sor-seq" --size "$sor" --json | jq -r .check.gtotal)
-for k in lu sor; do
-    [ $k = lu ] && n=$lu || n=$sor
-    extra=; [ $k = sor ] && extra="--ref $ref"
-    # shellcheck disable=SC2086
-    "$b/$k-seq" --size $n --runs "$runs" --json $extra >>"$tmp"
-    for impl in glibc openmp nth; do
-        [ -x "$b/$k-$impl" ] || continue
-        for t in $threads; do
-            # shellcheck disable=SC2086
-            "$b/$k-$impl" --size $n --threads $t --runs "$runs" --json $extra >>"$tmp"
+# STANDALONE_INTERLEAVE=1: the builds take turns, one timed run each per
+# round (RUNS rounds), so a drift of the machine's load over the minutes of
+# the run falls on every build alike instead of on whichever ran last.
+rounds=1; per=$runs
+[ "${STANDALONE_INTERLEAVE:-0}" = 1 ] && { rounds=$runs; per=1; }
+r=0
+while [ $r -lt $rounds ]; do
+    for k in lu sor; do
+        [ $k = lu ] && n=$lu || n=$sor
+        extra=; [ $k = sor ] && extra="--ref $ref"
+        # shellcheck disable=SC2086
+        "$b/$k-seq" --size $n --runs "$per" --json $extra >>"$tmp"
+        for impl in glibc openmp nth; do
+            [ -x "$b/$k-$impl" ] || continue
+            for t in $threads; do
+                # shellcheck disable=SC2086
+                "$b/$k-$impl" --size $n --threads $t --runs "$per" --json $extra >>"$tmp"
+            done
         done
     done
+    r=$((r + 1))
 done
 # One line per (kernel, impl, threads): the median over the runs.
 med=$(jq -s -c 'group_by([.bench, .impl, .params.threads])[]
