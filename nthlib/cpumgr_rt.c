@@ -261,6 +261,7 @@ static void *watcher(void *arg)
 {
     (void)arg;
     nth_helper_block_signals(NULL);
+    prctl(PR_SET_NAME, "nth-cpumgr", 0, 0, 0);
     /* Created from VP 0's kernel thread, it would share VP 0's one CPU and
      * wait behind the very nano-thread it must move off a reclaimed CPU. */
     nth_unbind_self();

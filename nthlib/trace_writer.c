@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -131,6 +132,7 @@ static void drain_all(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "nth-trace", 0, 0, 0);
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
         uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
         struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };

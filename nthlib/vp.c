@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -89,6 +90,10 @@ static void *vp_main(void *arg)
     struct nth_vp *vp = arg;
     nth_vp_self_set(vp);
     __atomic_store_n(&vp->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    /* Named for top -H, perf and /proc/PID/task/TID/comm. */
+    char name[16];
+    snprintf(name, sizeof name, "nth-vp%d", vp->id);
+    prctl(PR_SET_NAME, name, 0, 0, 0);
     nth_trace_rt_vp(vp);
     nth_vp_bind(vp);
     nth_overflow_vp_altstack(vp);
@@ -223,9 +228,12 @@ int nth_vps_start(const nth_config_t *cfg)
     __atomic_store_n(&vp0->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     if (!initial_mask)
         save_initial_mask();
-    nth_vp_bind(vp0);
-    nth_overflow_vp_altstack(vp0);
-
+    /* The other VPs' kernel threads first, while this one is not yet bound
+     * to its single CPU: a new thread inherits its creator's mask, and the
+     * kernel places it (fork balancing) on the idlest CPU of that mask; from
+     * a creator bound to one CPU it would start there and then migrate to
+     * its own (perf record -e sched:sched_migrate_task: one migration per
+     * VP per process start). */
     for (int i = 1; i < n; i++) {
         if (start_vp_thread(vps[i]) != 0) {
             /* Carry on with the VPs we have; the others never run. */
@@ -234,6 +242,8 @@ int nth_vps_start(const nth_config_t *cfg)
             break;
         }
     }
+    nth_vp_bind(vp0);
+    nth_overflow_vp_altstack(vp0);
     return 0;
 nomem:
     if (vps)

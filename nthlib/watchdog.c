@@ -158,6 +158,7 @@ static void *standin_main(void *arg)
 {
     struct standin *s = arg;
     struct nth_vp *sh = &s->shell;
+    prctl(PR_SET_NAME, "nth-standin", 0, 0, 0);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &inherited_mask, NULL, (size_t)(_NSIG / 8));
     nth_vp_self_set(sh);
     sh->idle.flags = NTH_TF_IDLE;
@@ -294,6 +295,7 @@ static void *monitor(void *arg)
 {
     (void)arg;
     nth_helper_block_signals(&inherited_mask);
+    prctl(PR_SET_NAME, "nth-watchdog", 0, 0, 0);
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int64_t period = W.stall_ns / 2;

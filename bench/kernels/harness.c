@@ -36,12 +36,19 @@ static long migrations(void)
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
+        char first[256] = "";
         while (fgets(line, sizeof line, f)) {
+            if (!first[0])
+                snprintf(first, sizeof first, "%s", line);
             if (strncmp(line, "se.nr_migrations", 16) == 0) {
                 char *colon = strchr(line, ':');
                 if (colon) {
-                    total += strtol(colon + 1, NULL, 10);
+                    long m = strtol(colon + 1, NULL, 10);
+                    total += m;
                     found = 1;
+                    /* Which threads migrate (the runtime names its own). */
+                    if (getenv("HARNESS_MIGRATIONS_DETAIL"))
+                        fprintf(stderr, "migrations %ld: %s", m, first);
                 }
                 break;
             }
