@@ -60,7 +60,8 @@ static struct {
     int hooked;              /* on_sched_point registered (atomic) */
     int stop, stopped;       /* at exit: the watcher leaves the segment first */
     unsigned long nreclaims; /* atomic */
-    int64_t cost_ns;         /* estimated deadline-to-moved time (EWMA) */
+    int64_t cost_ns;         /* start-to-moved time of a move: a high
+                                percentile of recent ones, not their mean */
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
 } R;
@@ -264,7 +265,13 @@ static int64_t reclaim_pass(void)
         int64_t late = now_ns() - (s->since + R.reclaim_ns) + R.cost_ns;
         if (late < 0)
             late = 0;
-        R.cost_ns += (late - R.cost_ns) / 4;
+        /* Up fast, down slowly: the estimate tracks the slow moves, so
+         * most finish before the deadline. A mean would make every other
+         * move late, and the bound is a deadline, not a target. */
+        if (late > R.cost_ns)
+            R.cost_ns += (late - R.cost_ns) / 2;
+        else
+            R.cost_ns -= (R.cost_ns - late) / 16;
         if (R.cost_ns > R.reclaim_ns / 4)
             R.cost_ns = R.reclaim_ns / 4;
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
