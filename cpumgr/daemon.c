@@ -19,6 +19,7 @@
 #include "enforce.h"
 #include "trace.h"
 #include "daemon.h"
+#include "masks.h"
 #include "placement.h"
 #include "segment.h"
 
@@ -63,38 +64,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Word by word (hwloc's unsigned long is 64 bits on LP64 Linux; two words
- * otherwise): a bit-by-bit loop over the 1024-bit masks cost the daemon
- * about 5 us per mask, on the path of every grant. */
-static void mask_to_bitmap(const uint64_t *m, hwloc_bitmap_t b)
-{
-    hwloc_bitmap_zero(b);
-    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
-        uint64_t v = __atomic_load_n(&m[w], __ATOMIC_RELAXED);
-        if (!v)
-            continue;
-        if (sizeof(unsigned long) == 8) {
-            hwloc_bitmap_set_ith_ulong(b, w, (unsigned long)v);
-        } else {
-            hwloc_bitmap_set_ith_ulong(b, 2 * w, (unsigned long)(v & 0xffffffffu));
-            hwloc_bitmap_set_ith_ulong(b, 2 * w + 1, (unsigned long)(v >> 32));
-        }
-    }
-}
-
-static void bitmap_to_mask(hwloc_const_bitmap_t b, uint64_t *m)
-{
-    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
-        uint64_t v;
-        if (sizeof(unsigned long) == 8)
-            v = (uint64_t)hwloc_bitmap_to_ith_ulong(b, w);
-        else
-            v = (uint64_t)hwloc_bitmap_to_ith_ulong(b, 2 * w) |
-                (uint64_t)hwloc_bitmap_to_ith_ulong(b, 2 * w + 1) << 32;
-        __atomic_store_n(&m[w], v, __ATOMIC_RELAXED);
-    }
-}
-
 /* Write one slot's assignment under its seqlock and stamp the grant; the
  * client learns of it at its next poll or from publish_wake(). */
 static void publish_write(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
@@ -106,8 +75,8 @@ static void publish_write(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
      * before the odd value (a fence would do; GCC's ThreadSanitizer
      * rejects fences). */
     (void)__atomic_exchange_n(&s->aseq, q, __ATOMIC_ACQ_REL);
-    bitmap_to_mask(cpus, s->assigned);
-    bitmap_to_mask(shared, s->shared);
+    cm_bitmap_to_mask(cpus, s->assigned);
+    cm_bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
     __atomic_store_n(&s->grant_ns, now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
@@ -272,7 +241,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     hwloc_bitmap_t aff = hwloc_bitmap_alloc();
     if (!aff)
         return;
-    mask_to_bitmap(s->affinity, aff);
+    cm_mask_to_bitmap(s->affinity, aff);
     hwloc_bitmap_and(aff, aff, d->owned);
     if (!p->known) {
         p->known = 1;
@@ -520,7 +489,7 @@ static int setup_segment(struct daemon *d)
     }
     d->shm = s;
     s->ncpus = (uint32_t)d->ncpus;
-    bitmap_to_mask(d->owned, s->cpus);
+    cm_bitmap_to_mask(d->owned, s->cpus);
     s->period_ms = d->o->period_ms;
     __atomic_store_n(&s->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
     __atomic_store_n(&s->daemon_start_time, nth_cpumgr_proc_start_time(getpid()), __ATOMIC_RELEASE);
@@ -532,7 +501,7 @@ static int setup_segment(struct daemon *d)
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
             if (__atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_SLOT_ACTIVE)
                 continue;
-            mask_to_bitmap(s->slots[i].assigned, d->p[i].assigned);
+            cm_mask_to_bitmap(s->slots[i].assigned, d->p[i].assigned);
             hwloc_bitmap_and(d->p[i].assigned, d->p[i].assigned, d->owned);
             d->p[i].cpu_ns = __atomic_load_n(&s->slots[i].cpu_ns, __ATOMIC_RELAXED);
             d->p[i].primed = 1;
