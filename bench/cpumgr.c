@@ -13,6 +13,15 @@
  *    sched_getcpu() in its loop). Bounded by NTH_RECLAIM_US plus the daemon
  *    and watcher reaction. Median over --reclaims runs; p99 and max in params.
  *
+ *  wake_chain_floor_p50/p99: the same run's floor for a reallocation, the
+ *    raw cost on this machine of its chain of cross-process wake-ups
+ *    without any runtime or daemon work: A futex-wakes a sleeping process D
+ *    (unbound, like the daemon), which futex-wakes a sleeping thread of a
+ *    process F bound to the CPU A holds (like B's parked VP); time until F
+ *    runs there. One sample before each change, in the same conditions (B's
+ *    pollers running on the other CPUs), so realloc / floor is the runtime's
+ *    and the daemon's share: on a 2-vCPU VM waking a vCPU costs tens of us.
+ *
  * usage: cpumgr-bench [--json] [--changes N] [--reclaims N] [--cpumgr PATH]
  * Timestamps are CLOCK_MONOTONIC, shared by the processes of one machine.
  * CPUMGR_BENCH_DEBUG=1 prints each change on stderr, with B's threads
@@ -51,6 +60,12 @@ struct shared {
     int breakdown;     /* --breakdown: B's probe on, stamps copied below */
     uint64_t notice, enable, unpark, bound; /* B's probe at t1 */
     int notice_vp;
+    /* wake-chain floor: A -> D -> F (futex words shared across fork) */
+    uint64_t r_notice, r_move, r_moved; /* B's probe when the spinner left */
+    uint32_t d_word, f_word;
+    int f_cpu;         /* CPU F binds to */
+    int f_ready;       /* CPU F is bound to, about to sleep; -1 none */
+    uint64_t f_t1;     /* ns: F woke on f_cpu */
 };
 
 static struct shared *sh;
@@ -100,8 +115,15 @@ static void *spinner(void *arg)
         int c = sched_getcpu();
         __atomic_store_n(&sh->spin_cpu, c, __ATOMIC_RELAXED);
         int t = __atomic_load_n(&sh->target, __ATOMIC_ACQUIRE);
-        if (t >= 0 && c != t && !__atomic_load_n(&sh->left, __ATOMIC_RELAXED))
-            __atomic_store_n(&sh->left, now_ns(), __ATOMIC_RELEASE);
+        if (t >= 0 && c != t && !__atomic_load_n(&sh->left, __ATOMIC_RELAXED)) {
+            uint64_t v = now_ns();
+            if (sh->breakdown) {
+                sh->r_notice = __atomic_load_n(&nth_cpumgr_probe.notice_ns, __ATOMIC_RELAXED);
+                sh->r_move = __atomic_load_n(&nth_cpumgr_probe.move_ns, __ATOMIC_RELAXED);
+                sh->r_moved = __atomic_load_n(&nth_cpumgr_probe.moved_ns, __ATOMIC_RELAXED);
+            }
+            __atomic_store_n(&sh->left, v, __ATOMIC_RELEASE);
+        }
     }
     return NULL;
 }
@@ -135,6 +157,58 @@ static int app_b(void)
     }
     nth_join(s, NULL);
     return 0;
+}
+
+/* ---- the wake-chain floor: D and F ---- */
+
+static void futex_wait_shared(uint32_t *w, uint32_t v)
+{
+    syscall(SYS_futex, w, FUTEX_WAIT, v, NULL, NULL, 0);
+}
+
+static void futex_bump_wake(uint32_t *w)
+{
+    __atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, w, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
+/* D: what the daemon does on the path, minus its work: wake, wake F, sleep. */
+static int floor_d(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (;;) {
+        uint32_t v = __atomic_load_n(&sh->d_word, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 3)
+            return 0;
+        futex_wait_shared(&sh->d_word, v);
+        if (__atomic_load_n(&sh->d_word, __ATOMIC_SEQ_CST) != v)
+            futex_bump_wake(&sh->f_word);
+    }
+}
+
+/* F: a thread bound to the freed CPU, asleep, as B's parked VP is. */
+static int floor_f(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int bound = -1;
+    for (;;) {
+        int c = __atomic_load_n(&sh->f_cpu, __ATOMIC_ACQUIRE);
+        if (c != bound && c >= 0 && c < CPU_SETSIZE) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            if (sched_setaffinity(0, sizeof one, &one) == 0)
+                bound = c;
+        }
+        uint32_t v = __atomic_load_n(&sh->f_word, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&sh->f_ready, bound, __ATOMIC_RELEASE);
+        if (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 3)
+            return 0;
+        futex_wait_shared(&sh->f_word, v);
+        uint64_t t = now_ns();
+        if (bound >= 0 && sched_getcpu() == bound)
+            __atomic_store_n(&sh->f_t1, t, __ATOMIC_RELEASE);
+    }
 }
 
 /* ---- application A: a raw slot ---- */
@@ -214,6 +288,26 @@ static int claim(void)
         _ok;                                                                     \
     })
 
+/* One floor sample with F bound to cpu: ns from A's wake of D to F
+ * running on cpu, 0 if it did not happen within a second. */
+static uint64_t floor_sample(int cpu)
+{
+    if (__atomic_load_n(&sh->f_ready, __ATOMIC_ACQUIRE) != cpu) {
+        __atomic_store_n(&sh->f_cpu, cpu, __ATOMIC_RELEASE);
+        __atomic_store_n(&sh->f_ready, -1, __ATOMIC_RELEASE);
+        futex_bump_wake(&sh->f_word); /* F rebinds */
+        if (!WAIT_FOR(__atomic_load_n(&sh->f_ready, __ATOMIC_ACQUIRE) == cpu, 1000))
+            return 0;
+    }
+    sleep_us(300); /* F and D are asleep */
+    __atomic_store_n(&sh->f_t1, 0, __ATOMIC_RELEASE);
+    uint64_t t0 = now_ns();
+    futex_bump_wake(&sh->d_word);
+    if (!WAIT_FOR(__atomic_load_n(&sh->f_t1, __ATOMIC_ACQUIRE) != 0, 1000))
+        return 0;
+    return __atomic_load_n(&sh->f_t1, __ATOMIC_ACQUIRE) - t0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -230,10 +324,11 @@ static double pct(uint64_t *v, int n, double p)
 
 /* --breakdown: where a reallocation's time goes, from stamps taken by the
  * daemon (segment) and by B's runtime probe, all CLOCK_MONOTONIC. */
-#define NSEG 6
+#define NSEG 7
 static const char *const seg_name[NSEG] = {
     "request -> daemon pass", "pass -> B's grant",  "grant -> B notices",
-    "notice -> VP enabled",   "enabled -> unparked", "unparked -> runs on CPU",
+    "notice -> VP enabled",   "enabled -> unparked", "unparked -> rebound",
+    "rebound -> runs on CPU",
 };
 
 /* Add one change's segments; 0 if a stamp is missing (that step did not
@@ -246,7 +341,7 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
         if (__atomic_load_n(&shm->slots[i].pid, __ATOMIC_RELAXED) == bpid)
             grant = __atomic_load_n(&shm->slots[i].grant_ns, __ATOMIC_RELAXED);
     uint64_t st[NSEG + 1] = {t0, __atomic_load_n(&shm->pass_ns, __ATOMIC_RELAXED), grant,
-                             sh->notice, sh->enable, sh->unpark,
+                             sh->notice, sh->enable, sh->unpark, sh->bound,
                              __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)};
     for (int k = 0; k < NSEG; k++)
         if (st[k + 1] < st[k])
@@ -268,6 +363,34 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
 
 static int cmp_u64(const void *a, const void *b);
 static double pct(uint64_t *v, int n, double p);
+
+/* --breakdown for bounded reclaim: B's stamps when the spinner left. */
+#define NRSEG 6
+static const char *const rseg_name[NRSEG] = {
+    "request -> B's loss", "loss -> B notices", "notice -> move starts",
+    "move -> moved", "moved -> runs elsewhere", "loss -> runs elsewhere",
+};
+
+static uint64_t slot_grant(pid_t pid)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (__atomic_load_n(&shm->slots[i].pid, __ATOMIC_RELAXED) == pid)
+            return __atomic_load_n(&shm->slots[i].grant_ns, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static int rbreakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n)
+{
+    uint64_t st[NRSEG] = {t0, slot_grant(bpid), sh->r_notice, sh->r_move, sh->r_moved,
+                          __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE)};
+    for (int k = 0; k + 1 < NRSEG; k++)
+        if (st[k + 1] < st[k])
+            return 0;
+    for (int k = 0; k + 1 < NRSEG; k++)
+        seg[k][n] = st[k + 1] - st[k];
+    seg[NRSEG - 1][n] = st[NRSEG - 1] - st[1];
+    return 1;
+}
 
 static void breakdown_print(uint64_t **seg, int n, int changes, const int *slow_by, int nslow,
                             int by_watcher)
@@ -344,12 +467,18 @@ int main(int argc, char **argv)
         _exit(127);
     }
     int rc = 1;
-    pid_t bpid = -1;
+    pid_t bpid = -1, fpid = -1, ddpid = -1;
     uint64_t *rl = calloc((size_t)changes, sizeof *rl), *cl = calloc((size_t)reclaims, sizeof *cl);
+    uint64_t *fl = calloc((size_t)changes, sizeof *fl);
+    int nfl = 0;
     uint64_t *seg_ns[NSEG];
     int nseg = 0, slow_by[NSEG] = {0}, nslow = 0, by_watcher = 0;
     for (int k = 0; k < NSEG; k++)
         seg_ns[k] = calloc((size_t)changes, sizeof(uint64_t));
+    uint64_t *rseg_ns[NRSEG];
+    int nrseg = 0;
+    for (int k = 0; k < NRSEG; k++)
+        rseg_ns[k] = calloc((size_t)reclaims, sizeof(uint64_t));
     int nrl = 0, ncl = 0, miss_r = 0, miss_c = 0;
     int fd = -1;
     for (int i = 0; i < 400 && fd < 0; i++) {
@@ -357,7 +486,7 @@ int main(int argc, char **argv)
         if (fd < 0)
             sleep_us(5000);
     }
-    if (fd < 0 || !rl || !cl) {
+    if (fd < 0 || !rl || !cl || !fl) {
         fprintf(stderr, "cpumgr-bench: daemon %s did not start\n", daemon_path);
         goto out;
     }
@@ -372,6 +501,13 @@ int main(int argc, char **argv)
     bpid = fork();
     if (bpid == 0)
         _exit(app_b());
+    sh->f_cpu = sh->f_ready = -1;
+    fpid = fork();
+    if (fpid == 0)
+        _exit(floor_f());
+    ddpid = fork();
+    if (ddpid == 0)
+        _exit(floor_d());
     if (claim() != 0 || !WAIT_FOR(__atomic_load_n(&sh->b_ready, __ATOMIC_ACQUIRE), 5000))
         goto out;
 
@@ -385,6 +521,9 @@ int main(int argc, char **argv)
             a_request(1);
             continue;
         }
+        uint64_t f = floor_sample(x);
+        if (f)
+            fl[nfl++] = f;
         sleep_us(1000); /* B's VP on x parks at its next scheduling point */
         __atomic_store_n(&sh->t1, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
@@ -433,9 +572,11 @@ int main(int argc, char **argv)
         __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
         uint64_t t0 = now_ns();
         a_request(1);
-        if (WAIT_FOR(__atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) != 0, 1000))
+        if (WAIT_FOR(__atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) != 0, 1000)) {
             cl[ncl++] = __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) - t0;
-        else
+            if (breakdown && rbreakdown_add(t0, bpid, rseg_ns, nrseg))
+                nrseg++;
+        } else
             miss_c++;
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->left) {
             int y = -1, na = a_assigned(&y);
@@ -452,10 +593,12 @@ int main(int argc, char **argv)
     }
     __atomic_store_n(&sh->mode, 3, __ATOMIC_RELEASE);
     qsort(rl, (size_t)nrl, sizeof *rl, cmp_u64);
+    qsort(fl, (size_t)nfl, sizeof *fl, cmp_u64);
     qsort(cl, (size_t)ncl, sizeof *cl, cmp_u64);
     const char *rus = getenv("NTH_RECLAIM_US");
     int reclaim_us = rus && *rus ? atoi(rus) : 1000;
     double r50 = pct(rl, nrl, 0.5), r99 = pct(rl, nrl, 0.99);
+    double f50 = pct(fl, nfl, 0.5), f99 = pct(fl, nfl, 0.99);
     double c50 = pct(cl, ncl, 0.5), c99 = pct(cl, ncl, 0.99), cmax = ncl ? cl[ncl - 1] / 1000.0 : -1;
     if (json) {
         printf("{\"bench\":\"realloc_latency_p50\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
@@ -464,6 +607,12 @@ int main(int argc, char **argv)
         printf("{\"bench\":\"realloc_latency_p99\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
                "\"params\":{\"changes\":%d,\"measured\":%d,\"cpus\":%d,\"period_ms\":10}}\n",
                r99, changes, nrl, ncpu);
+        printf("{\"bench\":\"wake_chain_floor_p50\",\"impl\":\"raw\",\"value\":%.1f,\"unit\":\"us\","
+               "\"params\":{\"samples\":%d,\"realloc_over_floor\":%.2f}}\n", f50, nfl,
+               f50 > 0 ? r50 / f50 : -1.0);
+        printf("{\"bench\":\"wake_chain_floor_p99\",\"impl\":\"raw\",\"value\":%.1f,\"unit\":\"us\","
+               "\"params\":{\"samples\":%d,\"realloc_over_floor\":%.2f}}\n", f99, nfl,
+               f99 > 0 ? r99 / f99 : -1.0);
         printf("{\"bench\":\"reclaim_latency\",\"impl\":\"nth\",\"value\":%.1f,\"unit\":\"us\","
                "\"params\":{\"stat\":\"p50\",\"p99\":%.1f,\"max\":%.1f,\"runs\":%d,\"measured\":%d,"
                "\"reclaim_us\":%d}}\n", c50, c99, cmax, reclaims, ncl, reclaim_us);
@@ -473,12 +622,24 @@ int main(int argc, char **argv)
         printf("%-22s %10s %6s %8s\n", "metric", "value", "unit", "samples");
         printf("%-22s %10.1f %6s %5d/%d\n", "realloc_latency_p50", r50, "us", nrl, changes);
         printf("%-22s %10.1f %6s %5d/%d\n", "realloc_latency_p99", r99, "us", nrl, changes);
+        printf("%-22s %10.1f %6s %5d/%d\n", "wake_chain_floor_p50", f50, "us", nfl, changes);
+        printf("%-22s %10.1f %6s %5d/%d\n", "wake_chain_floor_p99", f99, "us", nfl, changes);
+        printf("%-22s %10.2f %6s\n", "realloc/floor p50", f50 > 0 ? r50 / f50 : -1.0, "x");
+        printf("%-22s %10.2f %6s\n", "realloc/floor p99", f99 > 0 ? r99 / f99 : -1.0, "x");
         printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency p50", c50, "us", ncl, reclaims);
         printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency p99", c99, "us", ncl, reclaims);
         printf("%-22s %10.1f %6s %5d/%d\n", "reclaim_latency max", cmax, "us", ncl, reclaims);
     }
-    if (breakdown)
+    if (breakdown) {
         breakdown_print(seg_ns, nseg, nrl, slow_by, nslow, by_watcher);
+        printf("reclaim breakdown: %d of %d runs with every stamp\n", nrseg, ncl);
+        printf("%-26s %9s %9s %9s\n", "segment", "p50 us", "p99 us", "max us");
+        for (int k = 0; k < NRSEG; k++) {
+            qsort(rseg_ns[k], (size_t)nrseg, sizeof(uint64_t), cmp_u64);
+            printf("%-26s %9.1f %9.1f %9.1f\n", rseg_name[k], pct(rseg_ns[k], nrseg, 0.5),
+                   pct(rseg_ns[k], nrseg, 0.99), nrseg ? rseg_ns[k][nrseg - 1] / 1000.0 : -1.0);
+        }
+    }
     fflush(stdout);
     if (miss_r || miss_c)
         fprintf(stderr, "cpumgr-bench: %d reallocations and %d reclaims timed out (not counted)\n",
@@ -493,6 +654,17 @@ out:
             waitpid(bpid, NULL, 0);
         }
     }
+    if (sh) { /* D and F see mode 3 at their next wake */
+        futex_bump_wake(&sh->d_word);
+        futex_bump_wake(&sh->f_word);
+    }
+    for (int k = 0; k < 2; k++) {
+        pid_t p = k ? ddpid : fpid;
+        if (p > 0 && WAIT_FOR(waitpid(p, NULL, WNOHANG) == p, 1000) == 0) {
+            kill(p, SIGKILL);
+            waitpid(p, NULL, 0);
+        }
+    }
     if (slot)
         __atomic_store_n(&slot->state, NTH_CPUMGR_SLOT_FREE, __ATOMIC_RELEASE);
     if (dpid > 0) {
@@ -505,7 +677,10 @@ out:
     shm_unlink(seg);
     free(rl);
     free(cl);
+    free(fl);
     for (int k = 0; k < NSEG; k++)
         free(seg_ns[k]);
+    for (int k = 0; k < NRSEG; k++)
+        free(rseg_ns[k]);
     return rc;
 }

@@ -19,10 +19,12 @@
 #include "enforce.h"
 #include "trace.h"
 #include "daemon.h"
+#include "masks.h"
 #include "placement.h"
 #include "segment.h"
 
 #define PID_LIMIT 4194304 /* PID_MAX_LIMIT on 64-bit Linux */
+#define LIVE_DEFER_NS 200000u /* a liveness check put off by a request */
 
 /* What the daemon believes about one slot; never re-read from the segment
  * for decisions once checked. */
@@ -62,31 +64,10 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void mask_to_bitmap(const uint64_t *m, hwloc_bitmap_t b)
-{
-    hwloc_bitmap_zero(b);
-    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
-        uint64_t v = __atomic_load_n(&m[w], __ATOMIC_RELAXED);
-        for (unsigned i = 0; v && i < 64; i++)
-            if ((v >> i) & 1u)
-                hwloc_bitmap_set(b, w * 64 + i);
-    }
-}
-
-static void bitmap_to_mask(hwloc_const_bitmap_t b, uint64_t *m)
-{
-    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++) {
-        uint64_t v = 0;
-        for (unsigned i = 0; i < 64; i++)
-            if (hwloc_bitmap_isset(b, w * 64 + i))
-                v |= UINT64_C(1) << i;
-        __atomic_store_n(&m[w], v, __ATOMIC_RELAXED);
-    }
-}
-
-/* Publish one slot's assignment under its seqlock. */
-static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
-                    hwloc_const_bitmap_t shared)
+/* Write one slot's assignment under its seqlock and stamp the grant; the
+ * client learns of it at its next poll or from publish_wake(). */
+static void publish_write(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
+                          hwloc_const_bitmap_t shared)
 {
     uint32_t q = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
     q |= 1u; /* a client may have scribbled: force odd = "being written" */
@@ -94,19 +75,37 @@ static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
      * before the odd value (a fence would do; GCC's ThreadSanitizer
      * rejects fences). */
     (void)__atomic_exchange_n(&s->aseq, q, __ATOMIC_ACQ_REL);
-    bitmap_to_mask(cpus, s->assigned);
-    bitmap_to_mask(shared, s->shared);
+    cm_bitmap_to_mask(cpus, s->assigned);
+    cm_bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
     __atomic_store_n(&s->grant_ns, now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
-    /* The client's VPs without a CPU sleep on vp_wake: wake them first,
-     * one of them takes a CPU granted now without any other thread's hop.
-     * Only an add and a wake: whatever a client wrote there is harmless. */
+}
+
+/* Wake the client's sleepers after publish_write(). Only adds and wakes:
+ * whatever a client wrote to these words is harmless. loses: the slot
+ * lost a CPU (or we do not know). */
+static void publish_wake(struct nth_cpumgr_slot *s, int loses)
+{
+    /* Its VPs without a CPU sleep on vp_wake: one of them takes a CPU
+     * granted now without any other thread's hop. First: the woken VP is
+     * often bound to the very CPU this pass runs on and gets it only when
+     * the daemon sleeps, so every wake after this one delays it. */
     __atomic_add_fetch(&s->vp_wake, 1, __ATOMIC_SEQ_CST);
-    syscall(SYS_futex, &s->vp_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    long woke = syscall(SYS_futex, &s->vp_wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
     /* A client whose VPs are all busy sleeps on aseq in a watcher thread
-     * (bounded reclaim, daemon liveness): wake it now, not at its tick. */
-    syscall(SYS_futex, &s->aseq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+     * (bounded reclaim, daemon liveness): wake it now, not at its tick. A
+     * grant that woke a VP needs no watcher (that VP applies it), and a
+     * futex wake that finds a sleeper costs this VM 5-25 us. */
+    if (loses || woke <= 0)
+        syscall(SYS_futex, &s->aseq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void publish(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
+                    hwloc_const_bitmap_t shared)
+{
+    publish_write(s, cpus, shared);
+    publish_wake(s, 1);
 }
 
 static void slot_name(const struct nth_cpumgr_slot *s, char *out)
@@ -242,7 +241,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     hwloc_bitmap_t aff = hwloc_bitmap_alloc();
     if (!aff)
         return;
-    mask_to_bitmap(s->affinity, aff);
+    cm_mask_to_bitmap(s->affinity, aff);
     hwloc_bitmap_and(aff, aff, d->owned);
     if (!p->known) {
         p->known = 1;
@@ -318,9 +317,12 @@ static void rebalance(struct daemon *d)
     }
     if (ok && cm_place_all(d->topo, d->owned, pl, n) == 0 &&
         (!d->o->share || cm_share(d->topo, pl, n) == 0)) {
-        int changed = 0;
+        int changed = 0, nwake = 0, wake[NTH_CPUMGR_MAX_SLOTS], wake_loses[NTH_CPUMGR_MAX_SLOTS];
         /* Two passes: first the slots that lose a CPU, then the others, so
-         * a CPU is never published as both the old and the new owner's. */
+         * a CPU is never published as both the old and the new owner's.
+         * Every assignment is written before anyone is woken: a futex wake
+         * that finds a sleeper costs this VM 5-25 us, and the grants must
+         * not wait behind the losers' wake-ups. */
         for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < n; k++) {
             struct slotpriv *p = &d->p[idx[k]];
@@ -341,8 +343,9 @@ static void rebalance(struct daemon *d)
                 hwloc_bitmap_andnot(p->taken, p->taken, pl[k].out);
                 hwloc_bitmap_copy(p->assigned, pl[k].out);
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
-                publish(s, p->assigned, p->shared);
-                cm_trace_grant(p->pid, p->name, (unsigned)hwloc_bitmap_weight(p->assigned));
+                publish_write(s, p->assigned, p->shared);
+                wake[nwake] = idx[k];
+                wake_loses[nwake++] = loses;
                 p->force_publish = 0;
                 changed = 1;
             }
@@ -351,6 +354,12 @@ static void rebalance(struct daemon *d)
             __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
             __atomic_store_n(&d->shm->pass_ns, d->pass_ns, __ATOMIC_RELAXED);
         }
+        for (int k = 0; k < nwake; k++)
+            cm_trace_grant(d->p[wake[k]].pid, d->p[wake[k]].name,
+                           (unsigned)hwloc_bitmap_weight(d->p[wake[k]].assigned));
+        /* Losers first (they must leave the CPUs), the grants last. */
+        for (int k = 0; k < nwake; k++)
+            publish_wake(&d->shm->slots[wake[k]], wake_loses[k]);
         d->dirty = 0;
     }
     for (int k = 0; k < n; k++) {
@@ -480,7 +489,7 @@ static int setup_segment(struct daemon *d)
     }
     d->shm = s;
     s->ncpus = (uint32_t)d->ncpus;
-    bitmap_to_mask(d->owned, s->cpus);
+    cm_bitmap_to_mask(d->owned, s->cpus);
     s->period_ms = d->o->period_ms;
     __atomic_store_n(&s->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
     __atomic_store_n(&s->daemon_start_time, nth_cpumgr_proc_start_time(getpid()), __ATOMIC_RELEASE);
@@ -492,7 +501,7 @@ static int setup_segment(struct daemon *d)
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
             if (__atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_SLOT_ACTIVE)
                 continue;
-            mask_to_bitmap(s->slots[i].assigned, d->p[i].assigned);
+            cm_mask_to_bitmap(s->slots[i].assigned, d->p[i].assigned);
             hwloc_bitmap_and(d->p[i].assigned, d->p[i].assigned, d->owned);
             d->p[i].cpu_ns = __atomic_load_n(&s->slots[i].cpu_ns, __ATOMIC_RELAXED);
             d->p[i].primed = 1;
@@ -547,13 +556,16 @@ int cm_daemon_run(const struct cm_opts *o)
     }
     d.dirty = 1;
     uint64_t last_ns = now_ns(), last_rot = now_ms(), last_live = 0;
+    int live_deferred = 0;
     uint32_t seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
     uint64_t wait_ns = (uint64_t)o->period_ms * 1000000u;
     while (!stop_flag) {
         struct timespec to = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
         /* Shared futex (no FUTEX_PRIVATE_FLAG): wakers are other processes. */
         syscall(SYS_futex, &d.shm->wake, FUTEX_WAIT, seen, &to, NULL, 0);
+        uint32_t was = seen;
         seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
+        int woken = seen != was; /* a client's request, not our timeout */
         uint64_t tns = now_ns(), tms = tns / 1000000u;
         d.pass_ns = tns;
         uint64_t dt = tns - last_ns;
@@ -566,9 +578,16 @@ int cm_daemon_run(const struct cm_opts *o)
             }
         }
         __atomic_store_n(&d.shm->heartbeat_ms, tms, __ATOMIC_RELEASE);
-        int liveness = tms - last_live >= o->period_ms;
-        if (liveness)
+        /* The liveness check reads /proc (tens of us): a pass that answers
+         * a request puts it off once, to a pass LIVE_DEFER_NS later, so
+         * that the grant is not behind it; a dead client is still seen
+         * within a period and LIVE_DEFER_NS. */
+        int live_due = tms - last_live >= o->period_ms;
+        int liveness = live_due && (!woken || live_deferred);
+        if (liveness) {
             last_live = tms;
+            live_deferred = 0;
+        }
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
             scan_slot(&d, i, tms, liveness);
         if (tms - last_rot >= o->quantum_ms) {
@@ -582,6 +601,10 @@ int cm_daemon_run(const struct cm_opts *o)
             rebalance(&d);
         /* Sleep until the next period or enforcement deadline. */
         wait_ns = (uint64_t)o->period_ms * 1000000u;
+        if (live_due && !liveness) {
+            live_deferred = 1;
+            wait_ns = LIVE_DEFER_NS;
+        }
         uint64_t en = enforce(&d, now_ns());
         if (en < wait_ns)
             wait_ns = en;

@@ -17,6 +17,8 @@ struct nth_cpumgr_probe {
     uint64_t enable_ns;  /* nth_vps_set_allowed() enabled a disabled VP */
     uint64_t unpark_ns;  /* a VP that parked disabled left its futex wait */
     uint64_t bound_ns;   /* that VP's kernel thread was rebound */
+    uint64_t move_ns;    /* bounded reclaim: the watcher starts a move */
+    uint64_t moved_ns;   /* and its sched_setaffinity returned */
 };
 
 __attribute__((visibility("hidden"))) extern struct nth_cpumgr_probe nth_cpumgr_probe;

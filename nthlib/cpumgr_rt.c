@@ -60,7 +60,8 @@ static struct {
     int hooked;              /* on_sched_point registered (atomic) */
     int stop, stopped;       /* at exit: the watcher leaves the segment first */
     unsigned long nreclaims; /* atomic */
-    int64_t cost_ns;         /* estimated deadline-to-moved time (EWMA) */
+    int64_t cost_ns;         /* start-to-moved time of a move: a high
+                                percentile of recent ones, not their mean */
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
 } R;
@@ -104,15 +105,21 @@ static void disable_all(void)
 }
 
 /* Bookkeeping after a change, R.lock held: start the reclaim clock of newly
- * disabled VPs; give a moved VP that has its CPU again its binding back. */
-static void note_vps(int64_t t)
+ * disabled VPs; give a moved VP that has its CPU again its binding back.
+ * Returns nonzero if a clock started (the watcher has a new deadline). */
+static int note_vps(int64_t t)
 {
+    int started = 0;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
         struct vp_state *s = &R.vps[i];
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
-            if (!s->since)
+            if (!s->since && !__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE)) {
                 s->since = t;
+                started = 1;
+            } else if (!s->since) {
+                s->since = t;
+            }
             continue;
         }
         s->since = 0;
@@ -123,11 +130,13 @@ static void note_vps(int64_t t)
                 if (one) {
                     hwloc_bitmap_only(one, (unsigned)vp->cpu);
                     bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), one);
+                    __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
                     hwloc_bitmap_free(one);
                 }
             }
         }
     }
+    return started;
 }
 
 /* The client's assignment callback (client lock held). */
@@ -141,9 +150,13 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
     /* The reclaim budget runs from the daemon's grant: by the time we see
      * it, part of it is spent (daemon pass, our wake-up). */
     int64_t t = now_ns(), g = (int64_t)nth_cpumgr_grant_ns();
-    note_vps(g > 0 && g <= t && t - g < R.reclaim_ns ? g : t);
+    int started = note_vps(g > 0 && g <= t && t - g < R.reclaim_ns ? g : t);
     nth_futex_unlock(&R.lock);
-    kick_watcher();
+    /* Only a new reclaim deadline needs the watcher now (the daemon wakes
+     * it at every grant anyway): each wake is a system call on the path of
+     * the thread that noticed, often the VP about to use a granted CPU. */
+    if (started || !nth_cpumgr_client_attached())
+        kick_watcher();
 }
 
 /* Bit of vp in the slot word's futex bitset: a local enable wakes that VP
@@ -215,10 +228,10 @@ static void hook_if_attached(void)
 }
 
 /* Move the kernel threads of VPs that overstayed on a CPU taken away.
- * Returns ns until the next pending deadline, or TICK_NS. */
+ * Returns the next pending deadline (CLOCK_MONOTONIC ns), or t + TICK_NS. */
 static int64_t reclaim_pass(void)
 {
-    int64_t next = TICK_NS, t = now_ns();
+    int64_t t = now_ns(), next = t + TICK_NS;
     nth_futex_lock(&R.lock);
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
@@ -232,8 +245,8 @@ static int64_t reclaim_pass(void)
          * once the thread is off the CPU), so the CPU is free on time. */
         int64_t due = s->since + R.reclaim_ns - R.cost_ns;
         if (t < due) {
-            if (due - t < next)
-                next = due - t;
+            if (due < next)
+                next = due;
             continue;
         }
         if (hwloc_bitmap_iszero(R.assigned))
@@ -242,13 +255,23 @@ static int64_t reclaim_pass(void)
          * rebind (to its old CPU, where it will only park) at any moment. */
         if (R.no_reclaim)
             continue;
+        nth_cpumgr_stamp(&nth_cpumgr_probe.move_ns);
         bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), R.assigned);
+        nth_cpumgr_stamp(&nth_cpumgr_probe.moved_ns);
+        /* Before the rebind request: its rebind must not be skipped. */
+        __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
         s->moved = 1;
         int64_t late = now_ns() - (s->since + R.reclaim_ns) + R.cost_ns;
         if (late < 0)
             late = 0;
-        R.cost_ns += (late - R.cost_ns) / 4;
+        /* Up fast, down slowly: the estimate tracks the slow moves, so
+         * most finish before the deadline. A mean would make every other
+         * move late, and the bound is a deadline, not a target. */
+        if (late > R.cost_ns)
+            R.cost_ns += (late - R.cost_ns) / 2;
+        else
+            R.cost_ns -= (R.cost_ns - late) / 16;
         if (R.cost_ns > R.reclaim_ns / 4)
             R.cost_ns = R.reclaim_ns / 4;
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
@@ -279,21 +302,26 @@ static void *watcher(void *arg)
         }
         hook_if_attached();
         nth_cpumgr_poll();
-        int64_t wait = reclaim_pass();
-        int64_t to_tick = last_tick + TICK_NS - now_ns();
-        if (to_tick < wait)
-            wait = to_tick;
-        if (wait <= 0)
+        int64_t until = reclaim_pass();
+        if (last_tick + TICK_NS < until)
+            until = last_tick + TICK_NS;
+        if (until <= now_ns())
             continue;
-        struct timespec ts = { (time_t)(wait / 1000000000), (long)(wait % 1000000000) };
+        /* An absolute deadline (FUTEX_WAIT_BITSET times out on
+         * CLOCK_MONOTONIC, the clock of the daemon's grant stamp): a
+         * relative one would also count the time since reclaim_pass() read
+         * the clock, and a preemption in between makes the move late. */
+        struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
         const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
         uint32_t seen = __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED);
         if (nth_cpumgr_client_attached() && __atomic_load_n(w, __ATOMIC_ACQUIRE) == seen &&
             __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE) == kick) {
-            /* Shared futex: the daemon, another process, wakes it. */
-            syscall(SYS_futex, w, FUTEX_WAIT, seen, &ts, NULL, 0);
+            /* Shared futex: the daemon, another process, wakes it (its
+             * FUTEX_WAKE matches any bitset). */
+            syscall(SYS_futex, w, FUTEX_WAIT_BITSET, seen, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
         } else if (!nth_cpumgr_client_attached()) {
-            syscall(SYS_futex, &R.kick, FUTEX_WAIT_PRIVATE, kick, &ts, NULL, 0);
+            syscall(SYS_futex, &R.kick, FUTEX_WAIT_BITSET_PRIVATE, kick, &ts, NULL,
+                    FUTEX_BITSET_MATCH_ANY);
         }
     }
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);

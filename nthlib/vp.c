@@ -75,13 +75,21 @@ void nth_vp_bind(struct nth_vp *vp)
 {
     if (!nth_rt.cfg.bind || vp->cpu < 0)
         return;
+    /* Bound there by us and running there: nobody changed the mask since
+     * (bounded reclaim clears bound_cpu1 before it asks for a rebind; the
+     * daemon's enforcement moves a thread off a CPU, so it would not run
+     * there now). */
+    if (__atomic_load_n(&vp->bound_cpu1, __ATOMIC_ACQUIRE) == vp->cpu + 1 &&
+        sched_getcpu() == vp->cpu)
+        return;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
         return;
     hwloc_bitmap_only(set, (unsigned)vp->cpu);
     /* Best effort: a failed binding leaves the VP running unbound, which is
      * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
-    (void)hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
+    int rc = hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
+    __atomic_store_n(&vp->bound_cpu1, rc == 0 ? vp->cpu + 1 : 0, __ATOMIC_RELEASE);
     hwloc_bitmap_free(set);
 }
 
@@ -270,6 +278,11 @@ static void enable(struct nth_vp *vp, int cpu)
     __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&vp->disabled, 0, __ATOMIC_SEQ_CST);
     nth_cpumgr_stamp(&nth_cpumgr_probe.enable_ns);
+    /* Enabled by its own kernel thread (a parked VP woken by the daemon
+     * reads the grant itself): it is awake, and each futex wake is a system
+     * call, 5-20 us on a virtual machine, on the path of the CPU's use. */
+    if (vp == nth_vp_self())
+        return;
     int zero = 0;
     if (__atomic_compare_exchange_n(&vp->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         nth_futex_wake(&vp->park_word, 1);

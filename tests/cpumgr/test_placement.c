@@ -13,7 +13,9 @@
 
 #include <hwloc.h>
 
+#include "../../cpumgr/masks.h"
 #include "../../cpumgr/placement.h"
+#include "nth/cpumgr_shm.h"
 
 #define MAXA 8
 
@@ -269,6 +271,43 @@ static void test_share(void **state)
     destroy(f);
 }
 
+/* The segment's masks against hwloc bitmaps: word edges, the last CPU,
+ * CPUs beyond the segment's range dropped, and every word rewritten. */
+static void test_masks(void **state)
+{
+    (void)state;
+    static const unsigned cpus[] = {0, 1, 31, 32, 63, 64, 65, 100, 127, 128, 511, 1000, 1023};
+    hwloc_bitmap_t b = hwloc_bitmap_alloc(), back = hwloc_bitmap_alloc();
+    uint64_t m[NTH_CPUMGR_MASK_WORDS];
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        m[w] = ~UINT64_C(0); /* stale content: must be overwritten */
+    for (unsigned i = 0; i < sizeof cpus / sizeof cpus[0]; i++)
+        hwloc_bitmap_set(b, cpus[i]);
+    hwloc_bitmap_set(b, NTH_CPUMGR_MAX_CPUS);      /* out of range: dropped */
+    hwloc_bitmap_set(b, NTH_CPUMGR_MAX_CPUS + 70);
+    cm_bitmap_to_mask(b, m);
+    unsigned n = 0;
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if ((m[c / 64] >> (c % 64)) & 1u) {
+            assert_true(hwloc_bitmap_isset(b, c));
+            n++;
+        }
+    assert_int_equal(n, sizeof cpus / sizeof cpus[0]);
+    hwloc_bitmap_set(back, 7); /* stale content: must be cleared */
+    cm_mask_to_bitmap(m, back);
+    hwloc_bitmap_clr(b, NTH_CPUMGR_MAX_CPUS);
+    hwloc_bitmap_clr(b, NTH_CPUMGR_MAX_CPUS + 70);
+    assert_true(hwloc_bitmap_isequal(back, b));
+    hwloc_bitmap_zero(b);
+    cm_bitmap_to_mask(b, m);
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        assert_true(m[w] == 0);
+    cm_mask_to_bitmap(m, back);
+    assert_true(hwloc_bitmap_iszero(back));
+    hwloc_bitmap_free(b);
+    hwloc_bitmap_free(back);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_constrained_takes_kept),
         cmocka_unit_test(test_large),
         cmocka_unit_test(test_share),
+        cmocka_unit_test(test_masks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
