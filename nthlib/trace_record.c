@@ -197,6 +197,17 @@ void nth_trace__vp(uint16_t type, unsigned vp)
         tl_vp = NTH_TRACE_NO_VP;
 }
 
+void nth_trace__loan(int vp)
+{
+    if (vp >= 0) {
+        tl_vp = (unsigned)vp < NTH_TRACE_MAX_VPS ? (uint16_t)((unsigned)vp | NTH_TRACE_LOAN_VP) : NTH_TRACE_NO_VP;
+        nth_trace__rec(NTH_REC_VP_START, 0, 0, (uint64_t)vp);
+    } else if (tl_vp != NTH_TRACE_NO_VP) {
+        nth_trace__rec(NTH_REC_VP_STOP, 0, 0, (uint64_t)(tl_vp & ~NTH_TRACE_LOAN_VP));
+        tl_vp = NTH_TRACE_NO_VP;
+    }
+}
+
 void nth_trace__switch(uint64_t from, uint64_t to)
 {
     nth_trace__switch_why(from, to, NTH_SWITCH_YIELD);
