@@ -85,6 +85,7 @@ static __attribute__((noinline)) uint64_t reserve_slow(struct nth_trace_buf *b, 
     uint64_t need = n + (b->lost ? 1 : 0);
     if (head - tail + need > b->cap) {
         b->lost += n;
+        b->lost_total += n;
         return UINT64_MAX;
     }
     if (b->lost) {
