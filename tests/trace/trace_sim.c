@@ -3,7 +3,7 @@
  * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
- *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit lost lost-env
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit sigkill lost lost-env many
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -124,7 +124,7 @@ static void *vp1(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|lost|lost-env OUT\n");
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|sigkill|lost|lost-env|many OUT\n");
         return 2;
     }
     mode = argv[1];
@@ -154,6 +154,19 @@ int main(int argc, char **argv)
             nth_trace_event(USER_EVENT, (uint64_t)i);
         return 0;
     }
+    if (!strcmp(mode, "many")) {
+        /* More nano-threads than Paraver keeps (NTH_PRV_MAX_THREADS =
+         * 32768): each created, run once and ended on VP 0. */
+        if (nth_trace_start(argv[2], 16u << 20, 0)) return 1;   /* all of it, whatever the load */
+        nth_trace_vp_start(0);
+        for (uint64_t id = 1; id <= 32770; id++) {
+            nth_trace_thread_create(id, 0, NULL);
+            nth_trace_switch(id - 1, id);
+            nth_trace_thread_end(id);
+        }
+        nth_trace_switch(32770, 0);
+        return 0;
+    }
     int rc = nth_trace_start(argv[2], 0, 20);
     if (rc) {
         fprintf(stderr, "trace_sim: nth_trace_start: %s\n", strerror(rc));
@@ -165,9 +178,11 @@ int main(int argc, char **argv)
     /* main waits for phase 3 to end */
     while (__atomic_load_n(&phase_count, __ATOMIC_ACQUIRE) < 6)
         ;
-    if (!strcmp(mode, "_exit")) {
+    if (!strcmp(mode, "_exit") || !strcmp(mode, "sigkill")) {
         struct timespec ts = { 0, 300 * 1000000L };   /* several flush intervals */
         nanosleep(&ts, NULL);
+        if (!strcmp(mode, "sigkill"))
+            kill(getpid(), SIGKILL);   /* no handler runs: only the writer's flushes count */
         _exit(0);
     }
     if (!strcmp(mode, "sigterm") || !strcmp(mode, "sigint")) {
