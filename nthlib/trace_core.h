@@ -142,6 +142,23 @@ static inline void nth_trace_rt_blocking_leave(struct nth_thread *self)
     NTH_TRACE_IF_ON nth_trace__rec(NTH_REC_STATE_POP, 0, self->id, 0);
 }
 
+/* A stand-in (watchdog.c) starts running nano-threads of VP vp's ready
+ * queue, vp's kernel thread being in the kernel: the nano-threads it runs
+ * show on vp's track (the converter hands the track back when vp's own
+ * kernel thread records again). Called before its first switch of a lease,
+ * not at the lend, so that a lease that finds nothing to run shows nothing. */
+static inline void nth_trace_rt_loan(struct nth_vp *vp)
+{
+    NTH_TRACE_IF_ON nth_trace__loan(vp->id);
+}
+
+/* The stand-in gives the VP back (no more records on its track); nothing
+ * when it had recorded no lease (tracing started meanwhile, or none). */
+static inline void nth_trace_rt_loan_end(void)
+{
+    NTH_TRACE_IF_ON nth_trace__loan(-1);
+}
+
 /* Ready-queue length bookkeeping (ready_queue.c): the core keeps no count
  * (it costs an atomic per operation), so it is kept only while tracing,
  * and read at the VP's scheduling points by nth_trace_rt_switch. */

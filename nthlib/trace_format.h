@@ -34,7 +34,9 @@ struct nth_trace_file_header {
 
 /* One fixed-size record. `id` is the nano-thread trace id (never reused in a
  * trace; 0 = none), `vp` the VP index of the recording kernel thread
- * (NTH_TRACE_NO_VP when it is no VP). */
+ * (NTH_TRACE_NO_VP when it is no VP), or VP v | NTH_TRACE_LOAN_VP when it is
+ * a stand-in kernel thread serving VP v's ready queue while v's own kernel
+ * thread sits in the kernel (nth_blocking_enter, the stall watchdog). */
 struct nth_trace_rec {
     uint64_t ts;               /* CLOCK_MONOTONIC, ns */
     uint16_t type;             /* enum nth_trace_rec_type */
@@ -45,6 +47,12 @@ struct nth_trace_rec {
 };
 
 #define NTH_TRACE_NO_VP 0xffffu
+/* Flag in `vp`: recorded by a stand-in on loan to VP (vp & ~flag). Its
+ * lease is a VP_START (value = v) ... VP_STOP (value = v) pair, both
+ * flagged; in between its switches drive v's VP track until v's own kernel
+ * thread records again (it came back from the kernel and takes the track
+ * back, showing the nano-thread it ran before the lease). */
+#define NTH_TRACE_LOAN_VP 0x8000u
 #define NTH_TRACE_MAX_VPS 4096u     /* same bound as nth_init's vps */
 #define NTH_TRACE_NAME_MAX 255u     /* bytes of one name, without NUL */
 

@@ -78,6 +78,10 @@ NTH_HIDDEN void nth_trace__rec(uint16_t type, uint32_t arg, uint64_t id, uint64_
 NTH_HIDDEN void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name);
 NTH_HIDDEN void nth_trace__vp(uint16_t type, unsigned vp);
 NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
+/* The calling kernel thread (a stand-in, no VP of its own) starts (vp >= 0)
+ * or ends (vp < 0) a lease of VP vp: its records carry vp | NTH_TRACE_LOAN_VP
+ * in between, framed by flagged VP_START / VP_STOP records. */
+NTH_HIDDEN void nth_trace__loan(int vp);
 NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
 /* The runtime's switch record (trace_core.h): vp now runs `to`, `from` left
  * it blocked or not (why); the switch path ran since t0 (trace clock ns, 0 =

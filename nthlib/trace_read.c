@@ -218,7 +218,7 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
             continue;
         }
         if (r.type < NTH_REC_VP_START || r.type > NTH_REC_TYPE_MAX) { bad_type++; continue; }
-        if (r.vp != NTH_TRACE_NO_VP && r.vp >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
+        if (r.vp != NTH_TRACE_NO_VP && (r.vp & ~NTH_TRACE_LOAN_VP) >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
         if ((r.type == NTH_REC_VP_START || r.type == NTH_REC_VP_STOP) && r.value >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
         if (r.type == NTH_REC_COUNTER && r.arg == NTH_CTR_RQ_LEN && r.id >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
         if (r.ts < start || r.ts - start > 1000000ull * 1000000000ull) { bad_ts++; continue; }
@@ -254,7 +254,7 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     f->nvps = 1;
     for (size_t i = 0; i < nt; i++) {
         struct nth_trace_rec *r = &all[i];
-        unsigned vp = r->vp;
+        unsigned vp = r->vp == NTH_TRACE_NO_VP ? r->vp : r->vp & ~NTH_TRACE_LOAN_VP;
         if (r->type == NTH_REC_VP_START || r->type == NTH_REC_VP_STOP) vp = (unsigned)r->value;
         if (r->type == NTH_REC_COUNTER && r->arg == NTH_CTR_RQ_LEN) vp = (unsigned)r->id;
         if (vp < NTH_TRACE_MAX_VPS && vp + 1 > f->nvps) f->nvps = vp + 1;

@@ -85,6 +85,7 @@ static __attribute__((noinline)) uint64_t reserve_slow(struct nth_trace_buf *b, 
     uint64_t need = n + (b->lost ? 1 : 0);
     if (head - tail + need > b->cap) {
         b->lost += n;
+        b->lost_total += n;
         return UINT64_MAX;
     }
     if (b->lost) {
@@ -195,6 +196,17 @@ void nth_trace__vp(uint16_t type, unsigned vp)
     nth_trace__rec(type, 0, 0, vp);
     if (type == NTH_REC_VP_STOP)
         tl_vp = NTH_TRACE_NO_VP;
+}
+
+void nth_trace__loan(int vp)
+{
+    if (vp >= 0) {
+        tl_vp = (unsigned)vp < NTH_TRACE_MAX_VPS ? (uint16_t)((unsigned)vp | NTH_TRACE_LOAN_VP) : NTH_TRACE_NO_VP;
+        nth_trace__rec(NTH_REC_VP_START, 0, 0, (uint64_t)vp);
+    } else if (tl_vp != NTH_TRACE_NO_VP) {
+        nth_trace__rec(NTH_REC_VP_STOP, 0, 0, (uint64_t)(tl_vp & ~NTH_TRACE_LOAN_VP));
+        tl_vp = NTH_TRACE_NO_VP;
+    }
 }
 
 void nth_trace__switch(uint64_t from, uint64_t to)

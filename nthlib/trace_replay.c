@@ -15,7 +15,15 @@ struct replay {
     struct nth_tr_thread **vp_run;   /* per VP: running thread, or NULL */
     uint64_t *vp_since;
     unsigned char *vp_on;            /* 1 while the VP track has an open slice */
+    /* Stand-in leases (NTH_TRACE_LOAN_VP): per VP, LENT while a stand-in's
+     * switches drive its track, BACK once the stand-in gave it back, both
+     * until the VP's own kernel thread records again and takes the track
+     * back for vp_owner, the nano-thread it ran when the lease began. */
+    unsigned char *vp_loan;
+    struct nth_tr_thread **vp_owner;
 };
+
+enum { LOAN_NONE, LOAN_LENT, LOAN_BACK };
 
 static void top_end(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
 {
@@ -152,10 +160,54 @@ static void funcs_close(struct replay *r, uint64_t ts, struct nth_tr_thread *t)
 
 static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth_tr_thread *t, unsigned vp);
 
+/* VP v's track while a stand-in holds it or held it. A stand-in's record
+ * (loaned): its lease's VP_START lends the track (IDLE until its first
+ * switch), VP_STOP gives it back (IDLE: v's own kernel thread is still in
+ * the kernel), its switches drive it only while LENT (a stand-in finishing
+ * the nano-thread it ran when v took the track back stays off it).
+ * v's own record ends any lease: v shows vp_owner again, or, for a switch,
+ * what the switch runs. Returns 1 if the record must not touch the track. */
+static int loan_step(struct replay *r, const struct nth_trace_rec *x, unsigned v, int loaned)
+{
+    if (loaned) {
+        if (x->type == NTH_REC_VP_START) {
+            if (r->vp_loan[v] == LOAN_NONE)
+                r->vp_owner[v] = r->vp_run[v];
+            r->vp_loan[v] = LOAN_LENT;
+            vp_begin(r, x->ts, v, NULL);
+        } else if (x->type == NTH_REC_VP_STOP) {
+            if (r->vp_loan[v] == LOAN_LENT) {
+                r->vp_loan[v] = LOAN_BACK;
+                vp_begin(r, x->ts, v, NULL);
+            }
+        } else if (x->type == NTH_REC_SWITCH) {
+            return r->vp_loan[v] != LOAN_LENT;
+        }
+        return 1;
+    }
+    if (r->vp_loan[v] != LOAN_NONE) {
+        r->vp_loan[v] = LOAN_NONE;
+        if (x->type != NTH_REC_SWITCH && x->type != NTH_REC_VP_STOP)
+            vp_begin(r, x->ts, v, r->vp_owner[v]);
+        r->vp_owner[v] = NULL;
+    }
+    return 0;
+}
+
 static void step(struct replay *r, const struct nth_trace_rec *x)
 {
     struct nth_tr_thread *t = nth_tr_thread(r->f, x->id);
     unsigned vp = x->vp;
+    if (vp != NTH_TRACE_NO_VP) {
+        int loaned = (vp & NTH_TRACE_LOAN_VP) != 0;
+        vp &= ~NTH_TRACE_LOAN_VP;
+        if (vp < r->f->nvps && loan_step(r, x, vp, loaned)) {
+            /* the thread's own states still change; its VP track does not */
+            if (x->type == NTH_REC_VP_START || x->type == NTH_REC_VP_STOP)
+                return;
+            vp = NTH_TRACE_NO_VP;
+        }
+    }
     step_rec(r, x, t, vp);
     if (t && x->type != NTH_REC_WAIT_OBJ)   /* that one shows nothing by itself */
         t->last = x->ts;
@@ -285,11 +337,13 @@ static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth
 
 void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
 {
-    struct replay r = { f, sink, NULL, NULL, NULL };
+    struct replay r = { f, sink, NULL, NULL, NULL, NULL, NULL };
     r.vp_run = calloc(f->nvps, sizeof *r.vp_run);
     r.vp_since = calloc(f->nvps, sizeof *r.vp_since);
     r.vp_on = calloc(f->nvps, 1);
-    if (!r.vp_run || !r.vp_since || !r.vp_on)
+    r.vp_loan = calloc(f->nvps, 1);
+    r.vp_owner = calloc(f->nvps, sizeof *r.vp_owner);
+    if (!r.vp_run || !r.vp_since || !r.vp_on || !r.vp_loan || !r.vp_owner)
         goto out;
     for (size_t i = 0; i < f->nthreads; i++) {
         struct nth_tr_thread *t = &f->threads[i];
@@ -315,4 +369,6 @@ out:
     free(r.vp_run);
     free(r.vp_since);
     free(r.vp_on);
+    free(r.vp_loan);
+    free(r.vp_owner);
 }

@@ -19,6 +19,7 @@ struct nth_trace_buf {
     uint64_t head;                   /* written by the producer (release) */
     uint64_t tail;                   /* written by the consumer (release) */
     uint64_t lost;                   /* producer's count not yet reported */
+    uint64_t lost_total;             /* producer's count since the start (the exit line) */
 };
 
 NTH_HIDDEN extern struct nth_trace_buf *nth_trace_bufs;   /* list head (CAS push) */

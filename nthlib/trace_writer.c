@@ -40,6 +40,8 @@ static uint64_t wr_limit = 4ull << 30;   /* bytes of records in the .bin */
 static uint64_t wr_bytes;                /* written so far (drainer only) */
 static uint64_t wr_dropped;              /* events discarded past the limit */
 static uint64_t wr_reported;             /* of which already in a LOST record */
+static uint64_t wr_dropped_recs;         /* of which records (not a LOST record's count):
+                                            the rest is in the buffers' lost_total */
 static int wr_limit_hit;
 static uint32_t wr_wake;                 /* futex word */
 static int wr_stop, wr_done, wr_started, wr_finishing;
@@ -111,7 +113,11 @@ static void drain_all(void)
             uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
             if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
                 (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
-                wr_dropped += keep;    /* disk full or closed: count, never block */
+                for (uint64_t i = tail; i != tail + keep; i++) {   /* disk full or closed: count, never block */
+                    const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
+                    wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+                    wr_dropped_recs += r->type != NTH_REC_LOST;
+                }
             else
                 wr_bytes += keep * sizeof(struct nth_trace_rec);
         }
@@ -119,6 +125,7 @@ static void drain_all(void)
             for (uint64_t i = tail + keep; i != head; i++) {
                 const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
                 wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+                wr_dropped_recs += r->type != NTH_REC_LOST;
             }
             if (!wr_limit_hit) {
                 wr_limit_hit = 1;   /* the first loss is marked where it happened */
@@ -258,8 +265,14 @@ int nth_trace_finish(void)
         return EBUSY;
     drain_all();
     uint64_t lost = wr_dropped - wr_reported + __atomic_load_n(&nth_trace_alloc_lost, __ATOMIC_RELAXED);
-    for (struct nth_trace_buf *b = nth_trace_bufs; b; b = b->next)
+    /* The exit line says every event lost since the start: those the LOST
+     * records written meanwhile counted too (the file's sum, as the
+     * converters show it), not only what this last mark counts. */
+    uint64_t lost_all = wr_dropped_recs + __atomic_load_n(&nth_trace_alloc_lost, __ATOMIC_RELAXED);
+    for (struct nth_trace_buf *b = nth_trace_bufs; b; b = b->next) {
         lost += b->lost;
+        lost_all += b->lost_total;
+    }
     if (lost)
         write_mark(NTH_REC_LOST, lost);
     write_mark(NTH_REC_END, 0);
@@ -277,7 +290,7 @@ int nth_trace_finish(void)
                 wr_out_path, strerror(rc), wr_bin_path);
     else if (stat(wr_out_path, &st) == 0)
         fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
-                wr_out_path, (long long)st.st_size, (unsigned long long)wr_bytes, (unsigned long long)lost,
+                wr_out_path, (long long)st.st_size, (unsigned long long)wr_bytes, (unsigned long long)lost_all,
                 warnings ? ", with warnings" : "");
     return rc;
 }

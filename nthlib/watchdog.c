@@ -51,6 +51,7 @@
 #include "internal.h"
 #include "libc_real.h"
 #include "olock.h"
+#include "trace_core.h"
 
 #ifdef NTH_TSAN
 void *__tsan_get_current_fiber(void);
@@ -174,6 +175,7 @@ static void *standin_main(void *arg)
         struct nth_vp *vp = s->target;
         struct vp_watch *w = &W.vps[vp->id];
         bind_cpu(s, vp->cpu);
+        int traced = 0;            /* lease begun on the trace */
     serve:
         while (still_stalled(s)) {
             struct nth_thread *t = nth_next_local_take(&vp->next_local);
@@ -183,6 +185,10 @@ static void *standin_main(void *arg)
                 t = nth_rq_pop(&nth_rt.grq);
             if (!t)
                 break;
+            if (!traced) {
+                nth_trace_rt_loan(vp);
+                traced = 1;
+            }
             nth_thread_try_run(t);
             __atomic_add_fetch(&W.nrun, 1, __ATOMIC_RELAXED);
             /* Back here when t reaches a scheduling point: the shell is
@@ -200,6 +206,8 @@ static void *standin_main(void *arg)
             if (__atomic_compare_exchange_n(&w->busy, &none, s, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
                 goto serve;
         }
+        if (traced)
+            nth_trace_rt_loan_end();
         nth_olock(&W.cache_lock);
         s->next = W.cache;
         W.cache = s;

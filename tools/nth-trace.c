@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "trace_convert.h"
+
+static void report(const char *out, const char **in, int nin);
 
 static int usage(void)
 {
@@ -84,8 +87,24 @@ static int run(int argc, char **argv, const char **in)
     if (rc)
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
     else
-        fprintf(stderr, "nth-trace: wrote %s\n", out);
+        report(out, in, nin);
     return rc ? 3 : warnings ? 1 : 0;
+}
+
+/* "wrote OUT (N bytes from M records)": how big the trace came out, what a
+ * user needs to judge whether a viewer will load it (Perfetto's UI holds a
+ * JSON trace in browser memory). M counts the input files' 32-byte slots
+ * (names included); sizes that cannot be read show as 0. */
+static void report(const char *out, const char **in, int nin)
+{
+    struct stat st;
+    long long bytes = stat(out, &st) ? 0 : (long long)st.st_size;
+    unsigned long long recs = 0;
+    for (int i = 0; i < nin; i++)
+        if (!stat(in[i], &st) && st.st_size > (off_t)sizeof(struct nth_trace_file_header))
+            recs += (unsigned long long)(st.st_size - (off_t)sizeof(struct nth_trace_file_header)) /
+                    sizeof(struct nth_trace_rec);
+    fprintf(stderr, "nth-trace: wrote %s (%lld bytes from %llu records)\n", out, bytes, recs);
 }
 
 int main(int argc, char **argv)

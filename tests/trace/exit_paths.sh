@@ -1,8 +1,9 @@
 #!/bin/bash
 # Every way out of a traced process leaves a trace that opens: exit(),
 # return from main, SIGTERM, SIGINT, abort() and SIGSEGV write the chosen
-# format (then the signal's default action ends the process); _exit() leaves
-# the binary file, which nth-trace convert turns into a trace with a warning.
+# format (then the signal's default action ends the process); _exit() and
+# SIGKILL leave the binary file as flushed up to the last flush interval,
+# which nth-trace convert turns into a trace with a warning.
 . "$top_srcdir/tests/trace/lib.sh"
 # Under ASan/TSan the sanitizer's own SIGSEGV handler would come first in the chain
 # (and exit 1): test nthlib's handler with the kernel's default behind it.
@@ -28,14 +29,20 @@ for mode in return exit sigterm sigint abort segv; do
     [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' $mode.json)" = 1 ] \
         || fail "$mode: worker-b's SYNCH on b1 missing"
 done
-"$SIM" _exit x.json; st=$?
-[ "$st" = 0 ] || fail "_exit: status $st"
-[ ! -e x.json ] || fail "_exit ran the exit path"
-bin=$(ls x.json.*.bin) || fail "_exit: no binary file"
-"$TOOL" convert "$bin" -o x.json 2>err.txt; st=$?
-[ "$st" = 1 ] || fail "convert of an _exit file: status $st, expected 1 (converted with warnings)"
-grep -q "no end record" err.txt || fail "no warning about the missing end: $(cat err.txt)"
-check_json x.json
-# everything up to phase 3 was flushed (flush interval 20 ms, 300 ms before _exit)
-[ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' x.json)" = 1 ] || fail "_exit: phase 3 not flushed"
+# _exit() and SIGKILL: no exit path runs; what the writer flushed is in the
+# binary file, which nth-trace convert turns into a trace (with a warning).
+for mode in _exit sigkill; do
+    ( exec "$SIM" $mode x$mode.json ) 2>/dev/null; st=$?
+    want=0; [ $mode = sigkill ] && want=$((128 + 9))
+    [ "$st" = $want ] || fail "$mode: status $st, expected $want"
+    [ ! -e x$mode.json ] || fail "$mode ran the exit path"
+    bin=$(ls x$mode.json.*.bin) || fail "$mode: no binary file"
+    "$TOOL" convert "$bin" -o x$mode.json 2>err.txt; st=$?
+    [ "$st" = 1 ] || fail "convert of an $mode file: status $st, expected 1 (converted with warnings)"
+    grep -q "no end record" err.txt || fail "$mode: no warning about the missing end: $(cat err.txt)"
+    check_json x$mode.json
+    # everything up to phase 3 was flushed (flush interval 20 ms, 300 ms before the end)
+    [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' x$mode.json)" = 1 ] \
+        || fail "$mode: phase 3 not flushed"
+done
 exit 0

@@ -4,7 +4,11 @@
 . "$top_srcdir/tests/trace/lib.sh"
 "$SIM" return a.bin || fail "first run"
 "$SIM" return b.bin || fail "second run"
-"$TOOL" merge a.bin b.bin -o all.json.gz 2>/dev/null || fail "merge status $?"
+"$TOOL" merge a.bin b.bin -o all.json.gz 2>merge.err || fail "merge status $?"
+# the size of what was written, and of what it came from, is reported
+recs=$(( ($(stat -c %s a.bin) - 64) / 32 + ($(stat -c %s b.bin) - 64) / 32 ))
+grep -qx "nth-trace: wrote all.json.gz ($(stat -c %s all.json.gz) bytes from $recs records)" merge.err \
+    || fail "merge does not report the sizes: $(cat merge.err)"
 gzip -dc all.json.gz > all.json
 check_json all.json
 [ "$(jq '[.traceEvents[]|select(.ph=="M" and .name=="process_name")]|length' all.json)" = 2 ] || fail "two processes expected"

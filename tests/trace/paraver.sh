@@ -1,6 +1,7 @@
 #!/bin/bash
 # NTH_TRACE=*.prv: header counts and duration agree with the records, every
-# record's thread and CPU is in the .row, every state and event type in .pcf.
+# record's thread and CPU is in the .row, every state and event type in .pcf;
+# Paraver's thread-count limit is kept.
 . "$top_srcdir/tests/trace/lib.sh"
 "$SIM" return t.prv || fail "trace_sim exited $?"
 for f in t.prv t.pcf t.row; do [ -s $f ] || fail "$f missing"; done
@@ -41,4 +42,15 @@ grep -q '^3 *SYNCH$' t.pcf || fail "SYNCH not named in .pcf"
 grep -q '^20 *compute$' t.pcf || fail "user state not named in .pcf"
 grep -q 'iteration' t.pcf || fail "user event type not named in .pcf"
 grep -q ' m1$' t.pcf || fail "mutex m1 not named among the object values"
+
+# Paraver's object-count limit: past NTH_PRV_MAX_THREADS (32768) nano-threads
+# the others' records are dropped with a warning; header, .row and records
+# agree on 32768.
+"$SIM" many m.prv 2>m.err || fail "trace_sim many exited $?: $(cat m.err)"
+grep -q "Paraver keeps 32768 nano-threads per process" m.err || fail "no warning about the dropped threads: $(cat m.err)"
+[[ $(head -n1 m.prv) =~ :1\(32768:1\)$ ]] || fail "header: $(head -n1 m.prv)"
+[ "$(sed -n 's/^LEVEL THREAD SIZE //p' m.row)" = 32768 ] || fail ".row thread count: $(grep 'LEVEL THREAD' m.row)"
+[ "$(sed -n '/^LEVEL THREAD/,$p' m.row | grep -c ' #[0-9]* pid ')" = 32768 ] || fail ".row thread names"
+awk -F: 'NR > 1 && ($5 < 1 || $5 > 32768) { print; bad = 1 } END { exit bad }' m.prv > m.bad \
+    || fail "records of threads not in .row: $(head -3 m.bad)"
 exit 0

@@ -3,7 +3,7 @@
  * simulator): the runtime's own trace call sites produce the trace.
  *
  *   rt_demo MODE [CPUMGR_NAME]
- *   MODE: return | exit | sigterm | abort | overflow | cpumgr
+ *   MODE: return | exit | sigterm | abort | overflow | cpumgr | recycle
  *
  * Every mode except cpumgr: main creates "sleeper" and joins it before it
  * can run (with NTH_VPS=1 the join is sure to block: cooperative scheduling),
@@ -16,6 +16,8 @@
  *   overflow  unbounded recursion on a small stack (guard page, SIGSEGV)
  * cpumgr: attach to the daemon's segment CPUMGR_NAME, request 1 CPU, wait
  * until it is assigned, then 2, then leave (the assigned-CPUs counter).
+ * recycle: only four "cycler" nano-threads, each created once the last is
+ * joined; prints "recycled=0|1 ids=A,B,C,D" (1: some nth_t came back).
  * Prints "migrant=ID moved=0|1" before leaving.
  */
 #include <pthread.h>
@@ -128,10 +130,40 @@ static int wait_assigned(int n)
     return 1;
 }
 
+/* recycle: nano-threads created and joined one after the other, so that
+ * the runtime may hand the next one the descriptor (nth_t) of the last. */
+static void *cycler(void *arg)
+{
+    *(uint64_t *)arg = nth_id(nth_self());
+    return NULL;
+}
+
+static int recycle(void)
+{
+    enum { N = 4 };
+    nth_attr_t a;
+    nth_attr_init(&a);
+    nth_attr_setname(&a, "cycler");
+    nth_t t[N];
+    uint64_t id[N];
+    int same = 0;
+    for (int i = 0; i < N; i++) {
+        if (nth_create(&t[i], &a, cycler, &id[i]) || nth_join(t[i], NULL))
+            return 4;
+        for (int j = 0; j < i; j++)
+            same |= t[j] == t[i];
+    }
+    printf("recycled=%d ids=", same);
+    for (int i = 0; i < N; i++)
+        printf("%s%llu", i ? "," : "", (unsigned long long)id[i]);
+    printf("\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr [NAME]\n");
+        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr|recycle [NAME]\n");
         return 2;
     }
     mode = argv[1];
@@ -153,6 +185,8 @@ int main(int argc, char **argv)
     }
     if (nth_init(NULL) != 0)
         return 2;
+    if (!strcmp(mode, "recycle"))
+        return recycle();
     nth_attr_t a;
     nth_attr_init(&a);
     nth_attr_setname(&a, "sleeper");

@@ -3,7 +3,9 @@
 #  - the reader, between nth_blocking_enter and _leave, shows one BLOCKED
 #    slice on its own track, ended, then RUN at once (it never left its
 #    kernel thread); while it lasts the worker runs (the VP's CPU and queue
-#    were lent to a stand-in kernel thread, which has no VP track);
+#    were lent to a stand-in kernel thread), and each of those RUN slices is
+#    also on VP 0's track (the stand-in records on the VP it stands in for),
+#    which shows neither the reader nor an overlap meanwhile;
 #  - main's nth_create calls show OVERHEAD nested in the user state "phase"
 #    that main pushed around them (the slice after each OVERHEAD is "phase"
 #    again, at the same time); its join shows OVERHEAD with the SYNCH inside;
@@ -39,6 +41,17 @@ wt=$(tid_of s.json "worker #$wid"); [ -n "$wt" ] || fail "no track for worker #$
 ran=$(jq --argjson t "$wt" --argjson b "$b" --argjson e "$e" \
     '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="RUN" and .ts>=$b and .ts<$e)]|length' s.json)
 [ "$ran" -ge 1 ] || fail "the worker did not run during the reader's BLOCKED [$b, $e]"
+# ... and each of those RUN slices begins a slice of the worker on VP 0's track
+# (tid 1), the same instant; VP 0 shows no reader slice beginning inside [b, e).
+jq -e --argjson t "$wt" --argjson w "$wid" --argjson b "$b" --argjson e "$e" '
+    [.traceEvents[]|select(.tid==1 and .ph=="B" and .args.nano_thread==$w)|.ts] as $vp
+    | [.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="RUN" and .ts>=$b and .ts<$e)|.ts]
+    | all(.[]; . as $x | $vp|index($x) != null)' s.json >/dev/null \
+    || fail "the worker's RUN slices during the reader's BLOCKED are not on VP 0's track: $(jq -c \
+        '[.traceEvents[]|select(.tid==1 and .ph=="B")|{ts,name}]' s.json)"
+jq -e --argjson r "$rid" --argjson b "$b" --argjson e "$e" \
+    '[.traceEvents[]|select(.tid==1 and .ph=="B" and .args.nano_thread==$r and .ts>$b and .ts<$e)]|length==0' \
+    s.json >/dev/null || fail "VP 0 shows the reader running inside its BLOCKED [$b, $e]"
 grep -q "warning" s.json.err && fail "converter warnings: $(cat s.json.err)"
 
 # main's track: every OVERHEAD that began inside "phase" returns to "phase".

@@ -3,7 +3,7 @@
  * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
- *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit lost lost-env
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit sigkill lost lost-env many loan
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,10 +122,78 @@ static void *vp1(void *arg)
     return NULL;
 }
 
+/* loan: VP 0's kernel thread runs "reader" (2), which blocks in the kernel
+ * (BLOCKED pushed); a stand-in kernel thread leases VP 0 and runs "worker"
+ * (3) twice; the reader comes back (its pop takes VP 0's track back) while
+ * the stand-in still runs the worker, whose late switch-out must leave VP
+ * 0's track alone; then the stand-in ends its lease. Steps in order through
+ * `loan_step`. */
+static int loan_step;
+static void loan_wait(int s)
+{
+    while (__atomic_load_n(&loan_step, __ATOMIC_ACQUIRE) < s)
+        sched_yield();
+}
+static void loan_go(int s)
+{
+    __atomic_store_n(&loan_step, s, __ATOMIC_RELEASE);
+}
+
+static void *standin(void *arg)
+{
+    (void)arg;
+    loan_wait(1);
+    nth_trace__loan(0);
+    nth_trace_switch(0, 3);
+    tiny();
+    nth_trace_switch(3, 0);
+    tiny();
+    nth_trace_switch(0, 3);
+    loan_go(2);
+    loan_wait(3);
+    tiny();
+    nth_trace_switch(3, 0);   /* late: VP 0 is its own kernel thread's again */
+    nth_trace__loan(-1);
+    loan_go(4);
+    return NULL;
+}
+
+static int loan(const char *out)
+{
+    if (nth_trace_start(out, 0, 0)) return 1;
+    pthread_t s;
+    if (pthread_create(&s, NULL, standin, NULL)) return 1;
+    nth_trace_vp_start(0);
+    nth_trace_thread_create(1, 0, "main");
+    nth_trace_switch(0, 1);
+    nth_trace_thread_create(2, 1, "reader");
+    nth_trace_thread_create(3, 1, "worker");
+    tiny();
+    nth_trace_switch(1, 2);
+    tiny();
+    nth_trace_state_push_id(2, NTH_TRACE_BLOCKED, NULL);
+    loan_go(1);
+    loan_wait(2);
+    tiny();
+    nth_trace_state_pop_id(2);   /* back from the kernel */
+    loan_go(3);
+    loan_wait(4);
+    tiny();
+    nth_trace_thread_end(2);
+    nth_trace_switch(2, 3);
+    tiny();
+    nth_trace_thread_end(3);
+    nth_trace_switch(3, 1);
+    tiny();
+    nth_trace_vp_stop(0);
+    pthread_join(s, NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|lost|lost-env OUT\n");
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|sigkill|lost|lost-env|many|loan OUT\n");
         return 2;
     }
     mode = argv[1];
@@ -154,6 +223,21 @@ int main(int argc, char **argv)
             nth_trace_event(USER_EVENT, (uint64_t)i);
         return 0;
     }
+    if (!strcmp(mode, "loan"))
+        return loan(argv[2]);
+    if (!strcmp(mode, "many")) {
+        /* More nano-threads than Paraver keeps (NTH_PRV_MAX_THREADS =
+         * 32768): each created, run once and ended on VP 0. */
+        if (nth_trace_start(argv[2], 16u << 20, 0)) return 1;   /* all of it, whatever the load */
+        nth_trace_vp_start(0);
+        for (uint64_t id = 1; id <= 32770; id++) {
+            nth_trace_thread_create(id, 0, NULL);
+            nth_trace_switch(id - 1, id);
+            nth_trace_thread_end(id);
+        }
+        nth_trace_switch(32770, 0);
+        return 0;
+    }
     int rc = nth_trace_start(argv[2], 0, 20);
     if (rc) {
         fprintf(stderr, "trace_sim: nth_trace_start: %s\n", strerror(rc));
@@ -165,9 +249,11 @@ int main(int argc, char **argv)
     /* main waits for phase 3 to end */
     while (__atomic_load_n(&phase_count, __ATOMIC_ACQUIRE) < 6)
         ;
-    if (!strcmp(mode, "_exit")) {
+    if (!strcmp(mode, "_exit") || !strcmp(mode, "sigkill")) {
         struct timespec ts = { 0, 300 * 1000000L };   /* several flush intervals */
         nanosleep(&ts, NULL);
+        if (!strcmp(mode, "sigkill"))
+            kill(getpid(), SIGKILL);   /* no handler runs: only the writer's flushes count */
         _exit(0);
     }
     if (!strcmp(mode, "sigterm") || !strcmp(mode, "sigint")) {
