@@ -50,7 +50,8 @@ void __tsan_release(void *addr);
 enum {
     NTH_ST_RUNNING = 0,   /* on a VP (or being switched away from) */
     NTH_ST_BLOCKED = 1,   /* in nth_wait, in no ready queue */
-    NTH_ST_READY = 2,     /* in exactly one ready queue */
+    NTH_ST_READY = 2,     /* in exactly one ready queue (no longer set: nth_to_rq
+                             makes a BLOCKED one RUNNING, as a queued yielder) */
     NTH_ST_EXITED = 3,    /* finished; waits to be joined or freed */
     NTH_ST_MASK = 3,
     NTH_ST_PERMIT = 4,    /* an nth_to_rq came before the nth_wait */
@@ -215,6 +216,10 @@ struct nth_vp {
                                          CPU: the idle context runs it */
     int tid;                          /* its kernel thread's id (atomic; watchdog) */
     unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
+    /* The descriptor this VP created last (owner only): a handle equal to
+     * it lies in a slab (slabs are never unmapped), so nth_join checks only
+     * its magic, not the slab registry (create then join). */
+    struct nth_thread *last_created;
 } __attribute__((aligned(NTH_CACHELINE)));
 
 /* How long thieves leave a nano-thread moving to a running VP
@@ -308,6 +313,13 @@ NTH_HIDDEN void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t);
  * queues; we published the node, then read nparked. Returns 1 if it woke
  * one. Any kernel thread. */
 NTH_HIDDEN int nth_sched_wake_idle(struct nth_vp *vp);
+/* The same when the caller published with a seq_cst read-modify-write (an
+ * exchange on vp->next_local): no fence, seq_cst loads. The idle loop's
+ * half (fetch_add nparked, seq_cst fence, load the slot) then sees the
+ * node, or we see nparked (C11: the RMW precedes the fence in the single
+ * total order, so the load after the fence reads it; x86: the locked RMW
+ * is itself a full barrier, saving one locked instruction per wake-up). */
+NTH_HIDDEN int nth_sched_wake_idle_rmw(struct nth_vp *vp);
 /* Switch from the running nano-thread to the next ready one (or the idle
  * context); action is done by the post-switch hook. */
 NTH_HIDDEN void nth_sched_block(struct nth_vp *vp, int action);

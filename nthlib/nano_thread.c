@@ -178,6 +178,8 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->arg = arg;
     t->result = NULL;
     t->id = nth_new_id(vp);
+    if (vp)
+        vp->last_created = t;
     t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
     t->move_to = 0;
@@ -200,6 +202,20 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     __atomic_store_n(&t->magic, NTH_MAGIC_LIVE, __ATOMIC_RELEASE);
     *out = t;
     struct nth_vp *target = attr && attr->vp != NTH_VP_ANY ? nth_rt.vps[attr->vp] : vp;
+    if (target == vp && vp && vp->id >= 0 &&
+        !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) && nth_rq_empty(&vp->rq) &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED)) {
+        /* The local queue is empty, so its head slot is its tail: the
+         * order is the same as behind rq, and the VP takes it without the
+         * queue's lock (create then join: no queue operation at all). A
+         * plain store: only this VP ever fills the slot; thieves only
+         * empty it (after steal.c's grace, while we run). */
+        __atomic_store_n(&vp->next_local, t, __ATOMIC_RELEASE);
+        if (nth_rt.nvps > 1)            /* else no other VP could take it */
+            nth_sched_wake_idle(vp);
+        return 0;
+    }
     nth_sched_enqueue(target, t);
     return 0;
 }
@@ -259,10 +275,14 @@ int nth_join(nth_t th, void **ret)
 {
     uint64_t tr0 = nth_trace_rt_clock();
     ensure_started();
-    struct nth_thread *t = nth_desc_check(th);
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *t;
+    if (vp && th == vp->last_created)
+        t = __atomic_load_n(&th->magic, __ATOMIC_ACQUIRE) == NTH_MAGIC_LIVE ? th : NULL;
+    else
+        t = nth_desc_check(th);
     if (!t)
         return ESRCH;
-    struct nth_vp *vp = nth_vp_self();
     struct nth_thread *self = vp ? vp->current : NULL;
     if (t == self)
         return EDEADLK;
@@ -333,6 +353,8 @@ int nth_detach(nth_t th)
 
 /* ---- exit --------------------------------------------------------------- */
 
+static int to_rq(struct nth_thread *t, int home);
+
 void nth_exit(void *ret)
 {
     ensure_started();
@@ -390,7 +412,7 @@ void nth_exit(void *ret)
             nth_sched_switch(vp, joiner, action);
             __builtin_unreachable();
         }
-        nth_to_rq(joiner);
+        to_rq(joiner, 0);               /* it waits for EXITED: alive */
     }
     nth_sched_block(vp, action);
     __builtin_unreachable();
@@ -445,24 +467,28 @@ static void make_ready(struct nth_thread *t, int home)
          * goes to the tail of the local queue. Thieves leave the slot
          * alone for a moment (steal.c). */
         struct nth_thread *old = __atomic_exchange_n(&vp->next_local, t, __ATOMIC_SEQ_CST);
-        if (old)
+        if (old) {
             nth_rq_push(&vp->rq, old);
-        nth_sched_wake_idle(vp);
+            nth_sched_wake_idle(vp);
+        } else {
+            nth_sched_wake_idle_rmw(vp);
+        }
         return;
     }
     nth_sched_enqueue(vp, t);
 }
 
-static int to_rq(nth_t th, int home)
+/* t is a live descriptor. BLOCKED goes straight to RUNNING, not READY: a
+ * nano-thread in a ready queue that is RUNNING is handled like a yielder
+ * (a later nth_to_rq only sets the permit, the VP that takes it needs no
+ * CAS), so a wake-up costs one CAS instead of two. */
+static int to_rq(struct nth_thread *t, int home)
 {
-    struct nth_thread *t = nth_desc_check(th);
-    if (!t)
-        return ESRCH;
     int s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
     for (;;) {
         int st = s & NTH_ST_MASK;
         if (st == NTH_ST_BLOCKED) {
-            if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_READY, 1,
+            if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_RUNNING, 1,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 make_ready(t, home);
                 return 0;
@@ -479,12 +505,21 @@ static int to_rq(nth_t th, int home)
 
 int nth_to_rq(nth_t th)
 {
-    return to_rq(th, 0);
+    struct nth_thread *t = nth_desc_check(th);
+    return t ? to_rq(t, 0) : ESRCH;
 }
 
 int nth__to_rq_home(nth_t th)
 {
-    return to_rq(th, 1);
+    struct nth_thread *t = nth_desc_check(th);
+    return t ? to_rq(t, 1) : ESRCH;
+}
+
+/* sync_core.h. No handle check: the caller holds a waiter record of t's,
+ * and t waits for that record's final state, so it is alive. */
+void nth__wake(nth_t t)
+{
+    to_rq(t, 0);
 }
 
 int nth_move_to_vp(int id)

@@ -53,6 +53,21 @@ void nth_vp_self_set(struct nth_vp *vp)
 
 /* ---- tooling ------------------------------------------------------------ */
 
+#ifdef HAVE_VALGRIND_VALGRIND_H
+/* RUNNING_ON_VALGRIND once, not two client requests per nano-thread: a
+ * process does not start running under valgrind later. */
+static int on_valgrind = -1;
+static inline int under_valgrind(void)
+{
+    int v = __atomic_load_n(&on_valgrind, __ATOMIC_RELAXED);
+    if (__builtin_expect(v < 0, 0)) {
+        v = RUNNING_ON_VALGRIND ? 1 : 0;
+        __atomic_store_n(&on_valgrind, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
 void nth_tool_thread_created(struct nth_thread *t)
 {
     t->asan_fake = NULL;
@@ -66,7 +81,9 @@ void nth_tool_thread_created(struct nth_thread *t)
     t->tsan_fiber = __tsan_create_fiber(0);
 #endif
 #ifdef HAVE_VALGRIND_VALGRIND_H
-    t->vg_stack_id = VALGRIND_STACK_REGISTER(t->stack_lo, (char *)t->stack_lo + t->stack_size);
+    t->vg_stack_id = 0;
+    if (under_valgrind())
+        t->vg_stack_id = VALGRIND_STACK_REGISTER(t->stack_lo, (char *)t->stack_lo + t->stack_size);
 #endif
 }
 
@@ -79,7 +96,8 @@ void nth_tool_thread_freed(struct nth_thread *t)
     t->tsan_fiber = NULL;
 #endif
 #ifdef HAVE_VALGRIND_VALGRIND_H
-    VALGRIND_STACK_DEREGISTER(t->vg_stack_id);
+    if (under_valgrind())
+        VALGRIND_STACK_DEREGISTER(t->vg_stack_id);
 #endif
 }
 
@@ -161,6 +179,16 @@ int nth_sched_wake_idle(struct nth_vp *vp)
     nth_full_fence();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
+        nth_wake_one(vp);
+        return 1;
+    }
+    return 0;
+}
+
+int nth_sched_wake_idle_rmw(struct nth_vp *vp)
+{
+    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) > 0) {
         nth_wake_one(vp);
         return 1;
     }
@@ -269,11 +297,12 @@ void nth_post_switch(struct nth_vp *vp)
     }
 }
 
-/* The common case inline: the previous one only needs its on_cpu cleared. */
+/* The common cases inline: the previous one only needs its on_cpu cleared
+ * (blocked, or exited joinable: the joiner reaps it). */
 static inline void post_switch(struct nth_vp *vp)
 {
     struct nth_thread *p = vp->prev;
-    if (p && vp->prev_action == NTH_PS_NONE) {
+    if (p && (vp->prev_action == NTH_PS_NONE || vp->prev_action == NTH_PS_EXITED)) {
         vp->prev = NULL;
         __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
         return;

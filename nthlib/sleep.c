@@ -17,7 +17,7 @@ static int sleep_alarm(struct nth_alarm *a, uint64_t now)
         return 1;
     }
     atomic_store_explicit(&w->state, NTH_W_CLAIMED_TIMEOUT, memory_order_relaxed);
-    nth_to_rq(w->t);
+    nth__wake(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }

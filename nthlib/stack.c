@@ -243,6 +243,13 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
     /* A nano-thread on a caller's stack (nth_attr_setstack) borrowed these. */
     t->stack_lo = (char *)t + DESC_SIZE - c->unit + nth_page_size();
     t->stack_size = (size_t)((char *)t - t->stack_lo);
+    if (vp && vp->cache[0].cls == c && vp->cache[0].n < CACHE_MAX) {
+        /* The default size's slot, the one nth_unit_alloc looks at first. */
+        t->next_free = vp->cache[0].head;
+        vp->cache[0].head = t;
+        vp->cache[0].n++;
+        return;
+    }
     if (vp) {
         struct nth_unit_cache *slot = NULL;
         for (int i = 0; i < NTH_CACHE_SLOTS; i++) {

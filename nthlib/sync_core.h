@@ -32,6 +32,12 @@ NTH_HIDDEN void **nth__specific_slot(void);
 /* Make sure nth__keys_exit runs at every nano-thread exit (first key). */
 NTH_HIDDEN void nth__keys_exit_hook_install(void);
 
+/* nth_to_rq(t) for a nano-thread the caller knows to be alive (the owner of
+ * a waiter record it claimed, which waits for the record's final state):
+ * skips the handle check (a slab lookup per wake-up). Any kernel thread;
+ * same permit semantics as nth_to_rq. */
+NTH_HIDDEN void nth__wake(nth_t t);
+
 /* Tracing: nonzero while recording (trace_record.c; the mock's is 0). */
 extern NTH_HIDDEN int nth_trace_on;
 /* The calling nano-thread is about to wait on obj, of enum

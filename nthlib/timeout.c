@@ -48,7 +48,7 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
     if (w->on_timeout)
         w->on_timeout(w);
     nth_ounlock(w->olock);
-    nth_to_rq(w->t);
+    nth__wake(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }

@@ -136,7 +136,7 @@ static inline void nth_waiter_wake(struct nth_waiter *w)
      * its stack before we read w; t was read above, and a waiter that sees
      * WOKEN early only meets a spare permit at its next nth_wait. But t's
      * descriptor must outlive this call, so the waiter waits for FINAL. */
-    nth_to_rq(t);
+    nth__wake(t);
     atomic_store_explicit(&w->state, NTH_W_WOKEN, memory_order_release);
 }
 

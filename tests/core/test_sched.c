@@ -69,6 +69,53 @@ static void c_yield_alone(void *a)
 
 static void test_yield_alone(void **s) { (void)s; assert_child_ok(c_yield_alone, NULL); }
 
+/* ---- creation order --------------------------------------------------------- */
+
+/* A new nano-thread goes to the tail of its creator's local queue. When that
+ * queue is empty, nth_create puts it in the queue's head slot (next_local,
+ * no queue lock) instead: that must never let it overtake nano-threads
+ * already queued behind the slot. */
+static char order_log[8];
+static int order_pos;
+
+static void *order_leaf(void *a)
+{
+    order_log[order_pos++] = (char)(uintptr_t)a;
+    return NULL;
+}
+
+static void *order_first(void *a)
+{
+    (void)a;
+    order_log[order_pos++] = 'A';
+    /* The slot is empty (we were just taken from it), but B and main wait
+     * in the queue behind it: C goes after them. */
+    nth_t c;
+    CHECK_EQ(nth_create(&c, NULL, order_leaf, (void *)(uintptr_t)'C'), 0);
+    CHECK_EQ(nth_detach(c), 0);
+    return NULL;
+}
+
+static void c_create_order(void *a)
+{
+    (void)a;
+    child_init(1);
+    nth_t x, y;
+    CHECK_EQ(nth_create(&x, NULL, order_first, NULL), 0);   /* the empty queue's slot */
+    CHECK_EQ(nth_create(&y, NULL, order_leaf, (void *)(uintptr_t)'B'), 0);
+    CHECK_EQ(nth_yield(), 0);       /* A, B, then us; C queued behind us */
+    CHECK_EQ(order_pos, 2);
+    CHECK_EQ(order_log[0], 'A');
+    CHECK_EQ(order_log[1], 'B');
+    CHECK_EQ(nth_yield(), 0);       /* C */
+    CHECK_EQ(order_pos, 3);
+    CHECK_EQ(order_log[2], 'C');
+    CHECK_EQ(nth_join(x, NULL), 0);
+    CHECK_EQ(nth_join(y, NULL), 0);
+}
+
+static void test_create_order(void **s) { (void)s; assert_child_ok(c_create_order, NULL); }
+
 /* ---- errno and FP control state ------------------------------------------ */
 
 /* errno's address is that of the kernel thread we run on; read it fresh. */
@@ -718,6 +765,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yield_fairness),
         cmocka_unit_test(test_yield_alone),
+        cmocka_unit_test(test_create_order),
         cmocka_unit_test(test_errno_one_vp),
         cmocka_unit_test(test_errno_two_vps),
         cmocka_unit_test(test_fp_control),

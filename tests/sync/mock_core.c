@@ -83,6 +83,11 @@ int nth_to_rq(nth_t t)
     return 0;
 }
 
+void nth__wake(nth_t t)
+{
+    nth_to_rq(t);
+}
+
 int nth_yield(void)
 {
     nth__timers_poll(NULL);
