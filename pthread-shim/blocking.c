@@ -451,6 +451,9 @@ SHIM_EXPORT(wait)
 SHIM_DECL(fork)
 pid_t nth_shim_fork(void)
 {
-    return REAL(fork)();
+    pid_t p = REAL(fork)();
+    if (p == 0)
+        shim_kick_forget();
+    return p;
 }
 SHIM_EXPORT(fork)

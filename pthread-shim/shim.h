@@ -174,6 +174,8 @@ int shim_kwait_end(void);
  * before the call starts is seen only when it returns. */
 int shim_kwait_open(void);
 void shim_kwait_close(void);
+/* In a fork child: the calling kernel thread's cached id is the parent's. */
+void shim_kick_forget(void);
 /* Signal state of a new record: st's mask is the creator's (creator NULL:
  * the kernel thread's), its doorbell ready. */
 void shim_sig_init(struct shim_thread *st, struct shim_thread *creator);

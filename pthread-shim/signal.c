@@ -501,6 +501,12 @@ static __attribute__((noinline)) int kick_arm(void)
     return kick_tid;
 }
 
+void shim_kick_forget(void)
+{
+    kick_tid = 0;                 /* the child's kernel thread has another id */
+    kick_seen = 0;
+}
+
 static __attribute__((noinline)) int kick_take(void)
 {
     int k = kick_seen;
