@@ -2,7 +2,9 @@
 # shim.sh -- wall time of plain pthread programs natively and under
 # LD_PRELOAD=libnth-pthread.so, in the same run, as ratios (shim / native;
 # above 1 means the shim is slower). Workloads: bench/shim-pingpong
-# (create/join loop, contended mutex, condvar ping-pong) and, when
+# (create/join loop, contended mutex, condvar ping-pong, pipe ping-pong
+# with blocking read/write, a thread asleep in read() beside two computing
+# ones, pthread_kill to a thread in sem_wait) and, when
 # installed, pigz -p 4 / xz -T4 / zstd -T4 compressing ~8 MB of generated
 # text. Each case runs REPS times per mode, the modes alternating; the
 # table gives medians. Not part of `make check` (a noisy shared machine).
@@ -36,7 +38,10 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 
 cases=("create/join x20000|$pp create 20000"
        "mutex 2 threads x200000|$pp mutex 200000"
-       "condvar ping-pong x50000|$pp cond 50000")
+       "condvar ping-pong x50000|$pp cond 50000"
+       "pipe ping-pong x20000|$pp pipe 20000"
+       "read() asleep, 2 computing|$pp readcpu 20000"
+       "signal to sem_wait x200|$pp semsig 200")
 command -v pigz >/dev/null && cases+=("pigz -p 4 (8 MB)|pigz -p 4 -c $work/data")
 command -v xz >/dev/null && cases+=("xz -T4 -1 (8 MB)|xz -T4 -1 --block-size=1MiB -c $work/data")
 command -v zstd >/dev/null && cases+=("zstd -T4 (8 MB)|zstd -q -T4 -B1MiB -c $work/data")

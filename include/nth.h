@@ -409,6 +409,19 @@ NTH_API int nth_sem_trywait(nth_sem_t *s);
 NTH_API int nth_sem_timedwait(nth_sem_t *s, const struct timespec *abstime);
 /* The same with CLOCK_REALTIME or CLOCK_MONOTONIC (else EINVAL). */
 NTH_API int nth_sem_clockwait(nth_sem_t *s, clockid_t clock, const struct timespec *abstime);
+/* nth_sem_clockwait() (abstime NULL: no deadline) that a third party can
+ * interrupt: it sets *stop to non-zero, issues a full fence, then calls
+ * nth_sem_interrupt(s). The waiter then returns EINTR without taking a
+ * unit; a post that reached it first wins (0). For signals and
+ * cancellation in a pthread layer, after sem_wait(3p) (EINTR). 0,
+ * ETIMEDOUT, EINTR; EINVAL for a NULL s or stop, a bad clock or timespec.
+ * Thread-safe. */
+NTH_API int nth_sem_clockwait_interruptible(nth_sem_t *s, clockid_t clock,
+                                            const struct timespec *abstime, const int *stop);
+/* Wake, with EINTR, every nano-thread in nth_sem_clockwait_interruptible
+ * on s whose stop flag is set (others keep waiting). 0; EINVAL for NULL.
+ * Thread-safe; never blocks (the semaphore's spinlock only). */
+NTH_API int nth_sem_interrupt(nth_sem_t *s);
 /* Increment, or hand the unit straight to the first waiter. 0; EOVERFLOW
  * if the value would pass NTH_SEM_VALUE_MAX (POSIX sem_post's code). */
 NTH_API int nth_sem_post(nth_sem_t *s);

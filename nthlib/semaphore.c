@@ -5,8 +5,17 @@
  * waiters hands its unit straight to the first waiter that can still be
  * woken (the value stays 0), so a queue is never non-empty while the value
  * is positive, and a timed-out waiter never swallows a post.
+ *
+ * Interruptible waits (for sem_wait's EINTR in the pthread shim) keep their
+ * stop flag in the waiter's data word; nth_sem_interrupt claims those
+ * whose flag is set, as a post would, and marks them (bit 0 of data, the
+ * flag being an aligned int) so that they return EINTR with no unit.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h>          /* NTH_TSAN, for nth_full_fence */
+#endif
 #include <errno.h>
+#include "futex_lock.h"
 #include "sync_core.h"
 #include "wait_queue.h"
 
@@ -40,7 +49,9 @@ int nth_sem_trywait(nth_sem_t *s)
     return EAGAIN;
 }
 
-static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec *abs)
+#define SEM_INTERRUPTED ((uintptr_t)1)
+
+static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec *abs, const int *stop)
 {
     if (!s)
         return EINVAL;
@@ -53,6 +64,7 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     }
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
+    w.data = (uintptr_t)stop;
     nth_olock(&s->__lock);
     /* Posts increment only under the lock with no waiter, so this check
      * and the enqueue below cannot miss one. */
@@ -69,14 +81,31 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     if (abs)
         nth_waiter_arm(&w, &s->__lock, &s->__head, &s->__tail, clock, abs);
     nth_ounlock(&s->__lock);
+    if (stop) {
+        /* Dekker with the interrupter (store *stop, fence, read the queue
+         * in nth_sem_interrupt): we are queued, then we read *stop. */
+        nth_full_fence();
+        int exp = NTH_W_WAITING;
+        if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
+            atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
+            nth_olock(&s->__lock);
+            if (w.queued)
+                nth_wq_remove(&s->__head, &s->__tail, &w);
+            nth_ounlock(&s->__lock);
+            nth_waiter_disarm(&w);
+            return EINTR;
+        }
+    }
     int st = nth_waiter_block(&w, s, NTH_OBJ_SEMAPHORE);
     nth_waiter_disarm(&w);
+    if (st == NTH_W_WOKEN && (__atomic_load_n(&w.data, __ATOMIC_ACQUIRE) & SEM_INTERRUPTED))
+        return EINTR;
     return st == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }
 
 int nth_sem_wait(nth_sem_t *s)
 {
-    return sem_wait_common(s, CLOCK_REALTIME, NULL);
+    return sem_wait_common(s, CLOCK_REALTIME, NULL, NULL);
 }
 
 int nth_sem_timedwait(nth_sem_t *s, const struct timespec *abstime)
@@ -88,7 +117,43 @@ int nth_sem_clockwait(nth_sem_t *s, clockid_t clock, const struct timespec *abst
 {
     if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
         return EINVAL;
-    return sem_wait_common(s, clock, abstime);
+    return sem_wait_common(s, clock, abstime, NULL);
+}
+
+int nth_sem_clockwait_interruptible(nth_sem_t *s, clockid_t clock, const struct timespec *abstime,
+                                    const int *stop)
+{
+    if (!stop || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+        return EINVAL;
+    return sem_wait_common(s, clock, abstime, stop);
+}
+
+int nth_sem_interrupt(nth_sem_t *s)
+{
+    if (!s)
+        return EINVAL;
+    struct nth_waiter *woken = NULL;
+    nth_olock(&s->__lock);
+    for (struct nth_waiter *w = s->__head, *next; w; w = next) {
+        next = w->next;
+        const int *stop = (const int *)w->data;
+        if (!stop || !__atomic_load_n(stop, __ATOMIC_SEQ_CST))
+            continue;
+        int exp = NTH_W_WAITING;
+        if (!atomic_compare_exchange_strong(&w->state, &exp, NTH_W_CLAIMED_WAKE))
+            continue;            /* its alarm won: it times out */
+        nth_wq_remove(&s->__head, &s->__tail, w);
+        __atomic_store_n(&w->data, (uintptr_t)stop | SEM_INTERRUPTED, __ATOMIC_RELAXED);
+        w->next = woken;         /* off the queue: the link is ours */
+        woken = w;
+    }
+    nth_ounlock(&s->__lock);
+    while (woken) {
+        struct nth_waiter *w = woken;
+        woken = w->next;         /* before the wake: w may be gone after */
+        nth_waiter_wake(w);
+    }
+    return 0;
 }
 
 int nth_sem_post(nth_sem_t *s)

@@ -150,17 +150,34 @@ static int vp_has_work(struct nth_vp *vp)
 }
 
 /* The signal mask the monitor inherited (the process's at start-up). The
- * monitor blocks every signal (nth_helper_block_signals); its stand-ins
- * run nano-threads: they get the inherited mask back (a raw system call:
- * under the pthread shim pthread_sigmask is the shim's). */
+ * monitor blocks every signal (nth_helper_block_signals), and so does a
+ * stand-in while it serves no VP: the kernel gives a process-directed
+ * signal to any thread that does not block it, and a stand-in asleep in
+ * its cache with the inherited mask took signals the program meant for a
+ * sigwait elsewhere (their default action ended the process; seen once
+ * the pthread shim's blocking calls lent VPs on every blocking call).
+ * While it serves, the nano-threads' masks are put in place by the switch
+ * hook when one is set (the pthread shim); without one, the inherited
+ * mask is, as on a VP. Raw system calls: under the pthread shim
+ * pthread_sigmask is the shim's. */
 static sigset_t inherited_mask;
+
+static void standin_mask(int serving)
+{
+    if (__atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE))
+        return;
+    if (serving)
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &inherited_mask, NULL, (size_t)(_NSIG / 8));
+    else
+        nth_helper_block_signals(NULL);
+}
 
 static void *standin_main(void *arg)
 {
     struct standin *s = arg;
     struct nth_vp *sh = &s->shell;
     prctl(PR_SET_NAME, "nth-standin", 0, 0, 0);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &inherited_mask, NULL, (size_t)(_NSIG / 8));
+    nth_helper_block_signals(NULL);
     nth_vp_self_set(sh);
     sh->idle.flags = NTH_TF_IDLE;
     sh->idle.on_cpu = 1;
@@ -176,6 +193,7 @@ static void *standin_main(void *arg)
         struct vp_watch *w = &W.vps[vp->id];
         bind_cpu(s, vp->cpu);
         int traced = 0;            /* lease begun on the trace */
+        standin_mask(1);
     serve:
         while (still_stalled(s)) {
             struct nth_thread *t = nth_next_local_take(&vp->next_local);
@@ -208,6 +226,7 @@ static void *standin_main(void *arg)
         }
         if (traced)
             nth_trace_rt_loan_end();
+        standin_mask(0);
         nth_olock(&W.cache_lock);
         s->next = W.cache;
         W.cache = s;

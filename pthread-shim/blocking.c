@@ -6,15 +6,24 @@
  * returns EINTR and the remaining time, after nanosleep(3p) and
  * clock_nanosleep(3p).
  *
- * Blocking calls on file descriptors, poll/select/epoll and waitpid must
- * not stall the other nano-threads of the VP (DESIGN invariant 4). Until
- * the runtime has nth_blocking_enter/leave (a spare kernel thread takes
- * the VP meanwhile), the shim waits for readiness by polling without
- * blocking (poll with a zero timeout, WNOHANG), leaving the VP between
- * tries with a growing back-off (SHIM_SLICE_NS at most), then makes the
- * call. Non-blocking descriptors, regular files and calls from kernel
- * threads that are not VPs go straight to libc. connect and fsync go
- * straight to libc (they block the VP).
+ * Blocking calls must not stall the other nano-threads of the VP (DESIGN
+ * invariant 4): they wait in the kernel between nth_blocking_enter and
+ * nth_blocking_leave, which lends the VP to a stand-in kernel thread
+ * while the call sleeps (and costs a few loads when it does not). Calls on
+ * descriptors first try a zero-timeout poll (ready: the call at once);
+ * a blocking descriptor that is not ready waits in ppoll, then the call is
+ * made. The waits (ppoll, pselect, epoll_pwait) take a signal mask, so the
+ * shim's wake-up signal (signal.c, shim_kwait_begin) opens atomically in
+ * them: pthread_kill and pthread_cancel end them at once, with no window.
+ * Signal semantics after signal(7) "Interruption of system calls": a
+ * handler that interrupts read, write, recv, send, accept, waitpid resumes
+ * the call when it has SA_RESTART, else -1/EINTR; poll, select and epoll
+ * always return EINTR. waitpid has no mask argument: its wake-up signal
+ * is open around the call, so a request that comes just before it starts
+ * waits for the call to return (glibc's cancellation had that window too).
+ * connect and fsync wait in the kernel, not interruptible by pthread_kill.
+ * Calls from kernel threads that are not VPs, and the runtime's own, go
+ * straight to libc.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,54 +107,86 @@ int nth_shim_usleep(useconds_t us)
 }
 SHIM_EXPORT(usleep)
 
-/* ---- readiness --------------------------------------------------------- */
+/* ---- waits in the kernel ----------------------------------------------- */
 
-/* Wait until fd is ready for events, unless waiting is not ours to do.
- * 0 to go on with the call; EINTR when a queued signal was delivered. */
+/* ppoll(fds, n, tmo) in the kernel with the VP lent; mask: umask, or the
+ * caller's. -1/EINTR without waiting when a request is already there.
+ * *kicked: the wake-up signal ended it (else a kernel-delivered signal). */
+static int kppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *umask, int *kicked)
+{
+    int (*rppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) = REAL(ppoll);
+    sigset_t m;
+    *kicked = 0;
+    if (shim_kwait_begin(&m, umask)) {
+        errno = EINTR;
+        *kicked = 1;
+        return -1;
+    }
+    nth_blocking_enter();
+    int r = rppoll(fds, n, tmo, &m);
+    nth_blocking_leave();
+    *kicked = shim_kwait_end();
+    return r;
+}
+
+/* After an EINTR of a wait: act on cancellation, run queued signals.
+ * 1 to wait again: only the wake-up signal ran and no handler did (a
+ * late kick, or cancellation while disabled), or (restart set) every
+ * handler that ran has SA_RESTART. */
+static int wait_again(int kicked, int restart)
+{
+    shim_testcancel();
+    int ran = shim_signals();
+    if (!ran && kicked)
+        return 1;
+    return restart && shim_signals_restart();
+}
+
+/* Before a call on fd that may block: wait until fd is ready for events,
+ * unless waiting is not ours to do. 0 to go on with the call; EINTR when
+ * a signal handler interrupted the wait (no SA_RESTART). */
 static int wait_fd(int fd, short events)
 {
-    if (!shim_on_vp())
-        return 0;
+    struct pollfd p = { fd, events, 0 };
+    if (REAL(poll)(&p, 1, 0) != 0)
+        return 0;                /* ready, hung up, or an error the call will report */
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || (fl & O_NONBLOCK))
         return 0;
-    int64_t step = 0;
     shim_signals_begin();
     for (;;) {
-        struct pollfd p = { fd, events, 0 };
-        if (REAL(poll)(&p, 1, 0) != 0)
-            return 0;            /* ready, hung up, or an error the call will report */
         shim_testcancel();
-        if (shim_signals())
+        int kicked;
+        int r = kppoll(&p, 1, NULL, NULL, &kicked);
+        if (r != 0 && !(r < 0 && errno == EINTR))
+            return 0;
+        if (r < 0 && !wait_again(kicked, 1))
             return EINTR;
-        shim_backoff(INT64_MAX, &step);
     }
 }
 
-#define IO_IN(ret, name, params, fd, args)                                  \
+/* The call itself may still block (another reader took the data, a big
+ * write to a pipe): it too runs with the VP lent. */
+#define IO_CALL(ret, name, params, fd, ev, args)                            \
     SHIM_DECL(name)                                                         \
     ret nth_shim_##name params                                              \
     {                                                                       \
-        if (FROM_RUNTIME())                                                 \
-            return REAL(name) args;                                         \
+        __typeof__(&name) real_ = REAL(name);                               \
+        if (FROM_RUNTIME() || !shim_on_vp())                                \
+            return real_ args;                                              \
         SHIM_HOME_ENTER();                                                  \
-        int w_ = wait_fd(fd, POLLIN);                                       \
+        int w_ = wait_fd(fd, ev);                                           \
         if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
-        return SHIM_HOME_RET(REAL(name) args);                              \
+        nth_blocking_enter();                                               \
+        ret res_ = real_ args;                                              \
+        nth_blocking_leave();                                               \
+        if (res_ >= 0)                                                      \
+            shim_testcancel();   /* a request that came during the call */  \
+        return SHIM_HOME_RET(res_);                                         \
     }                                                                       \
     SHIM_EXPORT(name)
-#define IO_OUT(ret, name, params, fd, args)                                 \
-    SHIM_DECL(name)                                                         \
-    ret nth_shim_##name params                                              \
-    {                                                                       \
-        if (FROM_RUNTIME())                                                 \
-            return REAL(name) args;                                         \
-        SHIM_HOME_ENTER();                                                  \
-        int w_ = wait_fd(fd, POLLOUT);                                      \
-        if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
-        return SHIM_HOME_RET(REAL(name) args);                              \
-    }                                                                       \
-    SHIM_EXPORT(name)
+#define IO_IN(ret, name, params, fd, args) IO_CALL(ret, name, params, fd, POLLIN, args)
+#define IO_OUT(ret, name, params, fd, args) IO_CALL(ret, name, params, fd, POLLOUT, args)
 
 IO_IN(ssize_t, read, (int fd, void *b, size_t n), fd, (fd, b, n))
 IO_IN(ssize_t, readv, (int fd, const struct iovec *v, int n), fd, (fd, v, n))
@@ -164,84 +205,112 @@ IO_OUT(ssize_t, send, (int fd, const void *b, size_t n, int f), fd, (fd, b, n, f
 IO_OUT(ssize_t, sendto, (int fd, const void *b, size_t n, int f, const struct sockaddr *a, socklen_t l), fd, (fd, b, n, f, a, l))
 IO_OUT(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), fd, (fd, m, f))
 
-SHIM_DECL(connect)
-int nth_shim_connect(int fd, const struct sockaddr *a, socklen_t l) { return REAL(connect)(fd, a, l); }
-SHIM_EXPORT(connect)
+/* In the kernel with the VP lent; not interruptible by the shim's
+ * requests (a connect in progress cannot be waited for by poll before it
+ * starts). */
+#define KCALL(ret, name, params, args)                                      \
+    SHIM_DECL(name)                                                         \
+    ret nth_shim_##name params                                              \
+    {                                                                       \
+        __typeof__(&name) real_ = REAL(name);                               \
+        if (FROM_RUNTIME() || !shim_on_vp())                                \
+            return real_ args;                                              \
+        SHIM_HOME_ENTER();                                                  \
+        nth_blocking_enter();                                               \
+        ret res_ = real_ args;                                              \
+        nth_blocking_leave();                                               \
+        return SHIM_HOME_RET(res_);                                         \
+    }                                                                       \
+    SHIM_EXPORT(name)
 
-SHIM_DECL(fsync)
-int nth_shim_fsync(int fd) { return REAL(fsync)(fd); }
-SHIM_EXPORT(fsync)
+KCALL(int, connect, (int fd, const struct sockaddr *a, socklen_t l), (fd, a, l))
+KCALL(int, fsync, (int fd), (fd))
 
 /* ---- poll / select / epoll ------------------------------------------------ */
 
-static int64_t deadline_after_ms(int ms)
+/* Monotonic deadline of a relative timeout (NULL: none). */
+static int64_t deadline_of(const struct timespec *tmo)
 {
-    return ms < 0 ? INT64_MAX : shim_now(CLOCK_MONOTONIC) + (int64_t)ms * 1000000LL;
+    return tmo ? shim_now(CLOCK_MONOTONIC) + shim_ts_ns(tmo) : INT64_MAX;
 }
 
-/* Repeat try() (a zero-timeout call) until it reports something or the
- * deadline passes; -1/EINTR when a queued signal was delivered. Used at
- * the top of a wrapper, before anything that switches (SHIM_HOME_ENTER). */
-#define POLL_LOOP(deadline, try_expr)                                       \
-    do {                                                                    \
-        SHIM_HOME_ENTER();                                                  \
-        int64_t step_ = 0;                                                  \
-        shim_signals_begin();                                               \
-        for (;;) {                                                          \
-            int r_ = (try_expr);                                            \
-            if (r_ != 0)                                                    \
-                return SHIM_HOME_RET(r_);                                   \
-            if (shim_now(CLOCK_MONOTONIC) >= (deadline))                    \
-                return 0;                                                   \
-            shim_testcancel();                                              \
-            if (shim_signals()) { errno = EINTR; return SHIM_HOME_RET(-1); } \
-            shim_backoff((deadline), &step_);                               \
-        }                                                                   \
-    } while (0)
+/* The time left until deadline, for the next try (NULL: none). */
+static const struct timespec *left_until(int64_t deadline, struct timespec *ts)
+{
+    if (deadline == INT64_MAX)
+        return NULL;
+    int64_t left = deadline - shim_now(CLOCK_MONOTONIC);
+    *ts = shim_ns_ts(left > 0 ? left : 0);
+    return ts;
+}
+
+static int kpoll_common(struct pollfd *fds, nfds_t n, int64_t deadline, const sigset_t *umask)
+{
+    SHIM_HOME_ENTER();
+    shim_signals_begin();
+    for (;;) {
+        shim_testcancel();
+        struct timespec ts;
+        int kicked;
+        int r = kppoll(fds, n, left_until(deadline, &ts), umask, &kicked);
+        if (r >= 0 || errno != EINTR)
+            return SHIM_HOME_RET(r);
+        if (!wait_again(kicked, 0)) {
+            errno = EINTR;
+            return SHIM_HOME_RET(-1);
+        }
+    }
+}
 
 SHIM_DECL(poll)
 int nth_shim_poll(struct pollfd *fds, nfds_t n, int ms)
 {
     if (ms == 0 || FROM_RUNTIME() || !shim_on_vp())
         return REAL(poll)(fds, n, ms);
-    int64_t deadline = deadline_after_ms(ms);
-    POLL_LOOP(deadline, REAL(poll)(fds, n, 0));
+    struct timespec tmo = shim_ns_ts((int64_t)ms * 1000000LL);
+    return kpoll_common(fds, n, deadline_of(ms < 0 ? NULL : &tmo), NULL);
 }
 SHIM_EXPORT(poll)
 
 SHIM_DECL(ppoll)
 int nth_shim_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
 {
-    static const struct timespec zero = { 0, 0 };
     if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || !shim_on_vp())
         return REAL(ppoll)(fds, n, tmo, mask);
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
     }
-    int64_t deadline = tmo ? shim_now(CLOCK_MONOTONIC) + shim_ts_ns(tmo) : INT64_MAX;
-    POLL_LOOP(deadline, REAL(ppoll)(fds, n, &zero, mask));
+    return kpoll_common(fds, n, deadline_of(tmo), mask);
 }
 SHIM_EXPORT(ppoll)
 
-/* select modifies its sets: each try starts from the caller's. */
-static int select_try(int n, fd_set *r, fd_set *w, fd_set *e, const fd_set *r0, const fd_set *w0,
-                      const fd_set *e0, const sigset_t *mask)
+/* select modifies its sets only on success, so a retry reuses them. */
+static int select_common(int n, fd_set *r, fd_set *w, fd_set *e, int64_t deadline, const sigset_t *umask)
 {
-    static const struct timespec zero = { 0, 0 };
-    if (r) *r = *r0;
-    if (w) *w = *w0;
-    if (e) *e = *e0;
-    return REAL(pselect)(n, r, w, e, &zero, mask);
-}
-
-static int select_common(int n, fd_set *r, fd_set *w, fd_set *e, int64_t deadline, const sigset_t *mask)
-{
-    fd_set r0, w0, e0;
-    if (r) r0 = *r;
-    if (w) w0 = *w;
-    if (e) e0 = *e;
-    POLL_LOOP(deadline, select_try(n, r, w, e, &r0, &w0, &e0, mask));
+    int (*rpselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *) = REAL(pselect);
+    SHIM_HOME_ENTER();
+    shim_signals_begin();
+    for (;;) {
+        shim_testcancel();
+        struct timespec ts;
+        const struct timespec *tmo = left_until(deadline, &ts);
+        sigset_t m;
+        int kicked = 1, res = -1;
+        errno = EINTR;
+        if (!shim_kwait_begin(&m, umask)) {
+            nth_blocking_enter();
+            res = rpselect(n, r, w, e, tmo, &m);
+            nth_blocking_leave();
+            kicked = shim_kwait_end();
+        }
+        if (res >= 0 || errno != EINTR)
+            return SHIM_HOME_RET(res);
+        if (!wait_again(kicked, 0)) {
+            errno = EINTR;
+            return SHIM_HOME_RET(-1);
+        }
+    }
 }
 
 SHIM_DECL(select)
@@ -255,7 +324,16 @@ int nth_shim_select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restr
     }
     int64_t deadline = tv ? shim_now(CLOCK_MONOTONIC) + (int64_t)tv->tv_sec * 1000000000LL + tv->tv_usec * 1000LL
                           : INT64_MAX;
-    return select_common(n, r, w, e, deadline, NULL);
+    int res = select_common(n, r, w, e, deadline, NULL);
+    if (tv) {
+        /* Linux's select leaves the time not slept in *tv. */
+        int64_t left = deadline - shim_now(CLOCK_MONOTONIC);
+        if (left < 0)
+            left = 0;
+        tv->tv_sec = (time_t)(left / 1000000000LL);
+        tv->tv_usec = (suseconds_t)(left % 1000000000LL / 1000);
+    }
+    return res;
 }
 SHIM_EXPORT(select)
 
@@ -269,18 +347,47 @@ int nth_shim_pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *rest
         errno = EINVAL;
         return -1;
     }
-    int64_t deadline = tmo ? shim_now(CLOCK_MONOTONIC) + shim_ts_ns(tmo) : INT64_MAX;
-    return select_common(n, r, w, e, deadline, mask);
+    return select_common(n, r, w, e, deadline_of(tmo), mask);
 }
 SHIM_EXPORT(pselect)
+
+static int epoll_common(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *umask)
+{
+    int (*rwait)(int, struct epoll_event *, int, int, const sigset_t *) = REAL(epoll_pwait);
+    int64_t deadline = ms < 0 ? INT64_MAX : shim_now(CLOCK_MONOTONIC) + (int64_t)ms * 1000000LL;
+    SHIM_HOME_ENTER();
+    shim_signals_begin();
+    for (;;) {
+        shim_testcancel();
+        int left = -1;
+        if (deadline != INT64_MAX) {
+            int64_t ns = deadline - shim_now(CLOCK_MONOTONIC);
+            left = ns <= 0 ? 0 : (int)((ns + 999999) / 1000000);
+        }
+        sigset_t m;
+        int kicked = 1, res = -1;
+        errno = EINTR;
+        if (!shim_kwait_begin(&m, umask)) {
+            nth_blocking_enter();
+            res = rwait(ep, ev, max, left, &m);
+            nth_blocking_leave();
+            kicked = shim_kwait_end();
+        }
+        if (res >= 0 || errno != EINTR)
+            return SHIM_HOME_RET(res);
+        if (!wait_again(kicked, 0)) {
+            errno = EINTR;
+            return SHIM_HOME_RET(-1);
+        }
+    }
+}
 
 SHIM_DECL(epoll_wait)
 int nth_shim_epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
     if (ms == 0 || !shim_on_vp())
         return REAL(epoll_wait)(ep, ev, max, ms);
-    int64_t deadline = deadline_after_ms(ms);
-    POLL_LOOP(deadline, REAL(epoll_wait)(ep, ev, max, 0));
+    return epoll_common(ep, ev, max, ms, NULL);
 }
 SHIM_EXPORT(epoll_wait)
 
@@ -289,8 +396,7 @@ int nth_shim_epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const 
 {
     if (ms == 0 || !shim_on_vp())
         return REAL(epoll_pwait)(ep, ev, max, ms, mask);
-    int64_t deadline = deadline_after_ms(ms);
-    POLL_LOOP(deadline, REAL(epoll_pwait)(ep, ev, max, 0, mask));
+    return epoll_common(ep, ev, max, ms, mask);
 }
 SHIM_EXPORT(epoll_pwait)
 
@@ -299,9 +405,33 @@ SHIM_EXPORT(epoll_pwait)
 SHIM_DECL(waitpid)
 pid_t nth_shim_waitpid(pid_t pid, int *status, int options)
 {
+    pid_t (*rwaitpid)(pid_t, int *, int) = REAL(waitpid);
     if ((options & WNOHANG) || !shim_on_vp())
-        return REAL(waitpid)(pid, status, options);
-    POLL_LOOP(INT64_MAX, REAL(waitpid)(pid, status, options | WNOHANG));
+        return rwaitpid(pid, status, options);
+    SHIM_HOME_ENTER();
+    pid_t r = rwaitpid(pid, status, options | WNOHANG);
+    if (r != 0)
+        return SHIM_HOME_RET(r);  /* a child was ready, or an error (ECHILD) */
+    shim_signals_begin();
+    for (;;) {
+        shim_testcancel();
+        int kicked = 1;
+        r = -1;
+        errno = EINTR;
+        if (!shim_kwait_open()) {
+            nth_blocking_enter();
+            r = rwaitpid(pid, status, options);
+            nth_blocking_leave();
+            shim_kwait_close();
+            kicked = shim_kwait_end();
+        }
+        if (r >= 0 || errno != EINTR)
+            return SHIM_HOME_RET(r);
+        if (!wait_again(kicked, 1)) {
+            errno = EINTR;
+            return SHIM_HOME_RET(-1);
+        }
+    }
 }
 SHIM_EXPORT(waitpid)
 
@@ -321,6 +451,9 @@ SHIM_EXPORT(wait)
 SHIM_DECL(fork)
 pid_t nth_shim_fork(void)
 {
-    return REAL(fork)();
+    pid_t p = REAL(fork)();
+    if (p == 0)
+        shim_kick_forget();
+    return p;
 }
 SHIM_EXPORT(fork)

@@ -64,12 +64,7 @@ int nth_shim_pthread_cancel(pthread_t t)
     if (!st)
         return ESRCH;
     __atomic_store_n(&st->cancel_pending, 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);
-    /* Before reading its condvar's queue: nth_cond_wait_interruptible. */
-    nth_full_fence();
-    pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
-    if (c)
-        nth_cond_broadcast((nth_cond_t *)c);
+    shim_interrupt_waits(st);
     struct shim_thread *j = __atomic_load_n(&st->joining, __ATOMIC_SEQ_CST);
     if (j)
         nth_sem_post(&j->done_sem);   /* wake it in its join to look */

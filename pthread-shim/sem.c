@@ -3,7 +3,8 @@
  * sem_timedwait(3p), sem_post(3p), sem_open(3p). Errors go to errno.
  *
  * Unnamed process-private semaphores are nth_sem_t (32 bytes, as sem_t);
- * their waits leave the VP and are cancellation points (waits in slices).
+ * their waits leave the VP and are cancellation points; pthread_kill and
+ * pthread_cancel interrupt them at once (nth_sem_clockwait_interruptible).
  * Process-shared (sem_init with pshared != 0) and named (sem_open)
  * semaphores are glibc's own, marked in the last 8 bytes of the sem_t,
  * which glibc's layout does not use: their waits block the VP's kernel
@@ -78,27 +79,38 @@ int nth_shim_sem_getvalue(sem_t *restrict s, int *restrict v)
 }
 SHIM_EXPORT(sem_getvalue)
 
-/* Wait until the absolute time deadline on clock (INT64_MAX: none). */
-static int wait_until(sem_t *s, clockid_t clock, int64_t deadline)
+/* Wait until abs on clock (NULL: no deadline). A cancellation point; a
+ * signal queued for the caller (pthread_kill) interrupts it at once: the
+ * handler runs, then -1/EINTR as sem_wait(3p) says, or, when the handler
+ * has SA_RESTART, the wait goes on (Linux's sem_wait, signal(7)). */
+static int wait_until(sem_t *s, clockid_t clock, const struct timespec *abs)
 {
+    struct shim_thread *self = shim_self();
     shim_signals_begin();
     for (;;) {
         shim_testcancel();
         if (nth_sem_trywait((nth_sem_t *)s) == 0)
             return 0;
-        if (shim_signals())
+        if (shim_signals() && !shim_signals_restart())
             return fail(EINTR);
-        int64_t now = shim_now(clock);
-        if (now >= deadline)
-            return fail(ETIMEDOUT);
-        int64_t left = deadline - now;
-        int64_t end = shim_now(CLOCK_MONOTONIC) + (left < SHIM_SLICE_NS ? left : SHIM_SLICE_NS);
-        struct timespec ts = shim_ns_ts(end);
-        int r = nth_sem_clockwait((nth_sem_t *)s, CLOCK_MONOTONIC, &ts);
+        /* Stop flag, then where we wait, then the requests: Dekker with
+         * shim_interrupt_waits (flag, fence, waiting_sem). */
+        __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&self->waiting_sem, s, __ATOMIC_SEQ_CST);
+        int r = EINTR;
+        int cancel = __atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
+                     self->cancel_state == PTHREAD_CANCEL_ENABLE;
+        uint64_t open = __atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) &
+                        ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+        if (!cancel && !open)
+            r = nth_sem_clockwait_interruptible((nth_sem_t *)s, clock, abs, &self->cond_wake);
+        __atomic_store_n(&self->waiting_sem, NULL, __ATOMIC_SEQ_CST);
         if (r == 0)
             return 0;
-        if (r != ETIMEDOUT)
+        if (r != EINTR)
             return fail(r);
+        /* EINTR: a request (acted on at the top) or a cancellation while
+         * disabled (the flag is cleared: wait again). */
     }
 }
 
@@ -108,7 +120,7 @@ int nth_shim_sem_wait(sem_t *s)
     if (is_libc(s))
         return REAL(sem_wait)(s);
     SHIM_HOME_ENTER();
-    return SHIM_HOME_RET(wait_until(s, CLOCK_MONOTONIC, INT64_MAX));
+    return SHIM_HOME_RET(wait_until(s, CLOCK_MONOTONIC, NULL));
 }
 SHIM_EXPORT(sem_wait)
 
@@ -122,7 +134,7 @@ int nth_shim_sem_clockwait(sem_t *restrict s, clockid_t clock, const struct time
     if (shim_check_ts(abstime))
         return fail(EINVAL);
     SHIM_HOME_ENTER();
-    return SHIM_HOME_RET(wait_until(s, clock, shim_ts_ns(abstime)));
+    return SHIM_HOME_RET(wait_until(s, clock, abstime));
 }
 SHIM_EXPORT(sem_clockwait)
 

@@ -91,8 +91,15 @@ struct shim_thread {
     int zclaim;
     struct shim_thread *joining; /* the thread it joins, for pthread_cancel */
     pthread_cond_t *waiting_cond; /* the condvar it waits on, for pthread_cancel */
-    int cond_wake;               /* set by pthread_cancel and pthread_kill before
-                                    they broadcast waiting_cond (atomic) */
+    sem_t *waiting_sem;          /* the semaphore it waits on (sem.c) */
+    int ktid;                    /* its kernel thread's id while it waits in
+                                    the kernel (blocking.c), else 0 (atomic) */
+    int cond_wake;               /* the stop flag of its interruptible waits:
+                                    set by pthread_cancel and pthread_kill
+                                    before they look at waiting_cond,
+                                    waiting_sem and ktid (atomic) */
+    uint64_t sig_delivered;      /* queued signals run since the wait began,
+                                    bit sig-1, for SA_RESTART (signal.c) */
     uint64_t pending;            /* signals in sigq, bit sig-1 (atomic) */
     unsigned testcancel_calls;   /* pthread_testcancel yields now and then */
     int has_cpus;                /* pthread_setaffinity_np gave a hint */
@@ -117,9 +124,20 @@ struct shim_thread {
 nth_mutex_t *shim_mutex(pthread_mutex_t *m);
 /* The caller's record (created for threads the shim did not start). */
 struct shim_thread *shim_self(void);
-/* libc's definition of name (its default version), never the shim's. */
+/* libc's definition of name (its default version), never the shim's.
+ * REAL looks it up once per call site (dlsym is far dearer than the
+ * system calls it fronts). */
 void *shim_real(const char *name);
-#define REAL(name) ((__typeof__(&name))shim_real(#name))
+#define REAL(name)                                                          \
+    ({                                                                      \
+        static __typeof__(&name) real_f_;                                   \
+        __typeof__(&name) f_ = __atomic_load_n(&real_f_, __ATOMIC_ACQUIRE); \
+        if (__builtin_expect(!f_, 0)) {                                     \
+            f_ = (__typeof__(&name))shim_real(#name);                       \
+            __atomic_store_n(&real_f_, f_, __ATOMIC_RELEASE);               \
+        }                                                                   \
+        f_;                                                                 \
+    })
 
 /* Act on a pending cancellation request if cancellation is enabled:
  * does not return then. Called at every cancellation point. */
@@ -131,6 +149,33 @@ void shim_testcancel(void);
 int shim_signals(void);
 /* Start of an interruptible wait: forget deliveries reported before it. */
 void shim_signals_begin(void);
+/* After a wait of a restartable call (read, write, accept, waitpid, ...,
+ * signal(7) "Interruption of system calls") ended by a signal handler:
+ * 1 if it should resume, as the kernel does when the handlers that ran
+ * have SA_RESTART. The queued signals delivered since shim_signals_begin
+ * are known; a signal the kernel delivered itself is not, so then every
+ * handler the caller's mask leaves open must have SA_RESTART. */
+int shim_signals_restart(void);
+/* Stop st's interruptible waits after a request was made for it (a
+ * queued signal, a cancellation): sets its stop flag, then wakes its
+ * condvar or semaphore wait, its nap, or its wait in the kernel. */
+void shim_interrupt_waits(struct shim_thread *st);
+/* Waits in the kernel (ppoll, epoll_pwait, pselect) that pthread_kill and
+ * pthread_cancel can end: shim_kwait_begin publishes the caller's kernel
+ * thread and fills *mask with the signal mask for the call (umask, or the
+ * caller's, with the shim's wake-up signal open); 0 to go on, EINTR when
+ * a request is already there (no call then). shim_kwait_end after the
+ * call: 1 if the wake-up signal interrupted it (a request for the caller,
+ * or a late one for an earlier wait on this kernel thread). */
+int shim_kwait_begin(sigset_t *mask, const sigset_t *umask);
+int shim_kwait_end(void);
+/* The same for a call with no mask argument (waitpid): the wake-up signal
+ * opens on the kernel thread in between, so a request that comes just
+ * before the call starts is seen only when it returns. */
+int shim_kwait_open(void);
+void shim_kwait_close(void);
+/* In a fork child: the calling kernel thread's cached id is the parent's. */
+void shim_kick_forget(void);
 /* Signal state of a new record: st's mask is the creator's (creator NULL:
  * the kernel thread's), its doorbell ready. */
 void shim_sig_init(struct shim_thread *st, struct shim_thread *creator);

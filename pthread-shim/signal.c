@@ -46,9 +46,16 @@
  * Masks and the queue cover signals 1..64 (Linux's); glibc's internal
  * signals (32, 33) and SIGKILL/SIGSTOP are never blocked.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h>          /* NTH_TSAN, for nth_full_fence */
+#endif
 #include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include "futex_lock.h"
 #include "shim.h"
 
 int shim_on_vp(void)
@@ -66,6 +73,11 @@ static int on_nano(void)
 /* ---- masks as 64-bit words ------------------------------------------------ */
 
 #define BIT(sig) (1ULL << ((sig) - 1))
+/* The shim's wake-up signal (shim_kwait_*): glibc's SIGCANCEL, which the
+ * shim's pthread_cancel leaves unused and programs cannot touch (glibc's
+ * sigaction and sigprocmask refuse it). Blocked on every kernel thread
+ * that has waited in the kernel, except inside those waits. */
+#define KICK_SIG 32
 /* Never blocked: SIGKILL, SIGSTOP (the kernel refuses) and glibc's
  * SIGCANCEL/SIGSETXID (glibc's pthread_sigmask drops them too). */
 #define UNBLOCKABLE (BIT(SIGKILL) | BIT(SIGSTOP) | BIT(32) | BIT(33))
@@ -89,9 +101,38 @@ static void bits_set(uint64_t b, sigset_t *s)
     memcpy(s, &b, sizeof b);
 }
 
+/* glibc's sigaddset/sigdelset refuse its internal signals (EINVAL), the
+ * wake-up signal among them: set its bit directly. */
+static void kick_bit(sigset_t *s, int on)
+{
+    uint64_t b = set_bits(s);
+    b = on ? b | BIT(KICK_SIG) : b & ~BIT(KICK_SIG);
+    memcpy(s, &b, sizeof b);
+}
+
+/* Just the wake-up signal. */
+static sigset_t kick_set(void)
+{
+    sigset_t k;
+    bits_set(BIT(KICK_SIG), &k);
+    return k;
+}
+
 static int valid_sig(int sig)
 {
     return sig >= 1 && sig <= 64 && sig != 32 && sig != 33;
+}
+
+/* Set the calling kernel thread's mask like pthread_sigmask, but with the
+ * wake-up signal kept blocked (glibc's would open it). */
+static int ksigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t k;
+    if (set) {
+        k = *set;
+        kick_bit(&k, how != SIG_UNBLOCK);
+    }
+    return syscall(SYS_rt_sigprocmask, how, set ? &k : NULL, old, (size_t)(_NSIG / 8)) ? errno : 0;
 }
 
 /* libc's functions the hot paths call, looked up once. */
@@ -104,7 +145,7 @@ static void real_init(void)
 {
     if (__atomic_load_n(&real_self, __ATOMIC_ACQUIRE))
         return;
-    __atomic_store_n(&real_sigmask, REAL(pthread_sigmask), __ATOMIC_RELAXED);
+    __atomic_store_n(&real_sigmask, ksigmask, __ATOMIC_RELAXED);
     __atomic_store_n(&real_kill, REAL(pthread_kill), __ATOMIC_RELAXED);
     __atomic_store_n(&real_sigqueue, REAL(pthread_sigqueue), __ATOMIC_RELAXED);
     __atomic_store_n(&real_self, REAL(pthread_self), __ATOMIC_RELEASE);
@@ -246,6 +287,7 @@ static void deliver_queued(struct shim_thread *st)
             real_sigqueue(real_self(), e.sig, e.value);
         else
             real_kill(real_self(), e.sig);
+        __atomic_or_fetch(&st->sig_delivered, BIT(e.sig), __ATOMIC_RELAXED);
         any = 1;
     }
     if (any)
@@ -342,7 +384,190 @@ int shim_signals(void)
 
 void shim_signals_begin(void)
 {
-    __atomic_store_n(&shim_self()->sig_unreported, 0, __ATOMIC_RELAXED);
+    struct shim_thread *self = shim_self();
+    __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&self->sig_delivered, 0, __ATOMIC_RELAXED);
+}
+
+static int has_restart(int sig, int need_handler)
+{
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0)
+        return 1;
+    if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+        return need_handler ? 1 : 0;    /* no handler ran: nothing to restart after */
+    return (sa.sa_flags & SA_RESTART) != 0;
+}
+
+int shim_signals_restart(void)
+{
+    struct shim_thread *self = shim_self();
+    uint64_t d = __atomic_exchange_n(&self->sig_delivered, 0, __ATOMIC_RELAXED);
+    int known = d != 0;
+    if (!known)
+        d = ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED) & ~UNBLOCKABLE;
+    for (int sig = 1; sig <= 64; sig++)
+        if ((d & BIT(sig)) && valid_sig(sig) && !has_restart(sig, !known))
+            return 0;
+    return 1;
+}
+
+void shim_interrupt_waits(struct shim_thread *st)
+{
+    __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);
+    /* Before reading where it waits: the waits publish that, then read
+     * the flag (nth_cond_wait_interruptible, nth_sem_clockwait_interruptible,
+     * shim_kwait_begin). One of us sees the other. */
+    nth_full_fence();
+    pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
+    if (c)
+        nth_cond_broadcast((nth_cond_t *)c);   /* a spurious wake-up to it */
+    sem_t *sem = __atomic_load_n(&st->waiting_sem, __ATOMIC_SEQ_CST);
+    if (sem)
+        nth_sem_interrupt((nth_sem_t *)sem);
+    int tid = __atomic_load_n(&st->ktid, __ATOMIC_SEQ_CST);
+    if (tid)
+        syscall(SYS_tgkill, getpid(), tid, KICK_SIG);   /* ends its ppoll */
+    nth_sem_post(&st->sig_bell);               /* ends an interruptible nap */
+}
+
+/* ---- waits in the kernel ---------------------------------------------------- */
+
+/* Per kernel thread, read and written only in functions that do not
+ * switch (the TLS address is taken afresh in each). */
+static __thread int kick_tid __attribute__((tls_model("initial-exec")));
+static __thread volatile sig_atomic_t kick_seen __attribute__((tls_model("initial-exec")));
+
+static void kick_handler(int sig)
+{
+    (void)sig;
+    kick_seen = 1;
+}
+
+/* glibc's sigaction refuses SIGCANCEL: the handler goes in with the
+ * system call, which on x86-64 needs our own return trampoline. */
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".p2align 4\n"
+        "shim_kick_restorer:\n"
+        "\tmovq $15, %rax\n"          /* rt_sigreturn */
+        "\tsyscall\n");
+void shim_kick_restorer(void) __asm__("shim_kick_restorer") __attribute__((visibility("hidden")));
+#define KICK_RESTORER ((void *)shim_kick_restorer)
+#define KICK_SA_RESTORER 0x04000000
+#else
+#define KICK_RESTORER NULL              /* the kernel's (vDSO) trampoline */
+#define KICK_SA_RESTORER 0
+#endif
+
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+};
+
+static void kick_install(void)
+{
+    static int state;             /* 0 no, 1 being installed, 2 done */
+    int s = 0;
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2)
+        return;
+    if (__atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* No SA_RESTART: the point is to end the call. */
+        struct kernel_sigaction ka = { kick_handler, KICK_SA_RESTORER, KICK_RESTORER, 0 };
+        if (syscall(SYS_rt_sigaction, KICK_SIG, &ka, NULL, sizeof ka.mask) != 0) {
+            static const char msg[] = "libnth-pthread: cannot install the wake-up signal\n";
+            (void)!write(2, msg, sizeof msg - 1);
+            abort();
+        }
+        __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+        ;
+}
+
+/* The calling kernel thread's id, after arming it: handler installed,
+ * wake-up signal blocked outside the waits. */
+static __attribute__((noinline)) int kick_arm(void)
+{
+    if (__builtin_expect(kick_tid != 0, 1))
+        return kick_tid;
+    kick_install();
+    sigset_t k = kick_set();
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &k, NULL, (size_t)(_NSIG / 8));
+    kick_tid = (int)syscall(SYS_gettid);
+    return kick_tid;
+}
+
+void shim_kick_forget(void)
+{
+    kick_tid = 0;                 /* the child's kernel thread has another id */
+    kick_seen = 0;
+}
+
+static __attribute__((noinline)) int kick_take(void)
+{
+    int k = kick_seen;
+    kick_seen = 0;
+    return k;
+}
+
+/* Publish the kernel thread, then look for a request (Dekker with
+ * shim_interrupt_waits): 0, or EINTR with nothing published. */
+static int kwait_publish(struct shim_thread *self)
+{
+    int tid = kick_arm();
+    (void)kick_take();            /* a late kick for an earlier wait */
+    __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&self->ktid, tid, __ATOMIC_SEQ_CST);
+    nth_full_fence();
+    uint64_t m = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    if ((__atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) & ~m) ||
+        (__atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
+         self->cancel_state == PTHREAD_CANCEL_ENABLE)) {
+        __atomic_store_n(&self->ktid, 0, __ATOMIC_SEQ_CST);
+        return EINTR;
+    }
+    return 0;
+}
+
+int shim_kwait_begin(sigset_t *mask, const sigset_t *umask)
+{
+    struct shim_thread *self = shim_self();
+    if (kwait_publish(self))
+        return EINTR;
+    if (umask) {
+        *mask = *umask;
+    } else {
+        bits_set(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED), mask);
+    }
+    kick_bit(mask, 0);
+    return 0;
+}
+
+int shim_kwait_end(void)
+{
+    __atomic_store_n(&shim_self()->ktid, 0, __ATOMIC_SEQ_CST);
+    return kick_take();
+}
+
+int shim_kwait_open(void)
+{
+    struct shim_thread *self = shim_self();
+    if (kwait_publish(self))
+        return EINTR;
+    sigset_t k = kick_set();
+    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &k, NULL, (size_t)(_NSIG / 8));
+    return 0;
+}
+
+void shim_kwait_close(void)
+{
+    sigset_t k = kick_set();
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &k, NULL, (size_t)(_NSIG / 8));
+    __atomic_store_n(&shim_self()->ktid, 0, __ATOMIC_SEQ_CST);
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -393,11 +618,7 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
     int r = q_put(st, sig, code, value);
     if (r || st == self)
         return r;
-    nth_sem_post(&st->sig_bell);               /* ends an interruptible nap */
-    __atomic_store_n(&st->cond_wake, 1, __ATOMIC_SEQ_CST);   /* see pthread_cond_wait */
-    pthread_cond_t *c = __atomic_load_n(&st->waiting_cond, __ATOMIC_SEQ_CST);
-    if (c)
-        nth_cond_broadcast((nth_cond_t *)c);   /* handler, then a 0 return */
+    shim_interrupt_waits(st);   /* the handler, then EINTR (or a 0 from a condvar) */
     return 0;
 }
 

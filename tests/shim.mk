@@ -128,6 +128,13 @@ tests_shim_posix_sigwake_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigwake_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sigwake_LDADD =
 
+check_PROGRAMS += tests/shim/posix-restart
+tests_shim_posix_restart_SOURCES = tests/shim/restart.c tests/shim/check.h
+tests_shim_posix_restart_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_restart_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_restart_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_restart_LDADD =
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;

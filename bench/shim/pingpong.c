@@ -5,10 +5,23 @@
  *   create N   N pthread_create + pthread_join of an empty thread, in turn
  *   mutex N    2 threads, each N lock / increment / unlock of one mutex
  *   cond N     2 threads pass a turn back and forth N times (mutex + condvar)
+ *   pipe N     2 threads pass a byte back and forth N times over two pipes
+ *              (blocking read/write: the shim's wrapped blocking calls)
+ *   readcpu N  one thread sleeps in read() on a pipe nobody writes until
+ *              the end while 2 threads each do N units of arithmetic
+ *              (the computing threads must not wait for the reader)
+ *   semsig N   N rounds of: a thread blocked in sem_wait gets pthread_kill,
+ *              its handler runs and sem_wait returns EINTR (latency of a
+ *              signal to a semaphore waiter)
  * Prints the final count (a check that the work was done); the script
  * measures wall time around the whole process.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +59,65 @@ static void *player(void *a)
     return NULL;
 }
 
+static int p1[2], p2[2];
+
+static void *pipe_echo(void *a)
+{
+    (void)a;
+    char b;
+    for (long i = 0; i < n; i++) {
+        if (read(p1[0], &b, 1) != 1 || write(p2[1], &b, 1) != 1)
+            exit(1);
+    }
+    return NULL;
+}
+
+static void *pipe_sleeper(void *a)
+{
+    (void)a;
+    char b;
+    if (read(p1[0], &b, 1) != 1)
+        exit(1);
+    return NULL;
+}
+
+static volatile unsigned long sink;
+
+static void *compute(void *a)
+{
+    (void)a;
+    unsigned long x = 1;
+    for (long i = 0; i < n; i++)
+        for (int k = 0; k < 1000; k++)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
+    __atomic_add_fetch(&count, n, __ATOMIC_RELAXED);
+    sink = x;
+    return NULL;
+}
+
+static sem_t sem, semready;
+static volatile sig_atomic_t handled;
+
+static void on_usr1(int s) { (void)s; handled++; }
+
+static void *sem_waiter(void *a)
+{
+    (void)a;
+    for (long i = 0; i < n; i++) {
+        sem_post(&semready);
+        if (sem_wait(&sem) == 0)
+            break;                   /* posted: the end */
+        if (errno != EINTR)
+            exit(1);
+        count++;
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3 || (n = atol(argv[2])) <= 0) {
-        fprintf(stderr, "usage: %s create|mutex|cond N\n", argv[0]);
+        fprintf(stderr, "usage: %s create|mutex|cond|pipe|readcpu|semsig N\n", argv[0]);
         return 2;
     }
     pthread_t t[2];
@@ -67,6 +135,52 @@ int main(int argc, char **argv)
                 return 1;
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
+    } else if (!strcmp(argv[1], "pipe")) {
+        if (pipe(p1) || pipe(p2) || pthread_create(&t[0], NULL, pipe_echo, NULL))
+            return 1;
+        char b = 'x';
+        for (long i = 0; i < n; i++) {
+            if (write(p1[1], &b, 1) != 1 || read(p2[0], &b, 1) != 1)
+                return 1;
+            count++;
+        }
+        pthread_join(t[0], NULL);
+    } else if (!strcmp(argv[1], "readcpu")) {
+        pthread_t c2[2];
+        if (pipe(p1) || pthread_create(&t[0], NULL, pipe_sleeper, NULL))
+            return 1;
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&c2[i], NULL, compute, NULL))
+                return 1;
+        for (int i = 0; i < 2; i++)
+            pthread_join(c2[i], NULL);
+        if (write(p1[1], "x", 1) != 1)
+            return 1;
+        pthread_join(t[0], NULL);
+    } else if (!strcmp(argv[1], "semsig")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_usr1;          /* no SA_RESTART: sem_wait returns EINTR anyway */
+        sigaction(SIGUSR1, &sa, NULL);
+        sem_init(&sem, 0, 0);
+        sem_init(&semready, 0, 0);
+        if (pthread_create(&t[0], NULL, sem_waiter, NULL))
+            return 1;
+        for (long i = 0; i < n; i++) {
+            sem_wait(&semready);
+            /* It may not be in sem_wait yet: the handler then runs
+             * early and sem_wait blocks, so kill again now and then. */
+            pthread_kill(t[0], SIGUSR1);
+            for (long spins = 1; __atomic_load_n(&count, __ATOMIC_RELAXED) == i; spins++) {
+                sched_yield();
+                if (spins % 1000 == 0)
+                    pthread_kill(t[0], SIGUSR1);
+            }
+        }
+        sem_post(&sem);
+        pthread_join(t[0], NULL);
+        if (handled < n)
+            return 1;
     } else {
         fprintf(stderr, "unknown workload %s\n", argv[1]);
         return 2;

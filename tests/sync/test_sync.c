@@ -561,6 +561,53 @@ static void test_sem_errors(void **st)
     T_EQ(v, NTH_SEM_VALUE_MAX);
 }
 
+/* Interruptible semaphore waits (the pthread shim's sem_wait EINTR): a
+ * set stop flag ends the wait with EINTR and no unit, whether it was set
+ * before the wait or while it sleeps; a waiter whose flag is clear keeps
+ * waiting through nth_sem_interrupt and then gets the post. */
+static nth_sem_t isem;
+static int sem_stopflag[2];
+
+static void *isem_waiter(void *p)
+{
+    int i = (int)(intptr_t)p;
+    return (void *)(intptr_t)nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, NULL, &sem_stopflag[i]);
+}
+
+static void test_sem_interruptible(void **st)
+{
+    (void)st;
+    T_EQ(nth_sem_init(&isem, 0), 0);
+    T_EQ(nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, NULL, NULL), EINVAL);
+    sem_stopflag[0] = 1;
+    T_EQ(nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, NULL, &sem_stopflag[0]), EINTR);
+    struct timespec d = in_ns(CLOCK_MONOTONIC, 2 * 1000 * 1000);
+    sem_stopflag[0] = 0;
+    T_EQ(nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, &d, &sem_stopflag[0]), ETIMEDOUT);
+    nth_t a = spawn(isem_waiter, (void *)0), b = spawn(isem_waiter, (void *)1);
+    /* Until both sleep on it (nth_sem_destroy: EBUSY while waited on). */
+    int queued = 0;
+    for (int i = 0; i < 100000 && !queued; i++) {
+        nth_yield();
+        void *h = __atomic_load_n(&isem.__head, __ATOMIC_ACQUIRE);
+        queued = h && h != __atomic_load_n(&isem.__tail, __ATOMIC_ACQUIRE);
+    }
+    T_TRUE(queued);
+    __atomic_store_n(&sem_stopflag[0], 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    T_EQ(nth_sem_interrupt(&isem), 0);
+    T_EQ((intptr_t)join(a), EINTR);
+    int v;
+    nth_sem_getvalue(&isem, &v);
+    T_EQ(v, 0);                    /* no unit was made up for the interrupted one */
+    T_EQ(nth_sem_post(&isem), 0);
+    T_EQ((intptr_t)join(b), 0);    /* still waiting after the interrupt, then posted */
+    nth_sem_getvalue(&isem, &v);
+    T_EQ(v, 0);
+    T_EQ(nth_sem_interrupt(NULL), EINVAL);
+    T_EQ(nth_sem_destroy(&isem), 0);
+}
+
 /* ---- barrier ------------------------------------------------------------ */
 
 static nth_barrier_t gb;
@@ -912,6 +959,7 @@ static void case_test_cond_interruptible(void **st) { (void)st; run_case(test_co
 static void case_test_cond_signal_vs_timeout(void **st) { (void)st; run_case(test_cond_signal_vs_timeout, 30); }
 static void case_test_sem_post_vs_timeout(void **st) { (void)st; run_case(test_sem_post_vs_timeout, 30); }
 static void case_test_sem_errors(void **st) { (void)st; run_case(test_sem_errors, 30); }
+static void case_test_sem_interruptible(void **st) { (void)st; run_case(test_sem_interruptible, 30); }
 static void case_test_barrier(void **st) { (void)st; run_case(test_barrier, 30); }
 static void case_test_barrier_busy(void **st) { (void)st; run_case(test_barrier_busy, 30); }
 static void case_test_rwlock_stress(void **st) { (void)st; run_case(test_rwlock_stress, 30); }
@@ -943,6 +991,7 @@ int main(void)
         cmocka_unit_test(case_test_cond_signal_vs_timeout),
         cmocka_unit_test(case_test_sem_post_vs_timeout),
         cmocka_unit_test(case_test_sem_errors),
+        cmocka_unit_test(case_test_sem_interruptible),
         cmocka_unit_test(case_test_barrier),
         cmocka_unit_test(case_test_barrier_busy),
         cmocka_unit_test(case_test_rwlock_stress),
