@@ -237,7 +237,7 @@ typedef struct nth_mutex {
     uint32_t __state;            /* 0 free, 1 locked, 2 locked with waiters */
     uint32_t __lock;             /* wait-queue spinlock */
     uint32_t __type;             /* NTH_MUTEX_* */
-    uint32_t __count;            /* recursion depth beyond the first lock */
+    uint32_t __count;            /* recursion depth beyond the first lock; normal: bias word */
     void *__owner;               /* nth_t (recursive and error-checking) */
     void *__head, *__tail;       /* wait queue */
 } nth_mutex_t;
