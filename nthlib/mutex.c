@@ -218,9 +218,14 @@ static __attribute__((noinline)) int lock_common(nth_mutex_t *m, clockid_t clock
 int nth_mutex_lock(nth_mutex_t *m)
 {
     /* The biased fast path first, with nothing else on it (no frame). */
-    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1) &&
-        __builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 0, 1, m), 1))
-        return 0;
+    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1)) {
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 0, 1, m), 1))
+            return 0;
+        /* Revoked for good: the atomic fast path, no call. Acquire: the
+         * revoker's release hands us the former owner's critical sections. */
+        if (__atomic_load_n(BIAS(m), __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED && try_fast(m))
+            return 0;
+    }
     return lock_common(m, CLOCK_REALTIME, NULL);
 }
 
@@ -310,9 +315,15 @@ static __attribute__((noinline)) int unlock_common(nth_mutex_t *m)
 
 int nth_mutex_unlock(nth_mutex_t *m)
 {
-    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1) &&
-        __builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 1, 0, m), 1))
-        return 0;
+    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1)) {
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 1, 0, m), 1))
+            return 0;
+        uint32_t one = 1;
+        if (__atomic_load_n(BIAS(m), __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED &&
+            __atomic_compare_exchange_n(&m->__state, &one, 0, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return 0;
+    }
     return unlock_common(m);
 }
 

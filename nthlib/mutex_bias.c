@@ -8,6 +8,7 @@
  * on its bias word, at its first slow path).
  */
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,15 @@ static int mode;                 /* 0 not probed, 1 on, -1 off */
  * membarrier each for nothing (the lesson of the JVM's biased locking). */
 static uint64_t n_claims, n_revokes;
 
+/* In a child of fork() only the forking kernel thread lives on: a slot
+ * left naming an object by a thread caught inside its fast path would
+ * make a revoker wait forever. (The membarrier registration is inherited.) */
+static void clear_slots_in_child(void)
+{
+    for (uint32_t i = 1; i <= NTH_BIAS_MAX_IDS; i++)
+        __atomic_store_n(&slots[i].in, NULL, __ATOMIC_RELAXED);
+}
+
 static int bias_mode(void)
 {
     int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
@@ -46,7 +56,12 @@ static int bias_mode(void)
             syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
             m = 1;
     }
-    /* Racing probers reach the same answer; registering twice is harmless. */
+    /* Racing probers reach the same answer; registering twice is harmless,
+     * the atfork handler is installed once. pthread_atfork is libc's even
+     * under the pthread shim. */
+    static int atfork_done;
+    if (m > 0 && !__atomic_exchange_n(&atfork_done, 1, __ATOMIC_RELAXED))
+        (void)pthread_atfork(NULL, NULL, clear_slots_in_child);
     __atomic_store_n(&mode, m, __ATOMIC_RELEASE);
     return m;
 }
