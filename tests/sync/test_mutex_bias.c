@@ -12,6 +12,12 @@
  * word (__count of a normal mutex) to make sure the cases really exercise
  * a claimed bias and its revocation; they are skipped when biasing is
  * unavailable (no membarrier, e.g. under Valgrind; NTH_MUTEX_BIAS=0).
+ * Checked to fail (2026-12-02, loaded 2-CPU VM) on deliberately broken
+ * variants: revoker without the membarrier, revoke_stress lost increments
+ * in 4 of 5 runs; without membarrier and slot wait, 3 of 3; a fast path
+ * that takes any claimed bias as its own (an owner that is not the kernel
+ * thread), revoke_stress 2 of 2 and migrate 1 of 2. Not caught in 3 runs:
+ * a fast path without its slot store (the window is two instructions).
  * Each case runs in a forked child with its own runtime (see test_sync.c).
  */
 #include <errno.h>
