@@ -2,7 +2,9 @@
  * micro_sync.c -- microbenchmarks of the synchronisation part, nthlib and
  * glibc threads side by side in one run (bench/micro-sync).
  *
- *   mutex_uncontended        lock+unlock by one thread, ns/op
+ *   mutex_uncontended        lock+unlock by one thread, ns/op (nth: the
+ *                            mutex biased to the VP's kernel thread;
+ *                            nth-nobias: NTH_MUTEX_BIAS=0, the atomic path)
  *   condvar_pingpong_1vp     two nano-threads on one VP vs two glibc threads
  *                            bound to one CPU, ns per round trip
  *   condvar_pingpong_2vp     two VPs vs two glibc threads on two CPUs
@@ -42,7 +44,7 @@ static uint64_t now_ns(void)
 }
 
 struct result {
-    char bench[40], impl[8], unit[16], params[96];
+    char bench[40], impl[16], unit[16], params[96];
     double value;
 };
 static struct result results[32];
@@ -338,16 +340,30 @@ static void nth_stall_rescue(double *p50, double *p99, int n)
     percentiles(s, n, p50, p99);
 }
 
-static void child_1vp(void)
+static double nth_mutex_loop(long n)
 {
-    long n = iters(5000000);
     nth_mutex_t m = NTH_MUTEX_INITIALIZER;
     uint64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
         nth_mutex_lock(&m);
         nth_mutex_unlock(&m);
     }
-    add("mutex_uncontended", "nth", (double)(now_ns() - t0) / (double)n, "ns/op", "{\"vps\":1}");
+    return (double)(now_ns() - t0) / (double)n;
+}
+
+/* The same loop without biased locking (read at the first slow path, so
+ * setting it here, before any mutex, is in time). */
+static void child_nobias(void)
+{
+    setenv("NTH_MUTEX_BIAS", "0", 1);
+    add("mutex_uncontended", "nth-nobias", nth_mutex_loop(iters(5000000)), "ns/op",
+        "{\"vps\":1,\"NTH_MUTEX_BIAS\":0}");
+}
+
+static void child_1vp(void)
+{
+    long n;
+    add("mutex_uncontended", "nth", nth_mutex_loop(iters(5000000)), "ns/op", "{\"vps\":1}");
     long r = iters(500000);
     add("condvar_pingpong_1vp", "nth", nth_pingpong(r, 0), "ns/roundtrip", "{\"vps\":1}");
     double p50, p99;
@@ -355,7 +371,7 @@ static void child_1vp(void)
     add("timedwait_lateness_p50", "nth", p50, "ns", "{\"vps\":1,\"delay_ns\":100000}");
     add("timedwait_lateness_p99", "nth", p99, "ns", "{\"vps\":1,\"delay_ns\":100000}");
     n = iters(200000);
-    t0 = now_ns();
+    uint64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
         nth_blocking_enter();
         getppid();
@@ -457,6 +473,7 @@ int main(int argc, char **argv)
     hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING);
     hwloc_topology_load(topo);
     in_child(1, child_1vp);
+    in_child(1, child_nobias);
     in_child(2, child_2vp);
     run_glibc();
     if (json) {
@@ -484,5 +501,10 @@ int main(int argc, char **argv)
             snprintf(rb, sizeof rb, "%.2fx", g->value / n->value);
         printf("%-24s %14s %14s %-13s %s\n", order[i], nb, gb, (n ? n : g)->unit, rb);
     }
+    const struct result *nb = find("mutex_uncontended", "nth-nobias"),
+                        *g = find("mutex_uncontended", "glibc");
+    if (nb && g && nb->value > 0)
+        printf("%-24s %14.1f %14.1f %-13s %.2fx\n", "mutex_unc.. NTH_MUTEX_BIAS=0", nb->value,
+               g->value, nb->unit, g->value / nb->value);
     return 0;
 }

@@ -237,7 +237,7 @@ typedef struct nth_mutex {
     uint32_t __state;            /* 0 free, 1 locked, 2 locked with waiters */
     uint32_t __lock;             /* wait-queue spinlock */
     uint32_t __type;             /* NTH_MUTEX_* */
-    uint32_t __count;            /* recursion depth beyond the first lock */
+    uint32_t __count;            /* recursion depth beyond the first lock; normal: bias word */
     void *__owner;               /* nth_t (recursive and error-checking) */
     void *__head, *__tail;       /* wait queue */
 } nth_mutex_t;
@@ -252,7 +252,13 @@ NTH_API int nth_mutexattr_destroy(nth_mutexattr_t *attr);
 NTH_API int nth_mutexattr_settype(nth_mutexattr_t *attr, int type);
 NTH_API int nth_mutexattr_gettype(const nth_mutexattr_t *attr, int *type);
 
-/* Initialise m (attr NULL: normal). 0; EINVAL for NULL m or a bad attr. */
+/* Initialise m (attr NULL: normal). 0; EINVAL for NULL m or a bad attr.
+ * A normal mutex is biased to the first kernel thread that locks it: while
+ * only nano-threads run by that kernel thread use it, lock and unlock are
+ * plain stores (no atomic instruction). The first use from another kernel
+ * thread (another VP, a blocking stand-in) revokes the bias for good, at
+ * the cost of one membarrier(2) (a barrier on every CPU running a thread of
+ * the process). NTH_MUTEX_BIAS=0 turns this off. */
 NTH_API int nth_mutex_init(nth_mutex_t *m, const nth_mutexattr_t *attr);
 /* 0; EBUSY if m is locked or has waiters (m is left intact). */
 NTH_API int nth_mutex_destroy(nth_mutex_t *m);

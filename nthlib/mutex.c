@@ -12,12 +12,23 @@
  * the head of a ready queue, and with nano-threads retrying timed locks in
  * that queue the mutex fell to one critical section per queue rotation
  * (issue 3: a convoy thousands of times slower, seen as a hang).
+ *
+ * Normal mutexes are biased (mutex_bias.h): the kernel thread that uses a
+ * mutex first changes __state with plain stores, no atomic instruction,
+ * until another kernel thread needs it and revokes the bias for good; the
+ * bias word is __count, unused by normal mutexes. The owner-aware types
+ * are not biased (their owner and count checks cost more than the atomics
+ * saved).
  */
 #include <errno.h>
 #include "sync_core.h"
 #include "sync_spin.h"
 #include "wait_queue.h"
 #include "mutex_internal.h"
+#include "mutex_bias.h"
+
+/* Normal mutexes only: the bias word. */
+#define BIAS(m) (&(m)->__count)
 
 static unsigned spin_iters = ~0u;
 
@@ -166,14 +177,32 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
     }
 }
 
-static int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
+/* A normal mutex whose biased fast path failed. Out of line: it reads the
+ * kernel thread's bias slot before it may block, never after (the
+ * nano-thread may wake on another kernel thread). */
+static __attribute__((noinline)) int normal_lock(nth_mutex_t *m, clockid_t clock,
+                                                 const struct timespec *abs)
+{
+    if (nth_bias_settle(BIAS(m), m, 1)) {
+        if (nth_bias_fast(BIAS(m), &m->__state, 0, 1, m))
+            return 0;
+        /* Held by a nano-thread of this kernel thread (or by the caller):
+         * we must queue, and queueing is the atomic protocol's. */
+        nth_bias_drop(BIAS(m), m);
+    }
+    if (try_fast(m))
+        return 0;
+    return lock_slow(m, nth_self(), clock, abs);
+}
+
+static __attribute__((noinline)) int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
 {
     if (!m)
         return EINVAL;
     if (m->__type == NTH_MUTEX_NORMAL) {
-        if (__builtin_expect(try_fast(m), 1))
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 0, 1, m), 1))
             return 0;
-        return lock_slow(m, nth_self(), clock, abs);
+        return normal_lock(m, clock, abs);
     }
     nth_t self = nth_self();
     int e = owner_relock(m, self, 0);
@@ -188,6 +217,15 @@ static int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *a
 
 int nth_mutex_lock(nth_mutex_t *m)
 {
+    /* The biased fast path first, with nothing else on it (no frame). */
+    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1)) {
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 0, 1, m), 1))
+            return 0;
+        /* Revoked for good: the atomic fast path, no call. Acquire: the
+         * revoker's release hands us the former owner's critical sections. */
+        if (__atomic_load_n(BIAS(m), __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED && try_fast(m))
+            return 0;
+    }
     return lock_common(m, CLOCK_REALTIME, NULL);
 }
 
@@ -209,8 +247,14 @@ int nth_mutex_trylock(nth_mutex_t *m)
 {
     if (!m)
         return EINVAL;
-    if (m->__type == NTH_MUTEX_NORMAL)
+    if (m->__type == NTH_MUTEX_NORMAL) {
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 0, 1, m), 1))
+            return 0;
+        /* Still biased to us: it is simply taken, keep the bias. */
+        if (nth_bias_settle(BIAS(m), m, 1))
+            return nth_bias_fast(BIAS(m), &m->__state, 0, 1, m) ? 0 : EBUSY;
         return try_fast(m) ? 0 : EBUSY;
+    }
     nth_t self = nth_self();
     int e = owner_relock(m, self, 1);
     if (e)
@@ -234,26 +278,53 @@ static void unlock_slow(nth_mutex_t *m)
         nth_waiter_wake(w);
 }
 
-int nth_mutex_unlock(nth_mutex_t *m)
+static __attribute__((noinline)) int normal_unlock(nth_mutex_t *m)
+{
+    /* Biased to us but not locked (state 2 never coexists with a bias):
+     * an unlock of a free mutex, undefined; leave the bias and go on. */
+    if (nth_bias_settle(BIAS(m), m, 0))
+        nth_bias_drop(BIAS(m), m);
+    uint32_t one = 1;
+    if (__atomic_compare_exchange_n(&m->__state, &one, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        return 0;
+    unlock_slow(m);
+    return 0;
+}
+
+static __attribute__((noinline)) int unlock_common(nth_mutex_t *m)
 {
     if (!m)
         return EINVAL;
-    if (m->__type != NTH_MUTEX_NORMAL) {
-        if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self() ||
-            __atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0)
-            return EPERM;
-        if (m->__count > 0) {
-            m->__count--;
-            return 0;
-        }
-        __atomic_store_n(&m->__owner, NULL, __ATOMIC_RELAXED);
+    if (m->__type == NTH_MUTEX_NORMAL)
+        return normal_unlock(m);
+    if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self() ||
+        __atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0)
+        return EPERM;
+    if (m->__count > 0) {
+        m->__count--;
+        return 0;
     }
+    __atomic_store_n(&m->__owner, NULL, __ATOMIC_RELAXED);
     uint32_t one = 1;
     if (__builtin_expect(__atomic_compare_exchange_n(&m->__state, &one, 0, 0, __ATOMIC_RELEASE,
                                                      __ATOMIC_RELAXED), 1))
         return 0;
     unlock_slow(m);
     return 0;
+}
+
+int nth_mutex_unlock(nth_mutex_t *m)
+{
+    if (__builtin_expect(m && m->__type == NTH_MUTEX_NORMAL, 1)) {
+        if (__builtin_expect(nth_bias_fast(BIAS(m), &m->__state, 1, 0, m), 1))
+            return 0;
+        uint32_t one = 1;
+        if (__atomic_load_n(BIAS(m), __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED &&
+            __atomic_compare_exchange_n(&m->__state, &one, 0, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+            return 0;
+    }
+    return unlock_common(m);
 }
 
 int nth__mutex_release(nth_mutex_t *m, uint32_t *depth)

@@ -45,3 +45,11 @@ tests_sync_test_watchdog_SOURCES = tests/sync/test_watchdog.c
 tests_sync_test_watchdog_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_watchdog_LDFLAGS = -static
 tests_sync_test_watchdog_LDADD = $(TEST_LIBS)
+
+# Biased normal mutexes: revocation under load, condvar ping-pong across
+# it, the owner moving to another VP, a blocking stand-in as the revoker.
+check_PROGRAMS += tests/sync/test-mutex-bias
+TESTS += tests/sync/test-mutex-bias
+tests_sync_test_mutex_bias_SOURCES = tests/sync/test_mutex_bias.c
+tests_sync_test_mutex_bias_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_mutex_bias_LDADD = $(TEST_LIBS)
