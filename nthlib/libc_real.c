@@ -14,7 +14,12 @@
 void *nth_libc_sym(const char *name)
 {
 #if defined(NTH_ASAN) || defined(NTH_TSAN)
-    return dlsym(RTLD_NEXT, name);
+    /* The sanitizer's runtime is first in the lookup order (it insists on
+     * it), so the first definition is its interceptor. RTLD_NEXT from a
+     * shared libnth would skip it (the runtime precedes libnth) and reach
+     * libc: a kernel thread TSan never set up, which faults on its first
+     * instrumented call. */
+    return dlsym(RTLD_DEFAULT, name);
 #else
     static void *libc;
     void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
