@@ -72,12 +72,15 @@ static void save_initial_mask(void)
 
 void nth_vp_bind(struct nth_vp *vp)
 {
-    if (!nth_rt.cfg.bind || vp->cpu < 0)
+    /* vp->cpu is rewritten by the cpumgr watcher (enable) while the VP
+     * runs: one atomic read, used for both the test and the binding. */
+    int cpu = __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED);
+    if (!nth_rt.cfg.bind || cpu < 0)
         return;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
         return;
-    hwloc_bitmap_only(set, (unsigned)vp->cpu);
+    hwloc_bitmap_only(set, (unsigned)cpu);
     /* Best effort: a failed binding leaves the VP running unbound, which is
      * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
     (void)hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
@@ -262,7 +265,8 @@ uint64_t nth_vp_nstarted(int vp)
 
 static void enable(struct nth_vp *vp, int cpu)
 {
-    vp->cpu = cpu;
+    /* Read unlocked by the VP itself (nth_vp_bind) and its stand-ins. */
+    __atomic_store_n(&vp->cpu, cpu, __ATOMIC_RELAXED);
     /* Rebind even to the same CPU: while it had none, its kernel thread may
      * have been moved (bounded reclaim, or the cpumgr daemon enforcing it). */
     __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);

@@ -172,7 +172,7 @@ static void *standin_main(void *arg)
         __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
         struct nth_vp *vp = s->target;
         struct vp_watch *w = &W.vps[vp->id];
-        bind_cpu(s, vp->cpu);
+        bind_cpu(s, __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED));
     serve:
         while (still_stalled(s)) {
             struct nth_thread *t = nth_next_local_take(&vp->next_local);
