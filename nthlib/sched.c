@@ -20,12 +20,6 @@
 #include <sanitizer/common_interface_defs.h>
 #include <sanitizer/asan_interface.h>
 #endif
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-void __tsan_destroy_fiber(void *fiber);
-void __tsan_switch_to_fiber(void *fiber, unsigned flags);
-#endif
 #ifdef HAVE_VALGRIND_VALGRIND_H
 #include <valgrind/valgrind.h>
 #endif

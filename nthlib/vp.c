@@ -23,11 +23,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-#endif
-
 /* The CPU mask the process had before VP 0 (its initial kernel thread)
  * was bound to one CPU. A child made by fork() is a copy of the forking VP's
  * kernel thread and would keep that VP's single CPU through exec: a

@@ -52,10 +52,6 @@
 #include "libc_real.h"
 #include "olock.h"
 
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-#endif
-
 #define IDLE_NS (20 * 1000000LL)   /* monitor period while every VP is parked */
 #define MIN_PERIOD_NS 50000LL      /* never wake more often than every 50 µs */
 
