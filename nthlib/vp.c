@@ -92,7 +92,8 @@ static void *vp_main(void *arg)
     nth_overflow_vp_altstack(vp);
     vp->idle.flags = NTH_TF_IDLE;
     vp->idle.on_cpu = 1;
-    vp->current = &vp->idle;
+    /* The stall monitor may already be reading it (as nth_sched_switch). */
+    __atomic_store_n(&vp->current, &vp->idle, __ATOMIC_RELAXED);
 #ifdef NTH_TSAN
     vp->idle.tsan_fiber = __tsan_get_current_fiber();
 #endif
