@@ -1,7 +1,7 @@
 # Build fragment for nthlib/core: the runtime core (context switch, stacks,
 # nano-threads, ready queues, VPs, idle loop).
 libnth_la_SOURCES += \
-	nthlib/internal.h nthlib/context.h nthlib/futex_lock.h \
+	nthlib/internal.h nthlib/context.h nthlib/futex_lock.h nthlib/tsan_annot.h \
 	nthlib/sched.c nthlib/nano_thread.c nthlib/ready_queue.c nthlib/steal.c \
 	nthlib/stack.c nthlib/vp.c nthlib/idle.c nthlib/init.c nthlib/config.c \
 	nthlib/cgroup.c nthlib/topology.c nthlib/overflow.c nthlib/watchdog.c

@@ -39,12 +39,11 @@ void nth_vp_drain_local(struct nth_vp *vp)
 
 static int any_work(struct nth_vp *vp)
 {
-    if (!cds_wfcq_empty(&vp->rq.head, &vp->rq.tail) ||
-        !cds_wfcq_empty(&nth_rt.grq.head, &nth_rt.grq.tail))
+    if (!nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq))
         return 1;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_rq *q = &nth_rt.vps[i]->rq;
-        if (!cds_wfcq_empty(&q->head, &q->tail) ||
+        if (!nth_rq_empty(q) ||
             __atomic_load_n(&nth_rt.vps[i]->next_local, __ATOMIC_RELAXED))
             return 1;
     }

@@ -13,10 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-#endif
-
 struct nth_runtime nth_rt;
 struct nth_thread nth_main_thread;
 

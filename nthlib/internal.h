@@ -24,18 +24,8 @@
 
 #define NTH_HIDDEN __attribute__((visibility("hidden")))
 
-/* ThreadSanitizer cannot see liburcu's atomics (inline assembly, or the
- * uninstrumented shared library), so hand-offs through a ready queue or the
- * stack pool are annotated: release before publishing, acquire after taking. */
-#ifdef NTH_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define NTH_TSAN_RELEASE(p) __tsan_release(p)
-#define NTH_TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define NTH_TSAN_RELEASE(p) ((void)0)
-#define NTH_TSAN_ACQUIRE(p) ((void)0)
-#endif
+/* ThreadSanitizer annotations (what it cannot see: liburcu, our switches). */
+#include "tsan_annot.h"
 #define NTH_CACHELINE 64
 
 /* ---- nano-thread descriptor ------------------------------------------ */
@@ -130,7 +120,10 @@ NTH_HIDDEN struct nth_thread *nth_rq_pop(struct nth_rq *q);
 NTH_HIDDEN struct nth_thread *nth_rq_trypop(struct nth_rq *q);
 static inline int nth_rq_empty(struct nth_rq *q)
 {
-    return cds_wfcq_empty(&q->head, &q->tail);
+    NTH_TSAN_OPAQUE_BEGIN();   /* liburcu's volatile loads (tsan_annot.h) */
+    int e = cds_wfcq_empty(&q->head, &q->tail);
+    NTH_TSAN_OPAQUE_END();
+    return e;
 }
 
 /* nth_to_rq(), but the nano-thread goes back to the VP it last ran on

@@ -8,14 +8,29 @@
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
 #include "libc_real.h"
 #include <dlfcn.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 void *nth_libc_sym(const char *name)
 {
 #if defined(NTH_ASAN) || defined(NTH_TSAN)
-    return dlsym(RTLD_NEXT, name);
-#else
+    /* The sanitizer's interceptor, when it has one (pthread_create, and
+     * pthread_detach under TSan): it must see the runtime's kernel threads,
+     * and calls libc's own function itself. Neither RTLD_NEXT (from a
+     * shared libnth it skips the sanitizer runtime, which comes first, and
+     * reached libc: a kernel thread TSan never set up faults on its first
+     * instrumented call) nor RTLD_DEFAULT (a shim linked before libnth
+     * comes first there) would give it. */
+    static const char *const prefix[] = { "__interceptor_", "___interceptor_" /* LLVM 17+ */ };
+    for (unsigned i = 0; i < sizeof prefix / sizeof prefix[0]; i++) {
+        char iname[96];
+        int k = snprintf(iname, sizeof iname, "%s%s", prefix[i], name);
+        void *f = k > 0 && (size_t)k < sizeof iname ? dlsym(RTLD_DEFAULT, iname) : NULL;
+        if (f)
+            return f;
+    }
+#endif
     static void *libc;
     void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
     if (!h) {
@@ -25,7 +40,6 @@ void *nth_libc_sym(const char *name)
         __atomic_store_n(&libc, h, __ATOMIC_RELEASE);
     }
     return dlsym(h, name);
-#endif
 }
 
 nth_pthread_create_fn nth_libc_pthread_create(void)

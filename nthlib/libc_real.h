@@ -22,8 +22,8 @@ typedef int (*nth_pthread_detach_fn)(pthread_t);
 
 /* The address of libc's NAME (looked up in libc.so.6 itself, not along the
  * lookup order), or NULL if libc has none. Thread-safe. In sanitizer
- * builds the lookup follows RTLD_NEXT, as before: the shim is never
- * preloaded there and the sanitizers' interceptors must see the threads. */
+ * builds, the sanitizer runtime's interceptor of NAME when it has one
+ * (__interceptor_NAME): the sanitizers must see the runtime's threads. */
 void *nth_libc_sym(const char *name);
 
 /* libc's pthread_create / pthread_detach (never NULL: falls back to the

@@ -569,10 +569,10 @@ int nth_yield(void)
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     nth_trace_rt_leave(vp);
-    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
-        __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+    /* Acquire: pairs with the release that set it, after the new cpu. */
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
         nth_vp_bind(vp);
-    }
     if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
         /* Our CPU was taken away: leave through the idle loop, which parks. */
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);

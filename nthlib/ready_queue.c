@@ -25,7 +25,9 @@
 
 void nth_rq_init(struct nth_rq *q)
 {
+    NTH_TSAN_OPAQUE_BEGIN();
     __cds_wfcq_init(&q->head, &q->tail);
+    NTH_TSAN_OPAQUE_END();
     q->lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
     q->n = 0;
 }
@@ -33,9 +35,11 @@ void nth_rq_init(struct nth_rq *q)
 void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
 {
     nth_trace_rt_rq(q, 1);
-    cds_wfcq_node_init(&t->rq_node);
     NTH_TSAN_RELEASE(t);
+    NTH_TSAN_OPAQUE_BEGIN();
+    cds_wfcq_node_init(&t->rq_node);
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
+    NTH_TSAN_OPAQUE_END();
 }
 
 /* Spins the owner allows an enqueuer to finish linking its node: about a
@@ -46,7 +50,9 @@ static struct nth_thread *pop_locked(struct nth_rq *q, unsigned spins)
 {
     struct cds_wfcq_node *n;
     for (;;) {
+        NTH_TSAN_OPAQUE_BEGIN();
         n = __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
+        NTH_TSAN_OPAQUE_END();
         if (n != CDS_WFCQ_WOULDBLOCK)
             break;
         if (spins-- == 0)
@@ -63,7 +69,7 @@ static struct nth_thread *pop_locked(struct nth_rq *q, unsigned spins)
 
 struct nth_thread *nth_rq_pop(struct nth_rq *q)
 {
-    if (cds_wfcq_empty(&q->head, &q->tail))
+    if (nth_rq_empty(q))
         return NULL;
     nth_spin_lock(&q->lock);
     struct nth_thread *t = pop_locked(q, LINK_SPINS);
@@ -75,7 +81,7 @@ struct nth_thread *nth_rq_pop(struct nth_rq *q)
  * is still being linked. */
 struct nth_thread *nth_rq_trypop(struct nth_rq *q)
 {
-    if (cds_wfcq_empty(&q->head, &q->tail) || !nth_spin_trylock(&q->lock))
+    if (nth_rq_empty(q) || !nth_spin_trylock(&q->lock))
         return NULL;
     struct nth_thread *t = pop_locked(q, 0);
     nth_spin_unlock(&q->lock);

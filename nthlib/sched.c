@@ -20,12 +20,6 @@
 #include <sanitizer/common_interface_defs.h>
 #include <sanitizer/asan_interface.h>
 #endif
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-void __tsan_destroy_fiber(void *fiber);
-void __tsan_switch_to_fiber(void *fiber, unsigned flags);
-#endif
 #ifdef HAVE_VALGRIND_VALGRIND_H
 #include <valgrind/valgrind.h>
 #endif
@@ -352,10 +346,10 @@ void nth_sched_block(struct nth_vp *vp, int action)
 {
     struct nth_thread *next = NULL;
     nth_trace_rt_leave(vp);
-    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0)) {
-        __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
+    /* Acquire: pairs with the release that set it, after the new cpu. */
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
         nth_vp_bind(vp);
-    }
     if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
         next = nth_sched_pick(vp);
     if (next == vp->current)

@@ -177,6 +177,15 @@ static struct nth_thread *desc_of_unit(char *unit_base, struct nth_stack_class *
     return (struct nth_thread *)(unit_base + c->unit - DESC_SIZE);
 }
 
+/* liburcu's inline emptiness test is a volatile load (tsan_annot.h). */
+static int pool_empty(struct nth_stack_class *c)
+{
+    NTH_TSAN_OPAQUE_BEGIN();
+    int e = cds_lfs_empty(&c->pool);
+    NTH_TSAN_OPAQUE_END();
+    return e;
+}
+
 static struct nth_thread *carve(struct nth_stack_class *c)
 {
     struct nth_thread *t = NULL;
@@ -222,7 +231,7 @@ struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
             }
         }
     }
-    if (!t && !cds_lfs_empty(&c->pool)) {
+    if (!t && !pool_empty(c)) {
         nth_spin_lock(&c->pop_lock);
         struct cds_lfs_node *n = __cds_lfs_pop(&c->pool);
         nth_spin_unlock(&c->pop_lock);
@@ -266,8 +275,10 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
             return;
         }
     }
-    cds_lfs_node_init(&t->pool_node);
     NTH_TSAN_RELEASE(t);
+    NTH_TSAN_OPAQUE_BEGIN();
+    cds_lfs_node_init(&t->pool_node);
+    NTH_TSAN_OPAQUE_END();
     cds_lfs_push(&c->pool, &t->pool_node);
 }
 

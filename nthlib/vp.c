@@ -24,11 +24,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-#endif
-
 /* The CPU mask the process had before VP 0 (its initial kernel thread)
  * was bound to one CPU. A child made by fork() is a copy of the forking VP's
  * kernel thread and would keep that VP's single CPU through exec: a
@@ -73,7 +68,10 @@ static void save_initial_mask(void)
 
 void nth_vp_bind(struct nth_vp *vp)
 {
-    if (!nth_rt.cfg.bind || vp->cpu < 0)
+    /* vp->cpu is rewritten by the cpumgr watcher (enable) while the VP
+     * runs: one atomic read, used for both the test and the binding. */
+    int cpu = __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED);
+    if (!nth_rt.cfg.bind || cpu < 0)
         return;
     /* Bound there by us and running there: nobody changed the mask since
      * (bounded reclaim clears bound_cpu1 before it asks for a rebind; the
@@ -85,7 +83,7 @@ void nth_vp_bind(struct nth_vp *vp)
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
         return;
-    hwloc_bitmap_only(set, (unsigned)vp->cpu);
+    hwloc_bitmap_only(set, (unsigned)cpu);
     /* Best effort: a failed binding leaves the VP running unbound, which is
      * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
     int rc = hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
@@ -107,7 +105,8 @@ static void *vp_main(void *arg)
     nth_overflow_vp_altstack(vp);
     vp->idle.flags = NTH_TF_IDLE;
     vp->idle.on_cpu = 1;
-    vp->current = &vp->idle;
+    /* The stall monitor may already be reading it (as nth_sched_switch). */
+    __atomic_store_n(&vp->current, &vp->idle, __ATOMIC_RELAXED);
 #ifdef NTH_TSAN
     vp->idle.tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -272,7 +271,8 @@ uint64_t nth_vp_nstarted(int vp)
 
 static void enable(struct nth_vp *vp, int cpu)
 {
-    vp->cpu = cpu;
+    /* Read unlocked by the VP itself (nth_vp_bind) and its stand-ins. */
+    __atomic_store_n(&vp->cpu, cpu, __ATOMIC_RELAXED);
     /* Rebind even to the same CPU: while it had none, its kernel thread may
      * have been moved (bounded reclaim, or the cpumgr daemon enforcing it). */
     __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);

@@ -62,6 +62,15 @@ static inline void nth_waiter_init(struct nth_waiter *w, nth_t self)
     w->on_timeout = NULL;
 }
 
+/* The head is written under the object lock but read without it by the
+ * condvar's "any waiter?" fast path (nth_cond_signal/broadcast, and the
+ * interruptible wait's Dekker): an atomic store, a plain move on x86 and
+ * arm64, so that read is no data race. */
+static inline void nth_wq_set_head(void **head, struct nth_waiter *w)
+{
+    __atomic_store_n(head, (void *)w, __ATOMIC_RELAXED);
+}
+
 static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
 {
     struct nth_waiter *t = (struct nth_waiter *)*tail;
@@ -70,7 +79,7 @@ static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
     if (t)
         t->next = w;
     else
-        *head = w;
+        nth_wq_set_head(head, w);
     *tail = w;
     w->queued = 1;
 }
@@ -85,7 +94,7 @@ static inline void nth_wq_push_front(void **head, void **tail, struct nth_waiter
         h->prev = w;
     else
         *tail = w;
-    *head = w;
+    nth_wq_set_head(head, w);
     w->queued = 1;
 }
 
@@ -94,7 +103,7 @@ static inline void nth_wq_remove(void **head, void **tail, struct nth_waiter *w)
     if (w->prev)
         w->prev->next = w->next;
     else
-        *head = w->next;
+        nth_wq_set_head(head, w->next);
     if (w->next)
         w->next->prev = w->prev;
     else

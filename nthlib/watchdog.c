@@ -53,10 +53,6 @@
 #include "olock.h"
 #include "trace_core.h"
 
-#ifdef NTH_TSAN
-void *__tsan_get_current_fiber(void);
-#endif
-
 #define IDLE_NS (20 * 1000000LL)   /* monitor period while every VP is parked */
 #define MIN_PERIOD_NS 50000LL      /* never wake more often than every 50 µs */
 
@@ -191,7 +187,7 @@ static void *standin_main(void *arg)
         __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
         struct nth_vp *vp = s->target;
         struct vp_watch *w = &W.vps[vp->id];
-        bind_cpu(s, vp->cpu);
+        bind_cpu(s, __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED));
         int traced = 0;            /* lease begun on the trace */
         standin_mask(1);
     serve:

@@ -56,17 +56,6 @@ const char *__lsan_default_suppressions(void)
 }
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-/* liburcu's wait-free queue reads node links that other threads store with
- * its own (invisible to TSan) atomics; nthlib annotates the hand-off of
- * each descriptor, but the queue's internal link reads stay reported. */
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-    return "race:___cds_wfcq_\nrace:_cds_wfcq_empty\nrace:_cds_wfcq_enqueue\n";
-}
-#endif
-
 /* The child cannot test what it was asked to here (the environment lacks
  * something, e.g. an emulator that ignores RLIMIT_AS): say why, and the
  * parent's assert_child_ok() reports the case as skipped. */

@@ -118,12 +118,14 @@ static void test_pipe_pingpong_1vp(void **st)
     run_case(pipe_pingpong, 1, 30);
 }
 
-static volatile int ticks;
+/* Atomics, not volatile: while main is in the kernel, a stand-in kernel
+ * thread runs the ticker, concurrently with main's reads. */
+static int ticks;
 
 static void *ticker(void *p)
 {
-    while (!*(volatile int *)p) {
-        ticks++;
+    while (!__atomic_load_n((int *)p, __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&ticks, 1, __ATOMIC_RELAXED);
         nth_yield();
     }
     return NULL;
@@ -148,14 +150,14 @@ static void errno_and_progress(void)
     nth_t t;
     T_EQ(nth_create(&t, NULL, ticker, &stop), 0);
     nth_yield();
-    int before = ticks;
+    int before = __atomic_load_n(&ticks, __ATOMIC_RELAXED);
     T_EQ(nth_blocking_enter(), 0);
     usleep(50 * 1000);
-    int during = ticks;
+    int during = __atomic_load_n(&ticks, __ATOMIC_RELAXED);
     T_EQ(nth_blocking_leave(), 0);
     if (during <= before)
         T_FAIL("ticker made no progress while main was in the kernel (%d, %d)", before, during);
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     T_EQ(nth_join(t, NULL), 0);
 }
 

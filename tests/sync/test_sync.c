@@ -48,6 +48,13 @@ static void run_case(void (*fn)(void **), unsigned timeout_s)
         signal(SIGFPE, SIG_DFL);
         /* NTH_TEST_TIMEOUT_SCALE=k: k times the time, under an emulator
          * (qemu-user creates a kernel thread in ~20 ms, not ~0.3). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+        /* As tests/core/child.h: the stress cases (3000 rounds of the
+         * interruptible wait, the barrier and rwlock stress) take most of
+         * 30 s under ThreadSanitizer on 2 loaded cores; a deadlock still
+         * ends in the alarm. */
+        timeout_s *= 8;
+#endif
         const char *k = getenv("NTH_TEST_TIMEOUT_SCALE");
         alarm(timeout_s * (k && atoi(k) > 0 ? (unsigned)atoi(k) : 1u));
         fn(NULL);
