@@ -449,9 +449,11 @@ NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
  * nano-threads waiting, gets a stand-in kernel thread that runs them.
  * Starts the monitor thread unless stall_us is 0. 0, ENOMEM, EAGAIN. */
 NTH_HIDDEN int nth_watchdog_start(const nth_config_t *cfg);
-/* Futex word: 1 while the monitor sleeps because every VP is parked; a VP
- * that unparks wakes it (Dekker: the monitor publishes the word, then reads
- * nparked; park() drops nparked, then reads the word). */
+/* Futex word: 1 while the monitor sleeps because every VP is parked, or
+ * dozes because no VP had work queued for a while (watchdog.c); a VP that
+ * unparks, and every enqueue that wakes idle VPs, wakes it (Dekker: the
+ * monitor publishes the word, then reads nparked or the queues; park()
+ * drops nparked and an enqueuer publishes its node, then reads the word). */
 NTH_HIDDEN extern int nth_watchdog_sleeping;
 static inline void nth_watchdog_unparked(void)
 {

@@ -171,6 +171,7 @@ void nth_wake_one(struct nth_vp *prefer)
 int nth_sched_wake_idle(struct nth_vp *vp)
 {
     nth_full_fence();
+    nth_watchdog_unparked();   /* new work: a dozing stall monitor watches again */
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
         nth_wake_one(vp);
@@ -181,6 +182,7 @@ int nth_sched_wake_idle(struct nth_vp *vp)
 
 int nth_sched_wake_idle_rmw(struct nth_vp *vp)
 {
+    nth_watchdog_unparked();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) > 0) {
         nth_wake_one(vp);

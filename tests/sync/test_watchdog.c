@@ -135,6 +135,30 @@ static void stuck_read(void)
     T_TRUE(nth_watchdog_ran() >= 1);
 }
 
+/* The monitor dozes once its checks find no work queued for a while; a
+ * yield and a create on an empty local queue queue work without waking it
+ * (watchdog.c). After 30 ms of computing without scheduling points it
+ * dozes, and the stall that follows must still be rescued (when the doze
+ * times out): without that bound this case never finishes. */
+static void spin_ms(int ms)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+static void stuck_read_after_quiet(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    for (int round = 0; round < ROUNDS; round++) {
+        spin_ms(30);
+        stuck_read_round();
+    }
+    T_TRUE(nth_watchdog_stalls() >= 1);
+}
+
 static void stuck_read_2(void)
 {
     T_EQ(nth_num_vps(), 2);
@@ -146,6 +170,12 @@ static void test_stuck_read_rescued(void **st)
 {
     (void)st;
     expect_ok(run_case(stuck_read, 1, 1000, 30));
+}
+
+static void test_stuck_read_after_quiet_rescued(void **st)
+{
+    (void)st;
+    expect_ok(run_case(stuck_read_after_quiet, 1, 1000, 30));
 }
 
 /* The same program without the watchdog never finishes: the test can fail. */
@@ -217,6 +247,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stuck_read_rescued),
         cmocka_unit_test(test_stuck_read_hangs_without_watchdog),
+        cmocka_unit_test(test_stuck_read_after_quiet_rescued),
         cmocka_unit_test(test_stuck_read_2vps),
         cmocka_unit_test(test_busy_nano_thread_is_not_stalled),
     };
