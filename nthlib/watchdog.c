@@ -363,7 +363,9 @@ static void *monitor(void *arg)
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
             if (!any_work(nvps))
                 nth_futex_wait(&nth_watchdog_sleeping, 1, DOZE_NS);
-            __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+            /* Woken by an enqueue (it cleared the word): watch closely
+             * again. Timed out: one check, then doze again if still quiet. */
+            int woken = !__atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
             /* Unwatched meanwhile: a stall counts from now, not from
              * before the doze. */
             t = now_ns();
@@ -371,7 +373,7 @@ static void *monitor(void *arg)
                 W.vps[i].nswitch = __atomic_load_n(&nth_rt.vps[i]->nswitch, __ATOMIC_RELAXED);
                 W.vps[i].since = t;
             }
-            quiet = 0;
+            quiet = woken ? 0 : DOZE_AFTER - 1;
             continue;
         }
         if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
