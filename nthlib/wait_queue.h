@@ -71,6 +71,13 @@ static inline void nth_wq_set_head(void **head, struct nth_waiter *w)
     __atomic_store_n(head, (void *)w, __ATOMIC_RELAXED);
 }
 
+/* The tail likewise: tests look at head and tail unlocked to see that
+ * waiters have queued (test_sync's interruptible semaphore case). */
+static inline void nth_wq_set_tail(void **tail, struct nth_waiter *w)
+{
+    __atomic_store_n(tail, (void *)w, __ATOMIC_RELAXED);
+}
+
 static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
 {
     struct nth_waiter *t = (struct nth_waiter *)*tail;
@@ -80,7 +87,7 @@ static inline void nth_wq_push(void **head, void **tail, struct nth_waiter *w)
         t->next = w;
     else
         nth_wq_set_head(head, w);
-    *tail = w;
+    nth_wq_set_tail(tail, w);
     w->queued = 1;
 }
 
@@ -93,7 +100,7 @@ static inline void nth_wq_push_front(void **head, void **tail, struct nth_waiter
     if (h)
         h->prev = w;
     else
-        *tail = w;
+        nth_wq_set_tail(tail, w);
     nth_wq_set_head(head, w);
     w->queued = 1;
 }
@@ -107,7 +114,7 @@ static inline void nth_wq_remove(void **head, void **tail, struct nth_waiter *w)
     if (w->next)
         w->next->prev = w->prev;
     else
-        *tail = w->prev;
+        nth_wq_set_tail(tail, w->prev);
     w->next = w->prev = NULL;
     w->queued = 0;
 }
