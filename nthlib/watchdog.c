@@ -318,8 +318,7 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
         __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE) == &vp->idle)
         return;
-    if (nth_rq_empty(&vp->rq) && nth_rq_empty(&nth_rt.grq) &&
-        !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED))
+    if (!vp_has_work(vp))
         return;
     /* Inside nth_blocking_enter/leave it is in the kernel by contract. */
     if (!__atomic_load_n(&vp->blocking, __ATOMIC_ACQUIRE) &&
@@ -332,13 +331,9 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
  * queue): the only state in which a stall can leave work waiting. */
 static int any_work(int nvps)
 {
-    if (!nth_rq_empty(&nth_rt.grq))
-        return 1;
-    for (int i = 0; i < nvps; i++) {
-        struct nth_vp *vp = nth_rt.vps[i];
-        if (__atomic_load_n(&vp->next_local, __ATOMIC_SEQ_CST) != NULL || !nth_rq_empty(&vp->rq))
+    for (int i = 0; i < nvps; i++)
+        if (vp_has_work(nth_rt.vps[i]))
             return 1;
-    }
     return 0;
 }
 
