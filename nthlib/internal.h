@@ -459,7 +459,7 @@ static inline void nth_watchdog_unparked(void)
 {
     if (__builtin_expect(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST) != 0, 0) &&
         __atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST))
-        nth_futex_wake(&nth_watchdog_sleeping, 1);
+        nth_futex_wake(&nth_watchdog_sleeping, 2);   /* the monitor and the backstop */
 }
 /* Lend vp's CPU and ready queues to a stand-in kernel thread now (its
  * nano-thread is in the kernel inside nth_blocking_enter/leave): the
@@ -471,6 +471,8 @@ NTH_HIDDEN int nth_standin_lend(struct nth_vp *vp);
 /* Stand-ins started so far, and nano-threads they ran (tests, bench). */
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);
+/* Check passes the stall backstop has made (tests). */
+NTH_HIDDEN unsigned long nth_watchdog_backstop_passes(void);
 
 /* (6) Switch-in hook (nth_switch_hook_set in nth.h): called after a resumed
  * nano-thread's post-switch work, with t->user[NTH_SWITCH_SLOT]. */

@@ -29,12 +29,13 @@
  * is switched out is picked up by any VP through the usual on_cpu hand-off.
  * Stand-ins park in a small cache for the next stall.
  *
- * Cost when nothing stalls: one wake-up of the monitor per NTH_STALL_US/2
- * while some VP runs and work gets queued; after DOZE_AFTER checks that
- * found no queued work it dozes until an enqueue wakes it (one load on the
- * enqueue path while it is awake; DOZE_NS at most); when every VP is parked
- * it sleeps until one unparks (park() wakes it: one load on the unpark path
- * when it is awake).
+ * Cost when nothing stalls: the monitor runs under SCHED_IDLE, so its
+ * wake-ups (every NTH_STALL_US/2 while work gets queued) never preempt a VP;
+ * after DOZE_AFTER checks that found no queued work it dozes until an
+ * enqueue wakes it (one load on the enqueue path while it is awake;
+ * DOZE_NS at most); when every VP is parked it sleeps until one unparks
+ * (park() wakes it: one load on the unpark path when it is awake). The
+ * backstop, at normal policy, wakes every BACKSTOP_NS while some VP runs.
  * Off (no thread at all) with NTH_STALL_US=0.
  *
  * Not covered: the stalled VP's own timer queue is not fired by the stand-in
@@ -80,9 +81,15 @@ struct standin {
     struct standin *next;          /* cache link */
 };
 
-struct vp_watch {
+/* What one checker (the monitor, or the backstop) last saw of a VP. */
+struct vp_obs {
     uint64_t nswitch;              /* last counter seen */
     int64_t since;                 /* when it last moved (ns) */
+};
+
+struct vp_watch {
+    struct vp_obs mon;             /* the monitor's view */
+    struct vp_obs back;            /* the backstop's view */
     struct standin *busy;          /* stand-in serving it, NULL none (atomic) */
 };
 
@@ -93,6 +100,8 @@ static struct {
     struct standin *cache;
     unsigned long nstalls;         /* stand-ins started (atomic) */
     unsigned long nrun;            /* nano-threads run by stand-ins (atomic) */
+    unsigned long backstop_passes; /* checks the backstop made (atomic) */
+    int starve_test;               /* NTH_TEST_MONITOR_STARVED: monitor never checks */
 } W;
 
 int nth_watchdog_sleeping;
@@ -337,15 +346,23 @@ int nth_standin_lend(struct nth_vp *vp)
     return 0;
 }
 
-static void check_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
+/* Update o from vp's switch counter; 1 if it has not moved for stall_ns. */
+static int observe(struct nth_vp *vp, struct vp_obs *o, int64_t t)
 {
     uint64_t n = __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED);
-    if (n != w->nswitch) {
-        w->nswitch = n;
-        w->since = t;
-        return;
+    if (n != o->nswitch) {
+        o->nswitch = n;
+        o->since = t;
+        return 0;
     }
-    if (t - w->since < W.stall_ns || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
+    return t - o->since >= W.stall_ns;
+}
+
+/* The monitor and the backstop each keep their own view (o), so neither
+ * waits for the other; the stand-in claim (busy) is the one shared word. */
+static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
+{
+    if (!observe(vp, o, t) || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
         return;
     if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
@@ -372,20 +389,17 @@ static int any_work(int nvps)
 
 /* The monitor must not take CPU time from the VPs it watches. Woken every
  * NTH_STALL_US/2 on a computing VP's CPU, a normal-policy thread preempted
- * it each time (LU 1000, 2 VPs: 0.077 s against 0.070 s with NTH_STALL_US=0
- * and 0.068 s for OpenMP, quiet machine). Under SCHED_IDLE a wake-up never
- * preempts a VP (sched(7)); the monitor runs when a CPU has nothing else,
- * which is the case a stall creates: the stalled VP's kernel thread sleeps
- * and leaves its CPU idle. It may run on any CPU of the process for that
- * reason, not on VP 0's, whose binding it inherited. Under load from other
- * processes it runs in their gaps or at their scheduler tick, so a stall is
- * then rescued a few milliseconds later. The one stand-in it may need first
- * is made here, before the policy changes (standin_get). */
+ * that VP each time (LU 1000, 2 VPs: 0.077 s against 0.070 s with
+ * NTH_STALL_US=0 and 0.068 s for OpenMP, quiet machine). Under SCHED_IDLE a
+ * wake-up never preempts a VP (sched(7)); the monitor runs when its CPU
+ * has a gap, and in the scheduler's small share for idle-policy threads.
+ * It stays on the CPU it inherited (VP 0's): moving between CPUs it
+ * migrated ~15 times a second, which the workload counts against us.
+ * Other processes keeping that CPU busy can starve it for tens of
+ * milliseconds; the backstop covers that. The one stand-in it may need
+ * first is made here, before the policy changes (standin_get). */
 static void monitor_background(void)
 {
-    if (nth_rt.cfg.bind && nth_rt.topo)
-        (void)hwloc_set_cpubind(nth_rt.topo, hwloc_topology_get_topology_cpuset(nth_rt.topo),
-                                HWLOC_CPUBIND_THREAD);
     struct standin *s = standin_new();
     if (s)
         standin_put(s);
@@ -396,6 +410,46 @@ static void monitor_background(void)
     in_monitor = sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
 }
 
+/* The backstop: a normal-policy thread that makes the same check with its
+ * own view every BACKSTOP_NS, for when the monitor is starved under
+ * SCHED_IDLE by a busy CPU. Its wake-ups cost a computing VP 100 short
+ * preemptions a second, against the monitor's 2000 at normal policy. A
+ * stall is then rescued within two of its periods. While every VP is
+ * parked it sleeps until one unparks. */
+#define BACKSTOP_NS (10 * 1000000LL)
+
+static void sleep_ns(int64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *backstop(void *arg)
+{
+    (void)arg;
+    nth_helper_block_signals(NULL);
+    prctl(PR_SET_NAME, "nth-backstop", 0, 0, 0);
+    for (;;) {
+        int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
+            /* The monitor sets the word before it sleeps for the same
+             * reason; an unpark clears it and wakes both. */
+            if (__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST))
+                nth_futex_wait(&nth_watchdog_sleeping, 1, IDLE_NS);
+            else
+                sleep_ns(IDLE_NS);
+            continue;
+        }
+        sleep_ns(BACKSTOP_NS);
+        int64_t t = now_ns();
+        for (int i = 0; i < nvps; i++)
+            check_vp(nth_rt.vps[i], &W.vps[i], &W.vps[i].back, t);
+        __atomic_add_fetch(&W.backstop_passes, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
 static void *monitor(void *arg)
 {
     (void)arg;
@@ -404,6 +458,9 @@ static void *monitor(void *arg)
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     monitor_background();
+    if (W.starve_test)
+        for (;;)
+            pause();               /* the backstop must do the work */
     int64_t period = W.stall_ns / 2;
     if (period < MIN_PERIOD_NS)
         period = MIN_PERIOD_NS;
@@ -412,7 +469,7 @@ static void *monitor(void *arg)
         int64_t t = now_ns();
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
         for (int i = 0; i < nvps; i++)
-            check_vp(nth_rt.vps[i], &W.vps[i], t);
+            check_vp(nth_rt.vps[i], &W.vps[i], &W.vps[i].mon, t);
         quiet = any_work(nvps) ? 0 : quiet + 1;
         if (quiet >= DOZE_AFTER) {
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
@@ -421,12 +478,12 @@ static void *monitor(void *arg)
             /* Woken by an enqueue (it cleared the word): watch closely
              * again. Timed out: one check, then doze again if still quiet. */
             int woken = !__atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
-            /* Unwatched meanwhile: a stall counts from now, not from
+                /* Unwatched meanwhile: a stall counts from now, not from
              * before the doze. */
             t = now_ns();
             for (int i = 0; i < nvps; i++) {
-                W.vps[i].nswitch = __atomic_load_n(&nth_rt.vps[i]->nswitch, __ATOMIC_RELAXED);
-                W.vps[i].since = t;
+                W.vps[i].mon.nswitch = __atomic_load_n(&nth_rt.vps[i]->nswitch, __ATOMIC_RELAXED);
+                W.vps[i].mon.since = t;
             }
             quiet = woken ? 0 : DOZE_AFTER - 1;
             continue;
@@ -440,9 +497,7 @@ static void *monitor(void *arg)
             __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
             continue;
         }
-        struct timespec ts = { (time_t)(period / 1000000000), (long)(period % 1000000000) };
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        sleep_ns(period);
     }
     return NULL;
 }
@@ -459,24 +514,36 @@ int nth_watchdog_start(const nth_config_t *cfg)
     W.stall_ns = (int64_t)cfg->stall_us * 1000;
     int64_t t0 = now_ns();
     for (int i = 0; i < nth_rt.nvps; i++)
-        W.vps[i].since = t0;
+        W.vps[i].mon.since = W.vps[i].back.since = t0;
     pthread_attr_t a;
     pthread_t th;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    const char *st = getenv("NTH_TEST_MONITOR_STARVED");
+    W.starve_test = st && *st == '1';
     int e = nth_libc_pthread_create()(&th, &a, monitor, NULL);
-    pthread_attr_destroy(&a);
     if (e) {
+        pthread_attr_destroy(&a);
         fprintf(stderr, "nthlib: cannot start the stall watchdog thread (NTH_STALL_US); "
                 "running without it\n");
         return EAGAIN;
     }
+    e = nth_libc_pthread_create()(&th, &a, backstop, NULL);
+    pthread_attr_destroy(&a);
+    if (e)
+        fprintf(stderr, "nthlib: cannot start the stall watchdog's backstop thread; a stall is "
+                "rescued only when the monitor gets CPU time\n");
     return 0;
 }
 
 unsigned long nth_watchdog_stalls(void)
 {
     return __atomic_load_n(&W.nstalls, __ATOMIC_RELAXED);
+}
+
+unsigned long nth_watchdog_backstop_passes(void)
+{
+    return __atomic_load_n(&W.backstop_passes, __ATOMIC_RELAXED);
 }
 
 unsigned long nth_watchdog_ran(void)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 
 unsigned long nth_watchdog_stalls(void);
 unsigned long nth_watchdog_ran(void);
+unsigned long nth_watchdog_backstop_passes(void);
 
 #define T_FAIL(fmt, ...) do { \
         fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
@@ -194,6 +196,72 @@ static void test_stuck_read_2vps(void **st)
     expect_ok(run_case(stuck_read_2, 2, 1000, 30));
 }
 
+/* The monitor runs under SCHED_IDLE and can be starved by a busy CPU; the
+ * backstop (a normal-policy thread, every 10 ms) must then rescue the stall.
+ * NTH_TEST_MONITOR_STARVED=1 makes the monitor never check: without the
+ * backstop this case times out. */
+static void stuck_read_backstop(void)
+{
+    stuck_read();
+    T_TRUE(nth_watchdog_backstop_passes() >= 1);
+}
+
+static void test_stuck_read_rescued_by_backstop(void **st)
+{
+    (void)st;
+    setenv("NTH_TEST_MONITOR_STARVED", "1", 1);
+    int s = run_case(stuck_read_backstop, 1, 1000, 30);
+    unsetenv("NTH_TEST_MONITOR_STARVED");
+    expect_ok(s);
+}
+
+/* Scheduling policy (field 41 of /proc/self/task/TID/stat) of the runtime
+ * thread named `name`; -1 if none. */
+static int policy_of(const char *name)
+{
+    for (int tid = getpid(), n = 0; n < 65536; n++, tid++) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = 0;
+        char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+        if (!lp || !rp || (size_t)(rp - lp - 1) != strlen(name) || strncmp(lp + 1, name, strlen(name)))
+            continue;
+        char *p = rp + 2;            /* field 3 */
+        for (int field = 3; field < 41 && p; field++) {
+            p = strchr(p, ' ');
+            if (p)
+                p++;
+        }
+        return p ? atoi(p) : -1;
+    }
+    return -1;
+}
+
+/* The monitor must not preempt computing VPs (it cost LU 1000 10% at normal
+ * policy): SCHED_IDLE (5). The backstop keeps the normal policy (0). */
+static void monitor_policies(void)
+{
+    int mon = -1, back = -1;
+    for (int i = 0; i < 200 && (mon < 0 || back < 0); i++) {
+        nth_sleep_ns(1000000);
+        mon = policy_of("nth-watchdog");
+        back = policy_of("nth-backstop");
+    }
+    T_EQ(mon, 5);
+    T_EQ(back, 0);
+}
+
+static void test_monitor_is_sched_idle(void **st)
+{
+    (void)st;
+    expect_ok(run_case(monitor_policies, 2, 1000, 30));
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -250,6 +318,8 @@ int main(void)
         cmocka_unit_test(test_stuck_read_after_quiet_rescued),
         cmocka_unit_test(test_stuck_read_2vps),
         cmocka_unit_test(test_busy_nano_thread_is_not_stalled),
+        cmocka_unit_test(test_stuck_read_rescued_by_backstop),
+        cmocka_unit_test(test_monitor_is_sched_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
