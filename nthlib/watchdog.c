@@ -291,7 +291,7 @@ static struct standin *standin_new(void)
 }
 
 /* The monitor runs under SCHED_IDLE and never creates a thread (see
- * monitor()): the kernel would give it SCHED_IDLE too, and an unprivileged
+ * monitor_background()): the kernel would give it SCHED_IDLE too, and an unprivileged
  * thread may not leave that policy (sched(7), RLIMIT_NICE). So the cache
  * is kept from running dry by the stand-ins themselves: one that leaves it
  * empty makes the next before it serves. */
@@ -458,9 +458,8 @@ static void *monitor(void *arg)
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     monitor_background();
-    if (W.starve_test)
-        for (;;)
-            pause();               /* the backstop must do the work */
+    while (W.starve_test)
+        sleep_ns(1000000000LL);    /* the backstop must do the work */
     int64_t period = W.stall_ns / 2;
     if (period < MIN_PERIOD_NS)
         period = MIN_PERIOD_NS;
@@ -478,7 +477,7 @@ static void *monitor(void *arg)
             /* Woken by an enqueue (it cleared the word): watch closely
              * again. Timed out: one check, then doze again if still quiet. */
             int woken = !__atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
-                /* Unwatched meanwhile: a stall counts from now, not from
+            /* Unwatched meanwhile: a stall counts from now, not from
              * before the doze. */
             t = now_ns();
             for (int i = 0; i < nvps; i++) {
