@@ -53,6 +53,10 @@ enum {
 #define NTH_J_DETACHED ((uintptr_t)1)
 #define NTH_J_EXITED ((uintptr_t)2)
 #define NTH_J_REAPED ((uintptr_t)3)   /* joined or freed: handle is stale */
+/* Or'ed into a joiner's pointer: the joiner switched to the nano-thread
+ * itself (nth_join's direct path) and waits RUNNING in no ready queue, so
+ * the exit resumes it like a dequeued yielder, without a CAS on its state. */
+#define NTH_J_DIRECT ((uintptr_t)1)
 
 #define NTH_MAGIC_LIVE 0x6e74686c6976653aULL  /* "nthlive:" */
 #define NTH_MAGIC_FREE 0x6e746866726565ULL
