@@ -162,12 +162,15 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     size_t size = attr && attr->stack_size ? attr->stack_size : nth_rt.cfg.stack_size;
     /* On the caller's stack the unit only holds the descriptor: take the
      * smallest; nth_unit_free gives the unit its own stack back. */
-    struct nth_thread *t = nth_unit_alloc(vp, ustack ? NTH_STACK_MIN : size);
+    size_t usize = ustack ? NTH_STACK_MIN : size;
+    struct nth_thread *t = vp ? nth_unit_get(vp, usize) : nth_unit_alloc(NULL, usize);
     if (!t)
         return EAGAIN;
+    t->flags = NTH_TF_FRESH;             /* nth_sched_switch makes its context */
     if (ustack) {
         t->stack_lo = ustack;
         t->stack_size = size;
+        t->flags = NTH_TF_FRESH | NTH_TF_USTACK;
     }
     /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
      * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
@@ -183,7 +186,6 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
     t->move_to = 0;
-    t->flags = 0;
     if (attr)
         memcpy(t->name, attr->name, NTH_NAME_MAX);
     else
@@ -192,7 +194,6 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->trace_obj = 0;
     t->trace_kind = 0;
     memset(t->user, 0, sizeof(t->user));
-    nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
     nth_trace_rt_create(vp, t, tr0);
     if (vp)
@@ -268,7 +269,11 @@ static void reap(struct nth_thread *t)
         return;
     }
     nth_tool_thread_freed(t);
-    nth_unit_free(nth_vp_self(), t);
+    struct nth_vp *vp = nth_vp_self();
+    if (vp)
+        nth_unit_put(vp, t);
+    else
+        nth_unit_free(NULL, t);
 }
 
 /* Join of the head of the caller's own local queue (create then join):
@@ -309,8 +314,8 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
     vp->npick++;                        /* a pick, for the global queue's turn */
     if ((__atomic_load_n(&t->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
         nth_thread_try_run(t);
-    nth_trace_rt_wait_obj(self, t->id, NTH_OBJ_JOIN);
-    nth_trace_rt_leave(vp);
+    /* Tracing was off above: no SYNCH to name, no leave time to take (a
+     * trace started just now records this switch without it). */
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
         __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
         nth_vp_bind(vp);
@@ -351,7 +356,6 @@ int nth_join(nth_t th, void **ret)
             join_direct(vp, self, t)) {
             j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);   /* EXITED */
             __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
-            nth_trace_rt_wait_obj(self, 0, 0);
             nth_trace_rt_join_done(self, tr0);
             break;
         }
