@@ -39,5 +39,13 @@ typedef struct nth_ctx {
 void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to);
 void nth_ctx_make(nth_ctx_t *ctx, void *stack_lo, size_t size,
                   void (*entry)(void *), void *arg);
+#if defined(__x86_64__) && !defined(NTH_CTX_UCONTEXT)
+/* nth_ctx_make() of a context and nth_ctx_switch() from *from to it, in one
+ * and without writing the first frame (the new context needs no storage of
+ * its own until it switches away). */
+#define NTH_CTX_HAVE_START 1
+void nth_ctx_start(nth_ctx_t *from, void *stack_lo, size_t size,
+                   void (*entry)(void *), void *arg);
+#endif
 
 #endif

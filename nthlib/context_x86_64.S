@@ -57,6 +57,58 @@ nth_ctx_switch:
     .cfi_endproc
     .size nth_ctx_switch, .-nth_ctx_switch
 
+/* void nth_ctx_start(nth_ctx_t *from, void *stack_lo, size_t size,
+ *                    void (*entry)(void *), void *arg)
+ * rdi = &from->sp, rsi = stack_lo, rdx = size, rcx = entry, r8 = arg.
+ * nth_ctx_make() and nth_ctx_switch() to it in one: saves the caller's frame
+ * as nth_ctx_switch does, then enters the trampoline on the new stack with
+ * the frame nth_ctx_make would have popped (same stack top, the same 16
+ * null bytes above it, ABI-default FP control state) without writing and
+ * popping it. */
+    .globl nth_ctx_start
+    .hidden nth_ctx_start
+    .type nth_ctx_start, @function
+    .p2align 4
+nth_ctx_start:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_adjust_cfa_offset 8
+    pushq %rbx
+    .cfi_adjust_cfa_offset 8
+    pushq %r12
+    .cfi_adjust_cfa_offset 8
+    pushq %r13
+    .cfi_adjust_cfa_offset 8
+    pushq %r14
+    .cfi_adjust_cfa_offset 8
+    pushq %r15
+    .cfi_adjust_cfa_offset 8
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    addq %rdx, %rsi             /* top = (stack_lo + size) & ~15 */
+    andq $-16, %rsi
+    cmpl $0x1F80, (%rsp)        /* ABI defaults, loaded only if they differ */
+    jne 2f
+1:  cmpw $0x037F, 4(%rsp)
+    jne 4f
+3:  leaq -16(%rsi), %rsp
+    movq $0, (%rsp)             /* the trampoline's null return address */
+    movq $0, 8(%rsp)
+    movq %r8, %r12
+    movq %rcx, %r13
+    jmp nth_ctx_trampoline
+2:  movl $0x1F80, -4(%rsi)      /* scratch below the new top: unused yet */
+    ldmxcsr -4(%rsi)
+    jmp 1b
+4:  movw $0x037F, -4(%rsi)
+    fldcw -4(%rsi)
+    jmp 3b
+    .cfi_endproc
+    .size nth_ctx_start, .-nth_ctx_start
+
 /* First code run by a new context: r12 = arg, r13 = entry. The return
  * address is undefined so unwinders stop here. */
     .globl nth_ctx_trampoline

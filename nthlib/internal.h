@@ -53,6 +53,10 @@ enum {
 #define NTH_J_DETACHED ((uintptr_t)1)
 #define NTH_J_EXITED ((uintptr_t)2)
 #define NTH_J_REAPED ((uintptr_t)3)   /* joined or freed: handle is stale */
+/* Or'ed into a joiner's pointer: the joiner switched to the nano-thread
+ * itself (nth_join's direct path) and waits RUNNING in no ready queue, so
+ * the exit resumes it like a dequeued yielder, without a CAS on its state. */
+#define NTH_J_DIRECT ((uintptr_t)1)
 
 #define NTH_MAGIC_LIVE 0x6e74686c6976653aULL  /* "nthlive:" */
 #define NTH_MAGIC_FREE 0x6e746866726565ULL
@@ -100,6 +104,8 @@ struct nth_thread {
 enum {
     NTH_TF_MAIN = 1,   /* main's nano-thread, on the process stack */
     NTH_TF_IDLE = 2,   /* a VP's idle context, never a user handle */
+    NTH_TF_USTACK = 4, /* runs on a caller's stack (nth_attr_setstack) */
+    NTH_TF_FRESH = 8,  /* never ran: its context is made by its first switch */
 };
 
 /* ---- ready queues ------------------------------------------------------ */
@@ -145,6 +151,7 @@ static inline struct nth_thread *nth_next_local_take(struct nth_thread **slot)
 
 struct nth_unit_cache {
     struct nth_stack_class *cls;
+    size_t stack_size;                /* cls's, for the inline fast path */
     struct nth_thread *head;
     int n;
 };
@@ -347,6 +354,34 @@ NTH_HIDDEN void nth_tool_thread_freed(struct nth_thread *t);
 
 NTH_HIDDEN struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size);
 NTH_HIDDEN void nth_unit_free(struct nth_vp *vp, struct nth_thread *t);
+#define NTH_CACHE_MAX 64            /* units per VP cache slot */
+/* nth_unit_alloc and nth_unit_free for a VP, with their common case inline
+ * (create+join: the VP's first cache slot, the default stack size), which
+ * spares the calls on the create/join path. Owner VP only, as the cache. */
+static inline struct nth_thread *nth_unit_get(struct nth_vp *vp, size_t stack_size)
+{
+    struct nth_unit_cache *uc = &vp->cache[0];
+    struct nth_thread *t = uc->head;
+    if (__builtin_expect(t && uc->stack_size == stack_size, 1)) {
+        uc->head = t->next_free;
+        uc->n--;
+        return t;
+    }
+    return nth_unit_alloc(vp, stack_size);
+}
+static inline void nth_unit_put(struct nth_vp *vp, struct nth_thread *t)
+{
+    struct nth_unit_cache *uc = &vp->cache[0];
+    if (__builtin_expect(uc->cls == t->cls && uc->n < NTH_CACHE_MAX &&
+                         !(t->flags & NTH_TF_USTACK), 1)) {
+        __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
+        t->next_free = uc->head;
+        uc->head = t;
+        uc->n++;
+        return;
+    }
+    nth_unit_free(vp, t);
+}
 /* t if it is a live nano-thread descriptor, NULL otherwise; never
  * dereferences memory outside the registered slabs. */
 NTH_HIDDEN struct nth_thread *nth_desc_check(const void *t);

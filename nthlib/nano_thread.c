@@ -162,12 +162,15 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     size_t size = attr && attr->stack_size ? attr->stack_size : nth_rt.cfg.stack_size;
     /* On the caller's stack the unit only holds the descriptor: take the
      * smallest; nth_unit_free gives the unit its own stack back. */
-    struct nth_thread *t = nth_unit_alloc(vp, ustack ? NTH_STACK_MIN : size);
+    size_t usize = ustack ? NTH_STACK_MIN : size;
+    struct nth_thread *t = vp ? nth_unit_get(vp, usize) : nth_unit_alloc(NULL, usize);
     if (!t)
         return EAGAIN;
+    t->flags = NTH_TF_FRESH;             /* nth_sched_switch makes its context */
     if (ustack) {
         t->stack_lo = ustack;
         t->stack_size = size;
+        t->flags = NTH_TF_FRESH | NTH_TF_USTACK;
     }
     /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
      * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
@@ -183,7 +186,6 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
     t->move_to = 0;
-    t->flags = 0;
     if (attr)
         memcpy(t->name, attr->name, NTH_NAME_MAX);
     else
@@ -192,7 +194,6 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     t->trace_obj = 0;
     t->trace_kind = 0;
     memset(t->user, 0, sizeof(t->user));
-    nth_ctx_make(&t->ctx, t->stack_lo, t->stack_size, nth_thread_entry, t);
     nth_tool_thread_created(t);
     nth_trace_rt_create(vp, t, tr0);
     if (vp)
@@ -268,7 +269,58 @@ static void reap(struct nth_thread *t)
         return;
     }
     nth_tool_thread_freed(t);
-    nth_unit_free(nth_vp_self(), t);
+    struct nth_vp *vp = nth_vp_self();
+    if (vp)
+        nth_unit_put(vp, t);
+    else
+        nth_unit_free(NULL, t);
+}
+
+/* Join of the head of the caller's own local queue (create then join):
+ * switch to it at once instead of blocking and letting the pick find it,
+ * which it would, first (the global queue's turn aside, checked here). The
+ * joiner stays RUNNING and in no queue, registered as self | NTH_J_DIRECT;
+ * nth_exit resumes it directly. 1 when t has exited (jstate EXITED), 0 when
+ * nothing was done and the caller takes the general path. */
+static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_thread *t)
+{
+    /* Traced, the joiner must show blocked (SYNCH on the join) at the
+     * switch: the general path, which blocks it. */
+    NTH_TRACE_IF_ON return 0;
+    if (vp->id < 0 || __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) ||
+        ((vp->npick + 1) % NTH_GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq)))
+        return 0;
+    nth_sched_point(vp, NTH_SP_WAIT);
+    vp = nth_vp_self();                 /* hooks may have switched */
+    struct nth_thread *x = t;
+    if (vp->id < 0 || __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) ||
+        !__atomic_compare_exchange_n(&vp->next_local, &x, NULL, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 0;
+    /* Ours now: no thief or stand-in can run it. */
+    uintptr_t j = NTH_J_JOINABLE;
+    if (!__atomic_compare_exchange_n(&t->jstate, &j, (uintptr_t)self | NTH_J_DIRECT, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* Detached or joined meanwhile: back to the head, where it was
+         * (only this VP fills the slot). */
+        x = NULL;
+        if (__atomic_compare_exchange_n(&vp->next_local, &x, t, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            nth_sched_wake_idle_rmw(vp);
+        else
+            nth_sched_enqueue(vp, t);
+        return 0;
+    }
+    vp->npick++;                        /* a pick, for the global queue's turn */
+    if ((__atomic_load_n(&t->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
+        nth_thread_try_run(t);
+    /* Tracing was off above: no SYNCH to name, no leave time to take (a
+     * trace started just now records this switch without it). */
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
+        nth_vp_bind(vp);
+    nth_sched_switch(vp, t, NTH_PS_NONE);
+    return 1;
 }
 
 int nth_join(nth_t th, void **ret)
@@ -300,6 +352,13 @@ int nth_join(nth_t th, void **ret)
         }
         if (j != NTH_J_JOINABLE)
             return EINVAL;              /* another nano-thread joins it */
+        if (self && __atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) == t &&
+            join_direct(vp, self, t)) {
+            j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);   /* EXITED */
+            __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
+            nth_trace_rt_join_done(self, tr0);
+            break;
+        }
         uintptr_t me = self ? (uintptr_t)self : (uintptr_t)4;
         if (!__atomic_compare_exchange_n(&t->jstate, &j, me, 0,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -394,14 +453,27 @@ void nth_exit(void *ret)
             }
             continue;
         }
-        if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            if (j != NTH_J_JOINABLE && j != (uintptr_t)4)
-                joiner = (struct nth_thread *)j;
+        if (j > NTH_J_REAPED) {
+            /* A registered joiner: from now on only we write jstate (join
+             * and detach of others fail on a joiner), so a store does. */
+            __atomic_store_n(&t->jstate, NTH_J_EXITED, __ATOMIC_RELEASE);
+            if (j != (uintptr_t)4)
+                joiner = (struct nth_thread *)(j & ~NTH_J_DIRECT);
             break;
         }
+        if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;                      /* JOINABLE: no joiner yet */
     }
-    if (joiner) {
+    if (joiner && (j & NTH_J_DIRECT)) {
+        /* It switched to us and waits RUNNING in no queue: the VP's next
+         * nano-thread, as a dequeued yielder would be. */
+        if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED)) {
+            nth_sched_switch(vp, joiner, action);
+            __builtin_unreachable();
+        }
+        nth_sched_enqueue(vp, joiner);  /* the global queue, for another VP */
+    } else if (joiner) {
         /* Hand the VP straight to a joiner that already sleeps: no trip
          * through a ready queue (the create/join fast path). Otherwise it is
          * about to sleep, and the permit makes its nth_wait return. */

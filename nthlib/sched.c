@@ -331,7 +331,19 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     nth_trace_rt_switch(vp, self, next);
     int e = *vp->errno_loc;
     tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
-    nth_ctx_switch(&self->ctx, &next->ctx);
+    if (next->flags & NTH_TF_FRESH) {
+        /* First run: its context is made here, not by nth_create (a
+         * nano-thread joined at once never needs the frame stored). */
+        next->flags &= ~NTH_TF_FRESH;
+#ifdef NTH_CTX_HAVE_START
+        nth_ctx_start(&self->ctx, next->stack_lo, next->stack_size, nth_thread_entry, next);
+#else
+        nth_ctx_make(&next->ctx, next->stack_lo, next->stack_size, nth_thread_entry, next);
+        nth_ctx_switch(&self->ctx, &next->ctx);
+#endif
+    } else {
+        nth_ctx_switch(&self->ctx, &next->ctx);
+    }
     /* Resumed, possibly on another VP's kernel thread. */
     vp = nth_vp_self();
     tool_after(self, vp);
@@ -364,7 +376,7 @@ void nth_sched_block(struct nth_vp *vp, int action)
 void nth_ctx_first_run(struct nth_vp *vp)
 {
     tool_after(NULL, vp);
-    nth_post_switch(vp);
+    post_switch(vp);    /* inline: a joiner that switched here directly */
 }
 
 /* First code of every nano-thread, called by the context trampoline. */

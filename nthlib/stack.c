@@ -39,7 +39,7 @@ extern struct cds_lfs_node *__cds_lfs_pop(cds_lfs_stack_ptr_t s);
 #define SLAB_MIN_UNITS 4
 #define MAX_SLABS (1 << 16)
 #define MAX_CLASSES 16
-#define CACHE_MAX 64                /* units per VP cache slot */
+#define CACHE_MAX NTH_CACHE_MAX
 #define DESC_SIZE ((sizeof(struct nth_thread) + 63) & ~(size_t)63)
 
 struct nth_stack_class {
@@ -266,8 +266,10 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
             if (!slot && !vp->cache[i].cls)
                 slot = &vp->cache[i];
         }
-        if (slot && slot->cls != c && slot->cls == NULL)
+        if (slot && slot->cls != c && slot->cls == NULL) {
+            slot->stack_size = c->stack_size;
             slot->cls = c;
+        }
         if (slot && slot->cls == c && slot->n < CACHE_MAX) {
             t->next_free = slot->head;
             slot->head = t;

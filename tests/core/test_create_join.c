@@ -238,6 +238,107 @@ static void c_user_stack(void *a)
 
 static void test_user_stack(void **s) { (void)s; assert_child_ok(c_user_stack, NULL); }
 
+/* ---- join of the head of the joiner's own queue (direct switch) ------------ */
+
+/* nth_join of a nano-thread waiting at the head of the joiner's own local
+ * queue (create then join) switches to it at once: the joiner stays RUNNING
+ * in no queue, registered with NTH_J_DIRECT, and the exit resumes it. What
+ * the joined one may do meanwhile must work as on the general path: block
+ * and be woken, yield, create and join in turn, end with nth_exit from deep
+ * inside, be refused detach and a second join, move to another VP. */
+
+static struct nth_thread *direct_joiner;
+static nth_t direct_self;
+static int direct_flag, direct_seen;
+
+static void *wake_later(void *a)
+{
+    (void)a;
+    __atomic_store_n(&direct_flag, 1, __ATOMIC_SEQ_CST);
+    CHECK_EQ(nth_to_rq(direct_self), 0);
+    return NULL;
+}
+
+static void *second_join(void *a)
+{
+    CHECK_EQ(nth_join((nth_t)a, NULL), EINVAL);   /* another one joins it */
+    return NULL;
+}
+
+static __attribute__((noinline)) void exit_inner(void)
+{
+    nth_exit((void *)(uintptr_t)42);
+}
+
+static __attribute__((noinline)) void exit_outer(void)
+{
+    volatile char frame[128];           /* a frame of its own below ours */
+    frame[0] = 1;
+    exit_inner();
+    frame[1] = frame[0];
+}
+
+static void *direct_child(void *a)
+{
+    struct nth_thread *me = nth_self();
+    uintptr_t j = __atomic_load_n(&me->jstate, __ATOMIC_ACQUIRE);
+    direct_seen = j == ((uintptr_t)direct_joiner | NTH_J_DIRECT) &&
+                  (__atomic_load_n(&direct_joiner->state, __ATOMIC_ACQUIRE) & NTH_ST_MASK) ==
+                      NTH_ST_RUNNING;
+    CHECK_EQ(nth_detach(me), EINVAL);             /* being joined */
+    nth_t t;
+    CHECK_EQ(nth_create(&t, NULL, second_join, me), 0);
+    CHECK_EQ(nth_join(t, NULL), 0);               /* nested: also direct */
+    CHECK_EQ(nth_create(&t, NULL, add_one, (void *)(uintptr_t)6), 0);
+    void *r = NULL;
+    CHECK_EQ(nth_join(t, &r), 0);
+    CHECK_EQ((uintptr_t)r, 7);
+    CHECK_EQ(nth_yield(), 0);
+    /* Block; a nano-thread that runs meanwhile wakes us. */
+    direct_self = me;
+    CHECK_EQ(nth_create(&t, NULL, wake_later, NULL), 0);
+    CHECK_EQ(nth_detach(t), 0);
+    while (!__atomic_load_n(&direct_flag, __ATOMIC_SEQ_CST))
+        nth_wait();
+    if (a) {
+        int m = nth_move_to_vp(1);             /* exit on the other VP */
+        /* EAGAIN: VP 1's kernel thread woke later than the thieves' grace
+         * time (a loaded machine) and VP 0 took us back. */
+        CHECK(m == 0 || m == EAGAIN);
+    }
+    exit_outer();
+    return NULL;
+}
+
+static void join_direct_case(unsigned vps)
+{
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = vps;
+    c.stall_us = 0;            /* no stand-in takes the queue's head meanwhile */
+    CHECK_EQ(nth_init(&c), 0);
+    for (int i = 0; i < 3; i++) {
+        direct_joiner = nth_self();
+        direct_flag = 0;
+        direct_seen = 0;
+        nth_t t;
+        CHECK_EQ(nth_create(&t, NULL, direct_child, vps > 1 ? (void *)1 : NULL), 0);
+        void *r = NULL;
+        CHECK_EQ(nth_join(t, &r), 0);
+        CHECK_EQ((uintptr_t)r, 42);
+        CHECK_EQ(nth_join(t, NULL), ESRCH);       /* reaped */
+        /* One VP: nothing can take the child first, so the direct path ran.
+         * Two: a thief may take it after its grace time (a loaded machine). */
+        if (vps == 1)
+            CHECK(direct_seen);
+    }
+}
+
+static void c_join_direct_1vp(void *a) { (void)a; join_direct_case(1); }
+static void c_join_direct_2vp(void *a) { (void)a; join_direct_case(2); }
+static void test_join_direct_1vp(void **s) { (void)s; assert_child_ok(c_join_direct_1vp, NULL); }
+static void test_join_direct_2vp(void **s) { (void)s; assert_child_ok(c_join_direct_2vp, NULL); }
+
 /* ---- detach --------------------------------------------------------------- */
 
 static int detached_done;
@@ -361,6 +462,8 @@ int main(void)
         cmocka_unit_test(test_create_join_100000),
         cmocka_unit_test(test_identity),
         cmocka_unit_test(test_ids_unique),
+        cmocka_unit_test(test_join_direct_1vp),
+        cmocka_unit_test(test_join_direct_2vp),
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_main_returns),
