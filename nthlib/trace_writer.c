@@ -9,10 +9,17 @@
  *                  or sooner when a buffer is half full, under SCHED_IDLE:
  *                  it works when a CPU has nothing else to run, and its
  *                  wake-ups never preempt a computing VP (sched(7)).
- *   nth-trace-rs   the rescuer, normal policy, asleep with no timeout
- *                  until a buffer is three quarters full: the idle writer
- *                  then did not keep up (CPUs busy with other work), and
- *                  the rescuer drains at the application's own priority.
+ *   nth-trace-rs   the rescuer, normal policy, keeps the two promises a
+ *                  starved idle writer would break (CPUs busy with other
+ *                  processes: a SCHED_IDLE thread then gets almost no
+ *                  time): every NTH_TRACE_FLUSH_MS it checks that the idle
+ *                  writer has started a pass since its previous tick, and
+ *                  drains itself if not, so a record reaches the file
+ *                  within two flush intervals (what _exit() and SIGKILL
+ *                  keep); and a buffer three quarters full wakes it at
+ *                  once, so the recording does not lose events for as
+ *                  long as the CPUs stay busy. A tick that finds the idle
+ *                  writer on time costs a wake-up and two loads.
  * Draining is serialised by a spin flag (never pthread_mutex_*), taken per
  * buffer by the writers and for everything by nth_trace_finish().
  */
@@ -52,6 +59,9 @@ static uint64_t wr_dropped_recs;         /* of which records (not a LOST record'
 static int wr_limit_hit;
 static uint32_t wr_wake;                 /* futex word of the idle writer */
 static uint32_t wr_urgent;               /* futex word of the rescuer */
+static uint64_t wr_tick;                 /* the rescuer's flush ticks so far */
+static uint64_t wr_idle_covered;         /* wr_tick at the start of the idle
+                                            writer's last complete pass */
 static int wr_stop, wr_done, wr_started, wr_finishing;
 static int wr_drain_lock;
 int nth_trace_writer_test_hold;
@@ -180,7 +190,7 @@ static void writer_pass(void)
  * team wait for it, as the stall monitor's did (commit aa8c9fc: ~10 % of
  * LU 1000). Under SCHED_IDLE it runs in the CPUs' idle gaps, or with a
  * weight of 3 against 1024 for each busy normal thread when there are
- * none; the rescuer covers that case before any record is lost. The
+ * none; the rescuer covers that case (flush interval, full buffers). The
  * system call, not pthread_setschedparam: under the pthread shim that one
  * is the shim's. An unprivileged thread cannot leave SCHED_IDLE, and a
  * thread it created would inherit it: the writer creates none, and the
@@ -195,24 +205,33 @@ static void *idle_writer_main(void *arg)
         uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
         struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
         syscall(SYS_futex, &wr_wake, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
-        if (!__atomic_load_n(&nth_trace_writer_test_hold, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&nth_trace_writer_test_hold, __ATOMIC_ACQUIRE)) {
+            uint64_t tick = __atomic_load_n(&wr_tick, __ATOMIC_ACQUIRE);
             writer_pass();
+            __atomic_store_n(&wr_idle_covered, tick, __ATOMIC_RELEASE);
+        }
     }
     __atomic_fetch_add(&wr_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
-/* No timeout: the rescuer costs nothing until a producer finds its buffer
- * three quarters full (trace_record.c), i.e. the idle writer has not
- * drained half a buffer since it was kicked. */
+/* Tick k starts when the rescuer goes to sleep. At its end, if no idle
+ * pass started during it, the rescuer drains: any record published before
+ * tick k started is on file by the end of tick k. A kick (a buffer three
+ * quarters full, trace_record.c: the idle writer has not drained half a
+ * buffer since it was kicked) drains at once. */
 static void *rescuer_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "nth-trace-rs", 0, 0, 0);
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t tick = __atomic_add_fetch(&wr_tick, 1, __ATOMIC_ACQ_REL);
         uint32_t seen = __atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE);
-        syscall(SYS_futex, &wr_urgent, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-        writer_pass();
+        struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
+        syscall(SYS_futex, &wr_urgent, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
+        if (__atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE) != seen ||
+            __atomic_load_n(&wr_idle_covered, __ATOMIC_ACQUIRE) < tick)
+            writer_pass();
     }
     __atomic_fetch_add(&wr_done, 1, __ATOMIC_RELEASE);
     return NULL;

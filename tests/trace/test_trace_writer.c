@@ -5,8 +5,9 @@
  * idle writer left three quarters full, so that busy CPUs cannot make the
  * recording lose events for as long as they stay busy.
  *
- * One process, one trace (tracing starts once per process): the tests run
- * in order on the trace the group set-up starts.
+ * Tracing starts once per process: the flush-interval test runs its trace
+ * in a child; the others run in order on the trace the group set-up starts
+ * (flush interval 60 s, so that only a kick can wake the rescuer).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -36,7 +38,7 @@ static int group_setup(void **st)
     if (!mkdtemp(dir))
         return -1;
     snprintf(bin, sizeof bin, "%s/t.bin", dir);
-    return nth_trace_start(bin, BUF_BYTES, 0) == 0 ? 0 : -1;
+    return nth_trace_start(bin, BUF_BYTES, 60000) == 0 ? 0 : -1;
 }
 
 static int group_teardown(void **st)
@@ -85,10 +87,15 @@ static void writer_is_sched_idle_rescuer_is_not(void **st)
     assert_int_equal(policy_of("nth-trace-rs"), SCHED_OTHER);
 }
 
-static off_t file_size(void)
+static off_t size_of(const char *path)
 {
     struct stat s;
-    return stat(bin, &s) == 0 ? s.st_size : -1;
+    return stat(path, &s) == 0 ? s.st_size : -1;
+}
+
+static off_t file_size(void)
+{
+    return size_of(bin);
 }
 
 /* Wait until the file holds `bytes`; a liveness bound, not a timing
@@ -136,11 +143,51 @@ static void rescuer_drains_when_idle_writer_cannot(void **st)
     nth_tr_free(&f);
 }
 
+/* The idle writer held (as if it never got a CPU: a loaded machine), no
+ * buffer near full: records still reach the file within the flush
+ * interval's ticks, through the rescuer, as a process that leaves through
+ * _exit() relies on. In a child: its own trace, 20 ms interval. */
+static void rescuer_keeps_the_flush_interval(void **st)
+{
+    (void)st;
+    char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
+    assert_non_null(mkdtemp(cdir));
+    snprintf(cbin, sizeof cbin, "%s/c.bin", cdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        __atomic_store_n(&nth_trace_writer_test_hold, 1, __ATOMIC_RELEASE);
+        if (nth_trace_start(cbin, BUF_BYTES, 20))
+            _exit(2);
+        off_t start = size_of(cbin);
+        for (int i = 0; i < 10; i++)
+            nth_trace_event(7, (uint64_t)i);
+        /* liveness bound as in wait_for_size */
+        for (int i = 0; size_of(cbin) < start + 10 * 32; i++) {
+            if (i == 120000)
+                _exit(1);
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        _exit(0);   /* no exit path: the file holds only what was flushed */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(cbin);
+    rmdir(cdir);
+}
+
 int main(void)
 {
+    const struct CMUnitTest alone[] = {
+        cmocka_unit_test(rescuer_keeps_the_flush_interval),
+    };
+    int failed = cmocka_run_group_tests(alone, NULL, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(writer_is_sched_idle_rescuer_is_not),
         cmocka_unit_test(rescuer_drains_when_idle_writer_cannot),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return failed + cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
