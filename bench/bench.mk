@@ -60,6 +60,14 @@ bench_lu_nth_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c $(kernel_comm
 bench_lu_nth_CFLAGS = $(KERNEL_CFLAGS)
 bench_lu_nth_LDFLAGS = -static
 bench_lu_nth_LDADD = libnth.la $(KERNEL_LIBS)
+# lu-nth whose runs alternate tracing on, off and off again in one process
+# (bench/trace_lu_ab.sh); it sets libnth's record flag, hence the archive.
+bench_programs += bench/lu-trace-ab
+noinst_PROGRAMS += bench/lu-trace-ab
+bench_lu_trace_ab_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c bench/trace_lu_ab.c $(kernel_common)
+bench_lu_trace_ab_CFLAGS = $(KERNEL_CFLAGS) -I$(top_srcdir)/nthlib
+bench_lu_trace_ab_LDFLAGS = -static
+bench_lu_trace_ab_LDADD = libnth.la $(KERNEL_LIBS)
 bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
 bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
 bench_sor_nth_LDFLAGS = -static

@@ -102,9 +102,17 @@ static inline void publish(struct nth_trace_buf *b, uint64_t head, uint64_t n)
 {
     uint64_t tail = __atomic_load_n(&b->tail, __ATOMIC_RELAXED);
     __atomic_store_n(&b->head, head + n, __ATOMIC_RELEASE);
-    /* Half full: wake the writer now rather than at the next flush tick. */
-    if (head + n - tail >= b->cap / 2 && head - tail < b->cap / 2)
-        nth_trace_kick_writer();
+    /* Half full: wake the writer now rather than at the next flush tick.
+     * Three quarters: the idle writer has had no CPU since (the CPUs are
+     * busy), wake the normal-policy rescuer. Each a threshold crossed, so
+     * a system call per half buffer at most. */
+    uint64_t before = head - tail, after = head + n - tail;
+    if (__builtin_expect(after >= b->cap / 2, 0)) {
+        if (before < b->cap / 2)
+            nth_trace_kick_writer();
+        if (after >= b->cap / 4 * 3 && before < b->cap / 4 * 3)
+            nth_trace_kick_rescuer();
+    }
 }
 
 static void rec2(uint16_t type, uint32_t arg, uint64_t id, uint64_t value,

@@ -27,8 +27,13 @@ NTH_HIDDEN extern uint64_t nth_trace_ring_cap;            /* records per buffer 
 NTH_HIDDEN extern uint64_t nth_trace_alloc_lost;          /* records of threads without a buffer */
 
 NTH_HIDDEN uint64_t nth_trace_now(void);
-/* Wake the writer because some buffer is half full. */
+/* Wake the (SCHED_IDLE) writer because some buffer is half full. */
 NTH_HIDDEN void nth_trace_kick_writer(void);
+/* Wake the normal-policy rescuer: some buffer is three quarters full. */
+NTH_HIDDEN void nth_trace_kick_rescuer(void);
+/* Test hook (tests/trace/test_trace_writer.c): while non-zero the idle
+ * writer does not drain, as if it never got a CPU. */
+NTH_HIDDEN extern int nth_trace_writer_test_hold;
 
 /* Exit paths (trace_exit.c): atexit and the fatal-signal handlers. */
 NTH_HIDDEN int nth_trace_install_exit_paths(void);

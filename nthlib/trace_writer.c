@@ -1,13 +1,27 @@
 /*
- * trace_writer.c -- the per-process binary file and its background writer.
+ * trace_writer.c -- the per-process binary file and its background writers.
  *
- * The writer is a kernel thread of libc (pthread_create found with
- * libc_real.h, so that a pthread shim interposing pthread_* does not
- * turn it into a nano-thread), with every signal blocked so fatal-signal
- * handlers never run on it. It drains every buffer at least every
- * NTH_TRACE_FLUSH_MS, or sooner when a buffer is half full. Draining is
- * serialised by a spin flag (never pthread_mutex_*), taken by the writer
- * and, at the end, by nth_trace_finish().
+ * Two kernel threads of libc (pthread_create found with libc_real.h, so
+ * that a pthread shim interposing pthread_* does not turn them into
+ * nano-threads), with every signal blocked so fatal-signal handlers never
+ * run on them:
+ *   nth-trace      drains every buffer at least every NTH_TRACE_FLUSH_MS,
+ *                  or sooner when a buffer is half full, under SCHED_IDLE:
+ *                  it works when a CPU has nothing else to run, and its
+ *                  wake-ups never preempt a computing VP (sched(7)).
+ *   nth-trace-rs   the rescuer, normal policy, keeps the two promises a
+ *                  starved idle writer would break (CPUs busy with other
+ *                  processes: a SCHED_IDLE thread then gets almost no
+ *                  time): every NTH_TRACE_FLUSH_MS it checks that the idle
+ *                  writer has started a pass since its previous tick, and
+ *                  drains itself if not, so a record reaches the file
+ *                  within two flush intervals (what _exit() and SIGKILL
+ *                  keep); and a buffer three quarters full wakes it at
+ *                  once, so the recording does not lose events for as
+ *                  long as the CPUs stay busy. A tick that finds the idle
+ *                  writer on time costs a wake-up and two loads.
+ * Draining is serialised by a spin flag (never pthread_mutex_*), taken per
+ * buffer by the writers and for everything by nth_trace_finish().
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
@@ -43,14 +57,29 @@ static uint64_t wr_reported;             /* of which already in a LOST record */
 static uint64_t wr_dropped_recs;         /* of which records (not a LOST record's count):
                                             the rest is in the buffers' lost_total */
 static int wr_limit_hit;
-static uint32_t wr_wake;                 /* futex word */
+static uint32_t wr_wake;                 /* futex word of the idle writer */
+static uint32_t wr_urgent;               /* futex word of the rescuer */
+static uint64_t wr_tick;                 /* the rescuer's flush ticks so far */
+static uint64_t wr_idle_covered;         /* wr_tick at the start of the idle
+                                            writer's last complete pass */
 static int wr_stop, wr_done, wr_started, wr_finishing;
 static int wr_drain_lock;
+int nth_trace_writer_test_hold;
+
+static void kick(uint32_t *word)
+{
+    __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 void nth_trace_kick_writer(void)
 {
-    __atomic_fetch_add(&wr_wake, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &wr_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    kick(&wr_wake);
+}
+
+void nth_trace_kick_rescuer(void)
+{
+    kick(&wr_urgent);
 }
 
 /* Bounded: a drainer stuck in write(2) must not hang a fatal-signal handler. */
@@ -96,60 +125,115 @@ static void write_mark(uint16_t type, uint64_t count)
     }
 }
 
-/* Append [tail, head) of every buffer; past the size limit, count instead. */
-static void drain_all(void)
+/* Append [tail, head) of buffer b; past the size limit, count instead.
+ * Under the drain lock. */
+static void drain_one(struct nth_trace_buf *b)
 {
-    for (struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE); b; b = b->next) {
-        uint64_t tail = b->tail, head = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
-        uint64_t n = head - tail;
-        if (!n)
-            continue;
-        /* Up to the size limit the records go to the file; past it they
-         * are counted (a dropped LOST record stands for what it counted). */
-        uint64_t room = wr_limit_hit || wr_bytes >= wr_limit ? 0 : (wr_limit - wr_bytes) / sizeof(struct nth_trace_rec);
-        uint64_t keep = n < room ? n : room;
-        if (keep) {
-            uint64_t first = tail & (b->cap - 1);
-            uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
-            if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
-                (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
-                for (uint64_t i = tail; i != tail + keep; i++) {   /* disk full or closed: count, never block */
-                    const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
-                    wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
-                    wr_dropped_recs += r->type != NTH_REC_LOST;
-                }
-            else
-                wr_bytes += keep * sizeof(struct nth_trace_rec);
-        }
-        if (keep < n) {
-            for (uint64_t i = tail + keep; i != head; i++) {
+    uint64_t tail = b->tail, head = __atomic_load_n(&b->head, __ATOMIC_ACQUIRE);
+    uint64_t n = head - tail;
+    if (!n)
+        return;
+    /* Up to the size limit the records go to the file; past it they
+     * are counted (a dropped LOST record stands for what it counted). */
+    uint64_t room = wr_limit_hit || wr_bytes >= wr_limit ? 0 : (wr_limit - wr_bytes) / sizeof(struct nth_trace_rec);
+    uint64_t keep = n < room ? n : room;
+    if (keep) {
+        uint64_t first = tail & (b->cap - 1);
+        uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
+        if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
+            (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
+            for (uint64_t i = tail; i != tail + keep; i++) {   /* disk full or closed: count, never block */
                 const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
                 wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
                 wr_dropped_recs += r->type != NTH_REC_LOST;
             }
-            if (!wr_limit_hit) {
-                wr_limit_hit = 1;   /* the first loss is marked where it happened */
-                write_mark(NTH_REC_LOST, wr_dropped);
-            }
+        else
+            wr_bytes += keep * sizeof(struct nth_trace_rec);
+    }
+    if (keep < n) {
+        for (uint64_t i = tail + keep; i != head; i++) {
+            const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
+            wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+            wr_dropped_recs += r->type != NTH_REC_LOST;
         }
-        __atomic_store_n(&b->tail, head, __ATOMIC_RELEASE);
+        if (!wr_limit_hit) {
+            wr_limit_hit = 1;   /* the first loss is marked where it happened */
+            write_mark(NTH_REC_LOST, wr_dropped);
+        }
+    }
+    __atomic_store_n(&b->tail, head, __ATOMIC_RELEASE);
+}
+
+static void drain_all(void)
+{
+    for (struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE); b; b = b->next)
+        drain_one(b);
+}
+
+/* A writer's pass: the lock is taken per buffer, so that the rescuer (or
+ * nth_trace_finish) waits for at most one buffer's write while the idle
+ * writer, which may lose its CPU at any moment, holds it. Once finishing
+ * has started the file is nth_trace_finish()'s alone (it may be closed). */
+static void writer_pass(void)
+{
+    for (struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE); b; b = b->next) {
+        if (!drain_lock(-1))
+            return;
+        if (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE))
+            drain_one(b);
+        drain_unlock();
     }
 }
 
-static void *writer_main(void *arg)
+/* Why SCHED_IDLE: at normal policy the writer's wake-up every
+ * NTH_TRACE_FLUSH_MS preempted a VP computing on its CPU and made the VP's
+ * team wait for it, as the stall monitor's did (commit aa8c9fc: ~10 % of
+ * LU 1000). Under SCHED_IDLE it runs in the CPUs' idle gaps, or with a
+ * weight of 3 against 1024 for each busy normal thread when there are
+ * none; the rescuer covers that case (flush interval, full buffers). The
+ * system call, not pthread_setschedparam: under the pthread shim that one
+ * is the shim's. An unprivileged thread cannot leave SCHED_IDLE, and a
+ * thread it created would inherit it: the writer creates none, and the
+ * rescuer is created by the thread that started tracing. */
+static void *idle_writer_main(void *arg)
 {
     (void)arg;
-    prctl(PR_SET_NAME, "nth-trace", 0, 0, 0);
+    struct sched_param sp = { 0 };
+    (void)sched_setscheduler(0, SCHED_IDLE, &sp);   /* if refused: as before, normal policy */
+    prctl(PR_SET_NAME, "nth-trace", 0, 0, 0);       /* after: named means settled */
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
         uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
         struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
         syscall(SYS_futex, &wr_wake, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
-        if (drain_lock(-1)) {
-            drain_all();
-            drain_unlock();
+        if (!__atomic_load_n(&nth_trace_writer_test_hold, __ATOMIC_ACQUIRE)) {
+            uint64_t tick = __atomic_load_n(&wr_tick, __ATOMIC_ACQUIRE);
+            writer_pass();
+            __atomic_store_n(&wr_idle_covered, tick, __ATOMIC_RELEASE);
         }
     }
-    __atomic_store_n(&wr_done, 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&wr_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Tick k starts when the rescuer goes to sleep. At its end, if no idle
+ * pass started during it, the rescuer drains: any record published before
+ * tick k started is on file by the end of tick k. A kick (a buffer three
+ * quarters full, trace_record.c: the idle writer has not drained half a
+ * buffer since it was kicked) drains at once. */
+static void *rescuer_main(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "nth-trace-rs", 0, 0, 0);
+    while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t tick = __atomic_add_fetch(&wr_tick, 1, __ATOMIC_ACQ_REL);
+        uint32_t seen = __atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE);
+        struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
+        syscall(SYS_futex, &wr_urgent, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
+        if (__atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE) != seen ||
+            __atomic_load_n(&wr_idle_covered, __ATOMIC_ACQUIRE) < tick)
+            writer_pass();
+    }
+    __atomic_fetch_add(&wr_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -169,10 +253,16 @@ static int start_writer(void)
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
     pthread_t tid;
-    int rc = create(&tid, NULL, writer_main, NULL);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (!rc)
+    /* The rescuer first, by this thread: created by the idle writer it
+     * would inherit SCHED_IDLE. */
+    int rc = create(&tid, NULL, rescuer_main, NULL);
+    if (!rc) {
         detach(tid);   /* nth_trace_finish waits for wr_done, never joins */
+        rc = create(&tid, NULL, idle_writer_main, NULL);
+        if (!rc)       /* else the rescuer sleeps on, never kicked: harmless */
+            detach(tid);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
@@ -257,7 +347,10 @@ int nth_trace_finish(void)
         return 0;
     __atomic_store_n(&wr_stop, 1, __ATOMIC_RELEASE);
     nth_trace_kick_writer();
-    for (int i = 0; i < 2000 && !__atomic_load_n(&wr_done, __ATOMIC_ACQUIRE); i++) {
+    nth_trace_kick_rescuer();
+    /* Not needed for safety (a writer touches the file only under the
+     * lock, and not once wr_stop is set); it lets them leave first. */
+    for (int i = 0; i < 20 && __atomic_load_n(&wr_done, __ATOMIC_ACQUIRE) < 2; i++) {
         struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
     }

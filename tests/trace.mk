@@ -9,6 +9,12 @@ tests_trace_trace_sim_LDADD = libnth_trace_rec.la $(ZLIB_LIBS) -ldl
 tests_trace_test_trace_api_SOURCES = tests/trace/test_trace_api.c
 tests_trace_test_trace_api_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_trace_test_trace_api_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
+# The background writers: SCHED_IDLE writer, normal-policy rescuer.
+check_PROGRAMS += tests/trace/test_trace_writer
+tests_trace_test_trace_writer_SOURCES = tests/trace/test_trace_writer.c
+tests_trace_test_trace_writer_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_trace_test_trace_writer_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
+TESTS += tests/trace/test_trace_writer
 TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trace/paraver.sh \
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \

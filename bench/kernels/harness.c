@@ -16,6 +16,19 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+__attribute__((weak)) const char *harness_arm(long run)
+{
+    (void)run;
+    return NULL;
+}
+
 /* CPU migrations of this process so far: the sum of se.nr_migrations over
  * its live threads (/proc/self/task/TID/sched, CONFIG_SCHED_DEBUG). Read
  * while the team's workers still exist, so their migrations count. -1 when
@@ -164,10 +177,11 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         printf("%s  impl=%s  size=%ld  threads=%d%s\n%4s %12s  %-8s %s\n", k->name, team_impl(), size,
                nteam, malleable ? " (malleable)" : "", "run", "time (s)", "valid", "check");
     for (long r = 0; r < runs; r++) {
+        const char *arm = harness_arm(r);
         k->generate();
-        double t0 = now_s();
+        double c0 = cpu_s(), t0 = now_s();
         err = k->compute();
-        double t = now_s() - t0;
+        double t = now_s() - t0, ct = cpu_s() - c0;
         if (err) {
             fprintf(stderr, "%s: parallel region failed: %s\n", argv[0], strerror(err));
             failed = 1;
@@ -182,7 +196,13 @@ int harness_main(int argc, char **argv, const struct kernel *k)
             failed = 1;
             fprintf(stderr, "%s: run %ld: validation FAILED (%s)\n", argv[0], r + 1, c.human);
         }
-        if (json)
+        if (json && arm)
+            printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
+                   "\"params\":{\"size\":%ld,\"threads\":%d%s},"
+                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f}\n",
+                   k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
+                   c.ok ? "true" : "false", c.json, mig, r, arm, ct);
+        else if (json)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
                    "\"check\":{\"ok\":%s,%s},\"migrations\":%ld}\n",

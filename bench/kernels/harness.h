@@ -44,6 +44,14 @@ struct kernel {
     void (*teardown)(void);
 };
 
+/* Optional hook for A/B benchmarks that switch something between the runs
+ * of one process (bench/trace_lu_ab.c: tracing on and off): called before
+ * run `run` (from 0) generates its input; returns the run's arm label,
+ * printed in its JSON object as "arm" beside "cpu_s" (the process's CPU
+ * time during the timed part, all threads), or NULL (nothing printed).
+ * harness.c's weak default returns NULL. */
+const char *harness_arm(long run);
+
 /* The whole program: parse argv, start the team, run, print, exit status. */
 int harness_main(int argc, char **argv, const struct kernel *k);
 

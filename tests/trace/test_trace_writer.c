@@ -1,0 +1,193 @@
+/*
+ * test_trace_writer.c -- the background writers (nthlib/trace_writer.c):
+ * the periodic writer runs under SCHED_IDLE, so that its wake-ups never
+ * preempt a computing VP, and a normal-policy rescuer drains a buffer the
+ * idle writer left three quarters full, so that busy CPUs cannot make the
+ * recording lose events for as long as they stay busy.
+ *
+ * Tracing starts once per process: the flush-interval test runs its trace
+ * in a child; the others run in order on the trace the group set-up starts
+ * (flush interval 60 s, so that only a kick can wake the rescuer).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "trace_convert.h"
+#include "trace_rt.h"
+
+#define BUF_BYTES 65536   /* 2048 records per buffer */
+#define BUF_RECS (BUF_BYTES / 32)
+
+static char dir[] = "/tmp/nth-trace-writer-XXXXXX";
+static char bin[300];
+
+static int group_setup(void **st)
+{
+    (void)st;
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(bin, sizeof bin, "%s/t.bin", dir);
+    return nth_trace_start(bin, BUF_BYTES, 60000) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **st)
+{
+    (void)st;
+    unlink(bin);
+    rmdir(dir);
+    return 0;
+}
+
+/* The scheduling policy of this process's thread named `name`, or -1. The
+ * writers name themselves once their policy is set: wait for the name (no
+ * time limit asserted; the test's own timeout bounds it). */
+static int policy_of(const char *name)
+{
+    for (;;) {
+        DIR *d = opendir("/proc/self/task");
+        if (!d)
+            return -1;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            char p[300], comm[64] = "";
+            snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+            FILE *f = fopen(p, "r");
+            if (!f)
+                continue;
+            if (fgets(comm, sizeof comm, f))
+                comm[strcspn(comm, "\n")] = 0;
+            fclose(f);
+            if (strcmp(comm, name) == 0) {
+                int pol = sched_getscheduler(atoi(e->d_name));
+                closedir(d);
+                return pol;
+            }
+        }
+        closedir(d);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void writer_is_sched_idle_rescuer_is_not(void **st)
+{
+    (void)st;
+    assert_int_equal(policy_of("nth-trace"), SCHED_IDLE);
+    assert_int_equal(policy_of("nth-trace-rs"), SCHED_OTHER);
+}
+
+static off_t size_of(const char *path)
+{
+    struct stat s;
+    return stat(path, &s) == 0 ? s.st_size : -1;
+}
+
+static off_t file_size(void)
+{
+    return size_of(bin);
+}
+
+/* Wait until the file holds `bytes`; a liveness bound, not a timing
+ * assertion: 120 s is far beyond any scheduling delay, and without a
+ * rescuer the file never grows. */
+static void wait_for_size(off_t bytes)
+{
+    for (int i = 0; file_size() < bytes; i++) {
+        if (i == 120000)
+            fail_msg("the file stayed at %lld bytes (waiting for %lld): nothing drained the buffer",
+                     (long long)file_size(), (long long)bytes);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The idle writer held (as if the CPUs never went idle): a buffer filled
+ * to three quarters reaches the file through the rescuer alone, and
+ * nothing is lost. */
+static void rescuer_drains_when_idle_writer_cannot(void **st)
+{
+    (void)st;
+    __atomic_store_n(&nth_trace_writer_test_hold, 1, __ATOMIC_RELEASE);
+    off_t start = file_size();
+    assert_true(start >= (off_t)sizeof(struct nth_trace_file_header));
+    /* The kick comes with the record that reaches three quarters: the
+     * rescuer may drain before the last one is published. */
+    int n = BUF_RECS / 4 * 3 + 1, q = BUF_RECS / 4 * 3;
+    for (int i = 0; i < n; i++)
+        assert_int_equal(nth_trace_event(7, (uint64_t)i), 0);
+    wait_for_size(start + (off_t)q * 32);
+    /* And again: the rescuer serves every crossing, not only the first. */
+    for (int i = 0; i < n; i++)
+        assert_int_equal(nth_trace_event(7, (uint64_t)(n + i)), 0);
+    wait_for_size(start + 2 * (off_t)q * 32);
+    __atomic_store_n(&nth_trace_writer_test_hold, 0, __ATOMIC_RELEASE);
+    assert_int_equal(nth_trace_finish(), 0);
+    struct nth_tr_file f;
+    assert_int_equal(nth_tr_load(bin, &f, stderr), 0);
+    assert_int_equal(f.lost, 0);
+    size_t events = 0;
+    for (size_t i = 0; i < f.nrecs; i++)
+        events += f.recs[i].type == NTH_REC_EVENT;
+    assert_int_equal(events, 2 * (size_t)n);
+    nth_tr_free(&f);
+}
+
+/* The idle writer held (as if it never got a CPU: a loaded machine), no
+ * buffer near full: records still reach the file within the flush
+ * interval's ticks, through the rescuer, as a process that leaves through
+ * _exit() relies on. In a child: its own trace, 20 ms interval. */
+static void rescuer_keeps_the_flush_interval(void **st)
+{
+    (void)st;
+    char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
+    assert_non_null(mkdtemp(cdir));
+    snprintf(cbin, sizeof cbin, "%s/c.bin", cdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        __atomic_store_n(&nth_trace_writer_test_hold, 1, __ATOMIC_RELEASE);
+        if (nth_trace_start(cbin, BUF_BYTES, 20))
+            _exit(2);
+        off_t start = size_of(cbin);
+        for (int i = 0; i < 10; i++)
+            nth_trace_event(7, (uint64_t)i);
+        /* liveness bound as in wait_for_size */
+        for (int i = 0; size_of(cbin) < start + 10 * 32; i++) {
+            if (i == 120000)
+                _exit(1);
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        _exit(0);   /* no exit path: the file holds only what was flushed */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(cbin);
+    rmdir(cdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest alone[] = {
+        cmocka_unit_test(rescuer_keeps_the_flush_interval),
+    };
+    int failed = cmocka_run_group_tests(alone, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(writer_is_sched_idle_rescuer_is_not),
+        cmocka_unit_test(rescuer_drains_when_idle_writer_cannot),
+    };
+    return failed + cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
