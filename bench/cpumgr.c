@@ -62,6 +62,7 @@ struct shared {
     int notice_vp;
     /* wake-chain floor: A -> D -> F (futex words shared across fork) */
     uint64_t r_notice, r_move, r_moved; /* B's probe when the spinner left */
+    int r_notice_vp;   /* who noticed the loss: a VP, or -1 (the watcher) */
     uint32_t d_word, f_word;
     int f_cpu;         /* CPU F binds to */
     int f_ready;       /* CPU F is bound to, about to sleep; -1 none */
@@ -119,6 +120,7 @@ static void *spinner(void *arg)
             uint64_t v = now_ns();
             if (sh->breakdown) {
                 sh->r_notice = __atomic_load_n(&nth_cpumgr_probe.notice_ns, __ATOMIC_RELAXED);
+                sh->r_notice_vp = nth_cpumgr_probe.notice_vp;
                 sh->r_move = __atomic_load_n(&nth_cpumgr_probe.move_ns, __ATOMIC_RELAXED);
                 sh->r_moved = __atomic_load_n(&nth_cpumgr_probe.moved_ns, __ATOMIC_RELAXED);
             }
@@ -574,8 +576,16 @@ int main(int argc, char **argv)
         a_request(1);
         if (WAIT_FOR(__atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) != 0, 1000)) {
             cl[ncl++] = __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) - t0;
-            if (breakdown && rbreakdown_add(t0, bpid, rseg_ns, nrseg))
+            if (breakdown && rbreakdown_add(t0, bpid, rseg_ns, nrseg)) {
+                if (getenv("CPUMGR_BENCH_DEBUG"))
+                    fprintf(stderr, "reclaim %d: us %.1f %.1f %.1f %.1f %.1f total %.1f noticed by %d\n", i,
+                            rseg_ns[0][nrseg] / 1e3, rseg_ns[1][nrseg] / 1e3,
+                            rseg_ns[2][nrseg] / 1e3, rseg_ns[3][nrseg] / 1e3,
+                            rseg_ns[4][nrseg] / 1e3, cl[ncl - 1] / 1e3, sh->r_notice_vp);
                 nrseg++;
+            } else if (breakdown && getenv("CPUMGR_BENCH_DEBUG"))
+                fprintf(stderr, "reclaim %d: stamps out of order, total %.1f us\n", i,
+                        cl[ncl - 1] / 1e3);
         } else
             miss_c++;
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->left) {
