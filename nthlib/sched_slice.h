@@ -9,13 +9,13 @@
  * (EEVDF) a woken thread with the default slice (0.75 ms x (1 + log2 CPUs),
  * 1.4 ms on 2 CPUs) may wait for the running thread's slice to end; since
  * 6.12 a thread with a shorter slice (sched_attr.sched_runtime of a
- * SCHED_OTHER thread) preempts it at once (PREEMPT_SHORT), and the slice
- * also shortens its group's entity, so it gets in ahead of other sessions'
- * threads. Its nice value and share of the CPU do not change, and no
- * privilege is needed. Measured on this project's 2-vCPU VM at load 14
- * (bench/RESULTS.md, cpumgr5): a timer wake-up on a CPU where a thread of
- * the same process spins was late by 1.3 ms at the median with the default
- * slice, 75 us with 100 us.
+ * SCHED_OTHER thread) preempts it at once (PREEMPT_SHORT), and on recent
+ * kernels the slice also shortens its group's entity, so it gets in ahead
+ * of other sessions' threads. Its nice value and share of the CPU do not
+ * change, and no privilege is needed. Measured on this project's 2-vCPU VM
+ * at load 14 (bench/slice-wake, bench/RESULTS.md "cpumgr5"): a timer
+ * wake-up on a CPU where a thread of the same process spins was late by
+ * 2.5 ms at the median with the default slice, 60 us with 100 us.
  */
 #ifndef NTH_SCHED_SLICE_H
 #define NTH_SCHED_SLICE_H
