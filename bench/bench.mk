@@ -104,6 +104,15 @@ bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/nthlib
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 
+# A timer wake-up on a busy CPU, default against short EEVDF slice (the
+# cpumgr watcher's and daemon's setting, nthlib/sched_slice.h).
+bench_programs += bench/slice-wake
+noinst_PROGRAMS += bench/slice-wake
+bench_slice_wake_SOURCES = bench/slice_wake.c
+bench_slice_wake_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/nthlib -pthread
+bench_slice_wake_LDFLAGS = -pthread
+bench_slice_wake_LDADD =
+
 # ---- tracing overhead (branch traceint) ------------------------------------
 # -static: libnth's archive, to switch the record flag and convert in-process.
 bench_programs += bench/trace_overhead

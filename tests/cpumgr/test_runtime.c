@@ -8,6 +8,7 @@
  * reclaim), and by the daemon when the runtime ignores it. Every test kills its children and unlinks its segment in
  * teardown; children die with us (PR_SET_PDEATHSIG). Waits are bounded.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,6 +31,7 @@
 
 #include "nth/cpumgr_shm.h"
 #include "../../cpumgr/segment.h"
+#include "../../nthlib/sched_slice.h"
 
 #define WAIT_MS 8000      /* generous: 2 noisy cores, maybe sanitizers */
 #define RECLAIM_BOUND_MS 500
@@ -466,6 +468,74 @@ static void test_bounded_reclaim(void **state)
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
 }
 
+/* The thread of pid named comm (PR_SET_NAME), or 0. */
+static int find_thread(pid_t pid, const char *comm)
+{
+    char path[320], name[64];
+    for (int tries = 0; tries < 2; tries++) {
+        snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+        DIR *d = opendir(path);
+        if (!d) return 0;
+        struct dirent *e;
+        int tid = 0;
+        while (!tid && (e = readdir(d)) != NULL) {
+            if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+            snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+            FILE *f = fopen(path, "r");
+            if (!f) continue;
+            if (fgets(name, sizeof name, f)) {
+                name[strcspn(name, "\n")] = 0;
+                if (!strcmp(name, comm)) tid = atoi(e->d_name);
+            }
+            fclose(f);
+        }
+        closedir(d);
+        if (tid) return tid;
+    }
+    return 0;
+}
+
+/* The threads that must act on time on CPUs others keep busy -- the
+ * daemon, and the runtime's watcher, which enforces the reclaim deadline --
+ * run with the kernel's shortest time slice, so that a wake-up preempts a
+ * computing thread instead of waiting for its slice (sched_slice.h).
+ * Skipped where the kernel does not keep a slice (before Linux 6.12). */
+static void test_short_slice(void **state)
+{
+    (void)state;
+    pid_t probe = fork();
+    assert_true(probe >= 0);
+    if (probe == 0)
+        _exit(nth_sched_short_slice(NTH_SHORT_SLICE_NS) == 0 &&
+              nth_sched_slice_of(0) == NTH_SHORT_SLICE_NS ? 0 : 1);
+    int st = 0;
+    waitpid(probe, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) skip();
+    start_daemon();
+    struct proc a;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1");
+    int tid = 0;
+    uint64_t t0 = us();
+    while (!(tid = find_thread(a.pid, "nth-cpumgr"))) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: no nth-cpumgr thread", (int)a.pid);
+        sleep_ms(2);
+    }
+    /* The watcher sets it first thing; it may not have run yet. */
+    t0 = us();
+    while (nth_sched_slice_of(tid) != NTH_SHORT_SLICE_NS && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    print_message("watcher %d slice %llu ns, daemon %d slice %llu ns\n", tid,
+                  (unsigned long long)nth_sched_slice_of(tid), (int)daemon_pid,
+                  (unsigned long long)nth_sched_slice_of(daemon_pid));
+    assert_int_equal(nth_sched_slice_of(tid), NTH_SHORT_SLICE_NS);
+    assert_int_equal(nth_sched_slice_of(daemon_pid), NTH_SHORT_SLICE_NS);
+    /* The VPs keep the default: they compute, and a short slice would
+     * only make them preempt each other more often. */
+    int vp1 = find_thread(a.pid, "nth-vp1");
+    if (vp1) assert_int_not_equal(nth_sched_slice_of(vp1), NTH_SHORT_SLICE_NS);
+}
+
 /* Does the Cpus_allowed_list of thread tid of pid include cpu? -1 if the
  * thread is gone. */
 static int allowed_has(pid_t pid, int tid, int cpu)
@@ -556,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
