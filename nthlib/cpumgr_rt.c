@@ -347,8 +347,6 @@ static void stop_watcher(void)
         nth_futex_wait(&R.stopped, 0, 1000000);
 }
 
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-
 int nth_cpumgr_rt_start(const struct nth_config *cfg)
 {
     if (__atomic_exchange_n(&R.running, 1, __ATOMIC_ACQ_REL))
@@ -378,13 +376,12 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();
     hook_if_attached();
-    nth_pthread_create_fn create = nth_libc_pthread_create();
     pthread_t th;
     pthread_attr_t a;
     pthread_attr_init(&a);
     /* Detached: stop_watcher() waits for it through R.stopped, never joins. */
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int e = create(&th, &a, watcher, NULL);
+    int e = nth_helper_thread_create(&th, &a, watcher, NULL);
     pthread_attr_destroy(&a);
     if (e != 0) {
         fprintf(stderr, "nthlib: cannot start the cpumgr watcher thread; the assignment is "

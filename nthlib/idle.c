@@ -109,6 +109,9 @@ void nth_idle_loop(struct nth_vp *vp)
         }
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
             nth_vp_drain_local(vp);
+            nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE);
+            if (h)
+                h(NULL);           /* as below: the idle context's signal mask */
             park(vp, 0);
             continue;
         }

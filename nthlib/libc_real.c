@@ -8,6 +8,10 @@
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
 #include "libc_real.h"
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -85,4 +89,52 @@ void nth_helper_block_signals(sigset_t *old)
     sigdelset(&all, 32);      /* glibc's SIGCANCEL, and SIGSETXID: setuid() */
     sigdelset(&all, 33);      /* in a threaded process waits for every thread */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, (size_t)(_NSIG / 8));
+}
+
+unsigned long nth_helper_born_open;
+
+struct helper_start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *helper_trampoline(void *p)
+{
+    struct helper_start h = *(struct helper_start *)p;
+    free(p);
+    sigset_t cur;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, (size_t)(_NSIG / 8));
+    uint64_t blocked;
+    memcpy(&blocked, &cur, sizeof blocked);
+    /* Open at birth: anything but SIGKILL, SIGSTOP (bits 8, 18) and glibc's
+     * 32 and 33 (bits 31, 32). */
+    uint64_t may_be_open = (1ULL << 8) | (1ULL << 18) | (1ULL << 31) | (1ULL << 32);
+    if (~blocked & ~may_be_open)
+        __atomic_add_fetch(&nth_helper_born_open, 1, __ATOMIC_RELAXED);
+    return h.fn(h.arg);
+}
+
+int nth_helper_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    struct helper_start *h = malloc(sizeof *h);
+    if (!h)
+        return ENOMEM;
+    h->fn = fn;
+    h->arg = arg;
+    /* glibc's pthread_create gives the child the caller's mask as it is
+     * at the call: block first, put back after. Every signal, glibc's
+     * internal ones too: the caller may be a nano-thread about to wait in
+     * the kernel, whose pthread shim wake-up signal (SIGCANCEL) must stay
+     * blocked until that wait opens it (the helper blocks the others
+     * itself). */
+    sigset_t all, old;
+    sigfillset(&all);
+    uint64_t every = ~0ULL;
+    memcpy(&all, &every, sizeof every);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));
+    int e = nth_libc_pthread_create()(th, attr, helper_trampoline, h);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
+    if (e)
+        free(h);
+    return e;
 }

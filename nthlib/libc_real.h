@@ -44,4 +44,21 @@ ssize_t nth_sys_write(int fd, const void *buf, size_t n);
  * under the pthread shim pthread_sigmask is the shim's. */
 void nth_helper_block_signals(sigset_t *old);
 
+/* Start a helper kernel thread (the stall monitor, a stand-in, the cpumgr
+ * watcher) with libc's pthread_create, born with every signal but glibc's
+ * internal ones blocked: a new thread starts with its creator's mask, and a
+ * creator that is a nano-thread (or main at start-up) may leave signals
+ * open that the program blocks everywhere else; until the new thread
+ * blocked them itself, a process-directed signal meant for a sigwait
+ * could land there and end the process by its default action (seen under
+ * the pthread shim: a stand-in made while one nano-thread left SIGRTMIN
+ * open, scheduled late on a loaded machine). The creator's mask is put
+ * back before this returns. Returns pthread_create's result, or ENOMEM.
+ * Thread-safe. */
+int nth_helper_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* Helper threads that found a signal open at their first instruction
+ * (besides glibc's internal ones, SIGKILL and SIGSTOP): 0 unless the mask
+ * leaked; tests read it. Atomic. */
+extern unsigned long nth_helper_born_open;
+
 #endif

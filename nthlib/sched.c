@@ -445,6 +445,27 @@ nth_switch_hook_fn nth_switch_hook;
 int nth_switch_hook_set(nth_switch_hook_fn fn)
 {
     __atomic_store_n(&nth_switch_hook, fn, __ATOMIC_RELEASE);
+    if (!fn || !nth_rt.vps)
+        return 0;
+    /* The idle contexts call the hook before they park (idle.c), but one
+     * parked before it was set would sleep on without it, maybe for good:
+     * the pthread shim blocks signals there, and a VP asleep with the
+     * process's start-up mask took process-directed signals every running
+     * thread blocked (their default action ended the process). Wake each:
+     * with nothing to do it goes round its loop, through the hook, and
+     * parks again. */
+    struct nth_vp *self = nth_vp_self();
+    const struct nth_park_ops *ops = __atomic_load_n(&nth_park_ops, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *v = nth_rt.vps[i];
+        if (!v || v == self)
+            continue;
+        int zero = 0;
+        if (__atomic_compare_exchange_n(&v->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            nth_futex_wake(&v->park_word, 1);
+        if (ops && __atomic_load_n(&v->disabled, __ATOMIC_ACQUIRE))
+            ops->wake(v);
+    }
     return 0;
 }
 

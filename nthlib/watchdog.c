@@ -169,12 +169,14 @@ static int vp_has_work(struct nth_vp *vp)
            !nth_rq_empty(&vp->rq) || !nth_rq_empty(&nth_rt.grq);
 }
 
-/* The signal mask the monitor inherited (the process's at start-up). The
- * monitor blocks every signal (nth_helper_block_signals), and so does a
- * stand-in while it serves no VP: the kernel gives a process-directed
- * signal to any thread that does not block it, and a stand-in asleep in
- * its cache with the inherited mask took signals the program meant for a
- * sigwait elsewhere (their default action ended the process; seen once
+/* The signal mask of the thread that started the runtime (the process's at
+ * start-up). Helpers are born with every signal blocked
+ * (nth_helper_thread_create); the monitor keeps every signal blocked
+ * (nth_helper_block_signals), and so does a stand-in while it serves no
+ * VP: the kernel gives a process-directed signal to any thread that does
+ * not block it, and a stand-in asleep in its cache with the inherited
+ * mask took signals the program meant for a sigwait elsewhere (their
+ * default action ended the process; seen once
  * the pthread shim's blocking calls lent VPs on every blocking call).
  * While it serves, the nano-threads' masks are put in place by the switch
  * hook when one is set (the pthread shim); without one, the inherited
@@ -281,7 +283,7 @@ static struct standin *standin_new(void)
     pthread_t kt;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int e = nth_libc_pthread_create()(&kt, &a, standin_main, s);
+    int e = nth_helper_thread_create(&kt, &a, standin_main, s);
     pthread_attr_destroy(&a);
     if (e) {
         free(s);
@@ -453,7 +455,7 @@ static void *backstop(void *arg)
 static void *monitor(void *arg)
 {
     (void)arg;
-    nth_helper_block_signals(&inherited_mask);
+    nth_helper_block_signals(NULL);
     prctl(PR_SET_NAME, "nth-watchdog", 0, 0, 0);
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -508,6 +510,9 @@ int nth_watchdog_start(const nth_config_t *cfg)
     W.vps = calloc((size_t)nth_rt.nvps, sizeof *W.vps);
     if (!W.vps)
         return ENOMEM;
+    /* The mask a stand-in serves with when no switch hook sets one: the
+     * starting thread's (the helpers are born with every signal blocked). */
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &inherited_mask, (size_t)(_NSIG / 8));
     if (!cfg->stall_us)
         return 0;
     W.stall_ns = (int64_t)cfg->stall_us * 1000;
@@ -520,14 +525,14 @@ int nth_watchdog_start(const nth_config_t *cfg)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     const char *st = getenv("NTH_TEST_MONITOR_STARVED");
     W.starve_test = st && *st == '1';
-    int e = nth_libc_pthread_create()(&th, &a, monitor, NULL);
+    int e = nth_helper_thread_create(&th, &a, monitor, NULL);
     if (e) {
         pthread_attr_destroy(&a);
         fprintf(stderr, "nthlib: cannot start the stall watchdog thread (NTH_STALL_US); "
                 "running without it\n");
         return EAGAIN;
     }
-    e = nth_libc_pthread_create()(&th, &a, backstop, NULL);
+    e = nth_helper_thread_create(&th, &a, backstop, NULL);
     pthread_attr_destroy(&a);
     if (e)
         fprintf(stderr, "nthlib: cannot start the stall watchdog's backstop thread; a stall is "

@@ -4,7 +4,7 @@
 core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
-	tests/core/test_topology
+	tests/core/test_topology tests/core/test_helper_mask
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -30,6 +30,11 @@ tests_core_test_overflow_SOURCES = tests/core/test_overflow.c tests/core/child.h
 tests_core_test_overflow_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_overflow_LDFLAGS = $(core_test_ldflags)
 tests_core_test_overflow_LDADD = $(core_test_libs)
+
+tests_core_test_helper_mask_SOURCES = tests/core/test_helper_mask.c tests/core/child.h
+tests_core_test_helper_mask_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_helper_mask_LDFLAGS = $(core_test_ldflags)
+tests_core_test_helper_mask_LDADD = $(core_test_libs)
 
 tests_core_test_config_SOURCES = tests/core/test_config.c tests/core/child.h
 tests_core_test_config_CFLAGS = $(TEST_CFLAGS)

@@ -2,7 +2,8 @@
  * pthread shim's per-nano-thread signal masks rest on: every resumed
  * nano-thread is reported with its own data, with one VP and with two
  * (nano-threads migrate), the idle context with NULL, nothing once the
- * hook is removed, and EPERM for a kernel thread that is no VP. */
+ * hook is removed, EPERM for a kernel thread that is no VP, and the idle
+ * context of a VP that parked before the hook was installed. */
 #include "child.h"
 #include "internal.h"
 #include <errno.h>
@@ -82,6 +83,41 @@ static void c_switch_hook(void *a)
         CHECK_EQ(__atomic_load_n(&tags[i].calls, __ATOMIC_RELAXED), 0);
 }
 
+/* Idle contexts that called the hook with NULL, by VP (atomic). */
+static int idle_seen[2];
+static void idle_hook(void *data)
+{
+    int id = nth_vp_id();
+    if (!data && id >= 0 && id < 2)
+        __atomic_store_n(&idle_seen[id], 1, __ATOMIC_RELAXED);
+}
+
+/* Two VPs, main busy on one: the other parks before any hook exists and
+ * nothing wakes it afterwards; installing the hook must reach its idle
+ * context anyway (the pthread shim blocks signals there). */
+static void c_parked_vp(void *a)
+{
+    (void)a;
+    child_init(2);
+    int other = 1 - nth_vp_id();
+    int parked = 0;
+    for (int i = 0; i < 10000 && !parked; i++) {
+        parked = __atomic_load_n(&nth_rt.vps[other]->parked, __ATOMIC_SEQ_CST);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);       /* a kernel sleep: no switch on our VP */
+    }
+    CHECK(parked);
+    CHECK_EQ(nth_switch_hook_set(idle_hook), 0);
+    int seen = 0;
+    for (int i = 0; i < 10000 && !seen; i++) {
+        seen = __atomic_load_n(&idle_seen[other], __ATOMIC_RELAXED);
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    CHECK(seen);
+    CHECK_EQ(nth_switch_hook_set(NULL), 0);
+}
+
 static void c_not_a_vp(void *a)
 {
     (void)a;
@@ -96,6 +132,7 @@ static void c_not_a_vp(void *a)
 static void test_one_vp(void **s) { (void)s; assert_child_ok(c_switch_hook, (void *)1); }
 static void test_two_vps(void **s) { (void)s; assert_child_ok(c_switch_hook, (void *)2); }
 static void test_not_a_vp(void **s) { (void)s; assert_child_ok(c_not_a_vp, NULL); }
+static void test_parked_vp(void **s) { (void)s; assert_child_ok(c_parked_vp, NULL); }
 
 int main(void)
 {
@@ -103,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_one_vp),
         cmocka_unit_test(test_two_vps),
         cmocka_unit_test(test_not_a_vp),
+        cmocka_unit_test(test_parked_vp),
     };
     child_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
