@@ -98,4 +98,25 @@ int nth_bias_settle(uint32_t *bias, const void *obj, int claim) __attribute__((v
  * bias up for good. Returns when *bias is NTH_BIAS_REVOKED. */
 void nth_bias_drop(uint32_t *bias, const void *obj) __attribute__((visibility("hidden")));
 
+/* A wait-queue spinlock (olock.h) with a bias word: the kernel thread that
+ * keeps taking it (the condvar of two nano-threads on one VP) does so with
+ * plain stores, anyone else revokes the bias and uses nth_olock. The bias
+ * word's own address names the object to revokers. Every user of the lock
+ * word must go through these two once a bias word is attached. */
+void nth_olock_biased_slow(uint32_t *l, uint32_t *bias) __attribute__((visibility("hidden")));
+
+static inline void nth_olock_biased(uint32_t *l, uint32_t *bias)
+{
+    if (__builtin_expect(!nth_bias_fast(bias, l, 0, 1, bias), 0))
+        nth_olock_biased_slow(l, bias);
+}
+
+static inline void nth_ounlock_biased(uint32_t *l, uint32_t *bias)
+{
+    /* Not ours any more (revoked while we held it, or never claimed): the
+     * lock was then taken or handed over under the atomic protocol. */
+    if (__builtin_expect(!nth_bias_fast(bias, l, 1, 0, bias), 0))
+        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
 #endif
