@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "olock.h"
 
 #define NTH_BIAS_MAX_IDS 1024u            /* kernel threads that may own biases */
 #define NTH_BIAS_NOID 0xfffffffdu         /* an id no bias word ever holds */
@@ -107,7 +108,13 @@ void nth_olock_biased_slow(uint32_t *l, uint32_t *bias) __attribute__((visibilit
 
 static inline void nth_olock_biased(uint32_t *l, uint32_t *bias)
 {
-    if (__builtin_expect(!nth_bias_fast(bias, l, 0, 1, bias), 0))
+    if (__builtin_expect(nth_bias_fast(bias, l, 0, 1, bias), 1))
+        return;
+    /* Revoked for good (shared across kernel threads): the plain lock, no
+     * call. Acquire: the revoker's release hands us the owner's sections. */
+    if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED)
+        nth_olock(l);
+    else
         nth_olock_biased_slow(l, bias);
 }
 
