@@ -288,9 +288,11 @@ typedef struct nth_cond {
     uint32_t __lock;             /* wait-queue spinlock */
     uint32_t __clock;            /* clockid_t for timed waits; 0 = REALTIME */
     void *__head, *__tail;       /* wait queue */
-    uintptr_t __reserved[3];
+    uint32_t __bias;             /* __lock's bias word (mutex_bias.h) */
+    uint32_t __pad;
+    uintptr_t __reserved[2];
 } nth_cond_t;
-#define NTH_COND_INITIALIZER { 0, 0, 0, 0, { 0, 0, 0 } }
+#define NTH_COND_INITIALIZER { 0, 0, 0, 0, 0, 0, { 0, 0 } }
 
 typedef struct nth_condattr { int __clock; int __reserved; } nth_condattr_t;
 

@@ -15,6 +15,19 @@
 #include "sync_core.h"
 #include "wait_queue.h"
 #include "mutex_internal.h"
+#include "mutex_bias.h"
+
+/* The wait-queue lock, biased to the kernel thread that keeps using it
+ * (two nano-threads of one VP ping-ponging take it with plain stores). */
+static inline void cond_lock(nth_cond_t *c)
+{
+    nth_olock_biased(&c->__lock, &c->__bias);
+}
+
+static inline void cond_unlock(nth_cond_t *c)
+{
+    nth_ounlock_biased(&c->__lock, &c->__bias);
+}
 
 int nth_condattr_init(nth_condattr_t *attr)
 {
@@ -59,10 +72,33 @@ int nth_cond_destroy(nth_cond_t *c)
 {
     if (!c)
         return EINVAL;
-    nth_olock(&c->__lock);
+    cond_lock(c);
     int busy = c->__head != NULL;
-    nth_ounlock(&c->__lock);
+    cond_unlock(c);
     return busy ? EBUSY : 0;
+}
+
+/* w->data: nobody but a waker holding the lock moves this waiter out of
+ * WAITING (no alarm, no stop flag), so the claim needs no CAS. */
+#define COND_W_PLAIN 1u
+/* Under the lock: nth_wq_claim(), with a plain store instead of a CAS for
+ * the waiters nobody else can claim. NULL when none; otherwise a
+ * CLAIMED_WAKE waiter for nth_waiter_wake() after the lock is dropped. */
+static struct nth_waiter *cond_claim(nth_cond_t *c)
+{
+    struct nth_waiter *w;
+    while ((w = nth_wq_pop(&c->__head, &c->__tail)) != NULL) {
+        if (w->data & COND_W_PLAIN) {
+            atomic_store_explicit(&w->state, NTH_W_CLAIMED_WAKE, memory_order_relaxed);
+            return w;
+        }
+        int exp = NTH_W_WAITING;
+        if (atomic_compare_exchange_strong_explicit(&w->state, &exp, NTH_W_CLAIMED_WAKE,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire))
+            return w;
+    }
+    return NULL;
 }
 
 static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struct timespec *abs,
@@ -80,11 +116,17 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     }
     struct nth_waiter w;
     nth_waiter_init(&w, nth_self());
-    nth_olock(&c->__lock);
+    /* No alarm, no stop flag: only a waker holding the lock moves w out
+     * of WAITING. */
+    if (!abs && !stop)
+        w.data = COND_W_PLAIN;
+    cond_lock(c);
     nth_wq_push(&c->__head, &c->__tail, &w);
-    if (abs)
+    if (abs) {
+        w.obias = &c->__bias;
         nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
-    nth_ounlock(&c->__lock);
+    }
+    cond_unlock(c);
     if (stop) {
         /* Dekker with the interrupter (store *stop, fence, read the queue
          * in nth_cond_broadcast): we are queued, then we read *stop. One
@@ -93,10 +135,10 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         int exp = NTH_W_WAITING;
         if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
             atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
-            nth_olock(&c->__lock);
+            cond_lock(c);
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            nth_ounlock(&c->__lock);
+            cond_unlock(c);
             nth_waiter_disarm(&w);
             return EINTR;                /* m was never released */
         }
@@ -104,16 +146,18 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     uint32_t depth;
     int e = nth__mutex_release(m, &depth);
     if (e) {
-        /* Not the caller's mutex: leave the queue again. */
+        /* Not the caller's mutex: leave the queue again, under the lock
+         * (a plain waiter is claimed there without a CAS). */
+        cond_lock(c);
         int exp = NTH_W_WAITING;
         if (atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
-            nth_olock(&c->__lock);
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            nth_ounlock(&c->__lock);
+            cond_unlock(c);
             nth_waiter_disarm(&w);
             return e;
         }
+        cond_unlock(c);
         /* Signalled or timed out meanwhile: a signal we took must not be
          * lost, so pass it on. */
         int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
@@ -163,9 +207,9 @@ int nth_cond_signal(nth_cond_t *c)
         return EINVAL;
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;  /* no waiter: waiters queue before releasing the mutex */
-    nth_olock(&c->__lock);
-    struct nth_waiter *w = nth_wq_claim(&c->__head, &c->__tail);
-    nth_ounlock(&c->__lock);
+    cond_lock(c);
+    struct nth_waiter *w = cond_claim(c);
+    cond_unlock(c);
     if (w)
         nth_waiter_wake(w);
     return 0;
@@ -178,12 +222,12 @@ int nth_cond_broadcast(nth_cond_t *c)
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;
     struct nth_waiter *list = NULL, *w;
-    nth_olock(&c->__lock);
-    while ((w = nth_wq_claim(&c->__head, &c->__tail)) != NULL) {
+    cond_lock(c);
+    while ((w = cond_claim(c)) != NULL) {
         w->next = list;
         list = w;
     }
-    nth_ounlock(&c->__lock);
+    cond_unlock(c);
     /* Reverse to wake in arrival order. */
     struct nth_waiter *fifo = NULL;
     while (list) {

@@ -156,3 +156,16 @@ void nth_bias_drop(uint32_t *bias, const void *obj)
     while (nth_bias_settle(bias, obj, 0))
         ;
 }
+
+void nth_olock_biased_slow(uint32_t *l, uint32_t *bias)
+{
+    if (nth_bias_settle(bias, bias, 1)) {
+        if (nth_bias_fast(bias, l, 0, 1, bias))
+            return;
+        /* Ours but held: by this kernel thread under the atomic protocol
+         * cannot be (the bias came first), so only in an undefined
+         * recursion; fall back to the atomic protocol for good. */
+        nth_bias_drop(bias, bias);
+    }
+    nth_olock(l);
+}

@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "olock.h"
 
 #define NTH_BIAS_MAX_IDS 1024u            /* kernel threads that may own biases */
 #define NTH_BIAS_NOID 0xfffffffdu         /* an id no bias word ever holds */
@@ -97,5 +98,32 @@ int nth_bias_settle(uint32_t *bias, const void *obj, int claim) __attribute__((v
  * atomic protocol (the state was not what its fast path needed): give the
  * bias up for good. Returns when *bias is NTH_BIAS_REVOKED. */
 void nth_bias_drop(uint32_t *bias, const void *obj) __attribute__((visibility("hidden")));
+
+/* A wait-queue spinlock (olock.h) with a bias word: the kernel thread that
+ * keeps taking it (the condvar of two nano-threads on one VP) does so with
+ * plain stores, anyone else revokes the bias and uses nth_olock. The bias
+ * word's own address names the object to revokers. Every user of the lock
+ * word must go through these two once a bias word is attached. */
+void nth_olock_biased_slow(uint32_t *l, uint32_t *bias) __attribute__((visibility("hidden")));
+
+static inline void nth_olock_biased(uint32_t *l, uint32_t *bias)
+{
+    if (__builtin_expect(nth_bias_fast(bias, l, 0, 1, bias), 1))
+        return;
+    /* Revoked for good (shared across kernel threads): the plain lock, no
+     * call. Acquire: the revoker's release hands us the owner's sections. */
+    if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED)
+        nth_olock(l);
+    else
+        nth_olock_biased_slow(l, bias);
+}
+
+static inline void nth_ounlock_biased(uint32_t *l, uint32_t *bias)
+{
+    /* Not ours any more (revoked while we held it, or never claimed): the
+     * lock was then taken or handed over under the atomic protocol. */
+    if (__builtin_expect(!nth_bias_fast(bias, l, 1, 0, bias), 0))
+        __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
 
 #endif

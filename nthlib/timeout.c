@@ -42,12 +42,18 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
     if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, NTH_W_CLAIMED_TIMEOUT,
                                                  memory_order_acq_rel, memory_order_acquire))
         return 0;
-    nth_olock(w->olock);
+    if (w->obias)
+        nth_olock_biased(w->olock, w->obias);
+    else
+        nth_olock(w->olock);
     if (w->queued)
         nth_wq_remove(w->qhead, w->qtail, w);
     if (w->on_timeout)
         w->on_timeout(w);
-    nth_ounlock(w->olock);
+    if (w->obias)
+        nth_ounlock_biased(w->olock, w->obias);
+    else
+        nth_ounlock(w->olock);
     nth__wake(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;

@@ -24,6 +24,7 @@
 #include "olock.h"
 #include "timer_queue.h"
 #include "sync_core.h"
+#include "mutex_bias.h"
 
 enum {
     NTH_W_WAITING = 0,
@@ -42,6 +43,7 @@ struct nth_waiter {
     /* Timed waits only: */
     struct nth_alarm alarm;
     uint32_t *olock;          /* object lock guarding the queue */
+    uint32_t *obias;          /* its bias word (nth_olock_biased), or NULL */
     void **qhead, **qtail;    /* the queue w is in */
     clockid_t clock;          /* the deadline's clock */
     struct timespec abs;      /* the deadline, on clock */
@@ -59,6 +61,7 @@ static inline void nth_waiter_init(struct nth_waiter *w, nth_t self)
     w->data = 0;
     w->alarm.state = NTH_ALARM_IDLE;
     w->olock = NULL;
+    w->obias = NULL;
     w->on_timeout = NULL;
 }
 

@@ -18,9 +18,16 @@
  * that takes any claimed bias as its own (an owner that is not the kernel
  * thread), revoke_stress 2 of 2 and migrate 1 of 2. Not caught in 3 runs:
  * a fast path without its slot store (the window is two instructions).
+ * The condvar's wait-queue lock (cond_bias_onevp, cond_bias_mix): both
+ * fail when the condvar takes its lock with plain nth_olock (checked
+ * 2026-12-02); an alarm taking the lock unbiased while another kernel
+ * thread owns the bias was not caught in 3 runs of cond_bias_mix.
  * Each case runs in a forked child with its own runtime (see test_sync.c).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,6 +272,142 @@ static void cond_pingpong(void)
 
 static void test_cond_pingpong(void **st) { (void)st; run_case(cond_pingpong, 2, 120); }
 
+/* ---- the condvar's wait-queue lock is biased too ----------------------- */
+
+enum { CB_N = 2000, CB_WAITERS = 4, CB_ROUNDS = 300 };
+
+static uint32_t cond_bias_of(nth_cond_t *c)
+{
+    return __atomic_load_n(&c->__bias, __ATOMIC_ACQUIRE);
+}
+
+static struct pingpong cb_pp;
+
+static void *cb_ping(void *arg) { pp_play(&cb_pp, (long)(intptr_t)arg); return NULL; }
+
+/* One VP: the ping-pong and a timed wait that times out (its alarm takes
+ * the lock too) leave the lock biased to the VP's kernel thread. Fails
+ * when the condvar takes its lock with nth_olock (word left 0). */
+static void cond_bias_onevp(void)
+{
+    int on = bias_on();
+    memset(&cb_pp, 0, sizeof cb_pp);
+    T_EQ(nth_mutex_init(&cb_pp.m, NULL), 0);
+    T_EQ(nth_cond_init(&cb_pp.c, NULL), 0);
+    nth_t a = spawn_on(0, cb_ping, (void *)0);
+    nth_t b = spawn_on(0, cb_ping, (void *)1);
+    join(a);
+    join(b);
+    T_EQ(cb_pp.turn, 2 * PP_N);
+    if (on)
+        T_TRUE(claimed(cond_bias_of(&cb_pp.c)));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 200000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    T_EQ(nth_mutex_lock(&cb_pp.m), 0);
+    T_EQ(nth_cond_timedwait(&cb_pp.c, &cb_pp.m, &ts), ETIMEDOUT);
+    T_EQ(nth_mutex_unlock(&cb_pp.m), 0);
+    if (on)
+        T_TRUE(claimed(cond_bias_of(&cb_pp.c)));    /* the alarm kept it */
+    T_EQ(nth_cond_destroy(&cb_pp.c), 0);
+    printf("# cond_bias_onevp: bias %s, word %#x\n", on ? "on" : "off",
+           (unsigned)cond_bias_of(&cb_pp.c));
+}
+
+static void test_cond_bias_onevp(void **st) { (void)st; run_case(cond_bias_onevp, 1, 120); }
+
+/* Two VPs and a plain kernel thread take one condvar's lock: waits with
+ * and without deadlines (alarms fired on either VP), signals from the
+ * nano-threads and broadcasts from the pthread. Each round starts with
+ * the lock biased to VP 0's kernel thread. Invariant: every waiter ends
+ * (no lost wake-up, no corrupted queue: destroy finds it empty), the
+ * counter under the mutex is exact. */
+struct cb_mix {
+    nth_mutex_t m;
+    nth_cond_t c;
+    long counter;
+    int done;                    /* waiters finished */
+    int stop;                    /* the pthread stops broadcasting */
+};
+
+static void *cb_waiter(void *arg)
+{
+    struct cb_mix *x = arg;
+    for (int i = 0; i < CB_N / 10; i++) {
+        T_EQ(nth_mutex_lock(&x->m), 0);
+        x->counter++;
+        if (i & 1) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_nsec += 20000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            int e = nth_cond_clockwait(&x->c, &x->m, CLOCK_MONOTONIC, &ts);
+            T_TRUE(e == 0 || e == ETIMEDOUT);
+        } else {
+            T_EQ(nth_cond_signal(&x->c), 0);
+            T_EQ(nth_cond_wait(&x->c, &x->m), 0);
+        }
+        T_EQ(nth_mutex_unlock(&x->m), 0);
+    }
+    T_EQ(nth_mutex_lock(&x->m), 0);
+    x->done++;
+    T_EQ(nth_mutex_unlock(&x->m), 0);
+    return NULL;
+}
+
+static void *cb_broadcaster(void *arg)
+{
+    struct cb_mix *x = arg;
+    while (!__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
+        T_EQ(nth_cond_broadcast(&x->c), 0);
+        usleep(50);
+    }
+    return NULL;
+}
+
+static void cond_bias_mix(void)
+{
+    int on = bias_on(), biased = 0;
+    for (int r = 0; r < CB_ROUNDS / 10; r++) {
+        struct cb_mix x;
+        memset(&x, 0, sizeof x);
+        T_EQ(nth_mutex_init(&x.m, NULL), 0);
+        T_EQ(nth_cond_init(&x.c, NULL), 0);
+        while (nth_move_to_vp(0) == EAGAIN)
+            ;
+        /* destroy takes the lock (claiming the bias for VP 0's kernel
+         * thread) and leaves c usable. */
+        T_EQ(nth_cond_destroy(&x.c), 0);
+        biased += claimed(cond_bias_of(&x.c));
+        pthread_t pt;
+        T_EQ(pthread_create(&pt, NULL, cb_broadcaster, &x), 0);
+        nth_t t[CB_WAITERS];
+        for (int i = 0; i < CB_WAITERS; i++)
+            t[i] = spawn_on(i % 2, cb_waiter, &x);
+        for (int i = 0; i < CB_WAITERS; i++)
+            join(t[i]);
+        __atomic_store_n(&x.stop, 1, __ATOMIC_RELEASE);
+        T_EQ(pthread_join(pt, NULL), 0);
+        T_EQ(x.done, CB_WAITERS);
+        T_EQ(x.counter, CB_WAITERS * (CB_N / 10));
+        T_EQ(nth_cond_destroy(&x.c), 0);
+        T_EQ(nth_mutex_destroy(&x.m), 0);
+    }
+    if (on)
+        T_TRUE(biased > 0);
+    printf("# cond_bias_mix: bias %s, %d of %d rounds started biased\n", on ? "on" : "off",
+           biased, CB_ROUNDS / 10);
+}
+
+static void test_cond_bias_mix(void **st) { (void)st; run_case(cond_bias_mix, 2, 240); }
+
 /* ---- the owner nano-thread moves to another VP while biased ------------ */
 
 enum { MIG_ROUNDS = 50, MIG_N = 2000 };
@@ -457,6 +600,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_revoke_stress),
         cmocka_unit_test(test_cond_pingpong),
+        cmocka_unit_test(test_cond_bias_onevp),
+        cmocka_unit_test(test_cond_bias_mix),
         cmocka_unit_test(test_migrate),
         cmocka_unit_test(test_standin),
     };
