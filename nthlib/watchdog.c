@@ -314,7 +314,10 @@ static struct standin *standin_get(void)
 /* Called by a stand-in as it starts to serve. */
 static void standin_refill(void)
 {
-    if (__atomic_load_n(&W.cache, __ATOMIC_RELAXED))
+    nth_olock(&W.cache_lock);
+    int empty = W.cache == NULL;
+    nth_ounlock(&W.cache_lock);
+    if (!empty)
         return;
     struct standin *n = standin_new();
     if (n)
