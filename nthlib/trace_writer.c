@@ -6,13 +6,11 @@
  * nano-threads), with every signal blocked so fatal-signal handlers never
  * run on them:
  *   nth-trace      drains every buffer at least every NTH_TRACE_FLUSH_MS,
- *                  or sooner when a buffer is half full, under SCHED_IDLE:
- *                  it works when a CPU has nothing else to run, and its
- *                  wake-ups never preempt a computing VP (sched(7)).
+ *                  or sooner when a buffer is half full, under SCHED_BATCH:
+ *                  its wake-ups never preempt a computing VP (sched(7)).
  *   nth-trace-rs   the rescuer, normal policy, keeps the two promises a
- *                  starved idle writer would break (CPUs busy with other
- *                  processes: a SCHED_IDLE thread then gets almost no
- *                  time): every NTH_TRACE_FLUSH_MS it checks that the idle
+ *                  late writer would break (a SCHED_BATCH thread waits
+ *                  for the running thread's slice to end): every NTH_TRACE_FLUSH_MS it checks that the idle
  *                  writer has started a pass since its previous tick, and
  *                  drains itself if not, so a record reaches the file
  *                  within two flush intervals (what _exit() and SIGKILL
@@ -185,21 +183,21 @@ static void writer_pass(void)
     }
 }
 
-/* Why SCHED_IDLE: at normal policy the writer's wake-up every
+/* Why SCHED_BATCH: at normal policy the writer's wake-up every
  * NTH_TRACE_FLUSH_MS preempted a VP computing on its CPU and made the VP's
- * team wait for it, as the stall monitor's did (commit aa8c9fc: ~10 % of
- * LU 1000). Under SCHED_IDLE it runs in the CPUs' idle gaps, or with a
- * weight of 3 against 1024 for each busy normal thread when there are
- * none; the rescuer covers that case (flush interval, full buffers). The
- * system call, not pthread_setschedparam: under the pthread shim that one
- * is the shim's. An unprivileged thread cannot leave SCHED_IDLE, and a
- * thread it created would inherit it: the writer creates none, and the
- * rescuer is created by the thread that started tracing. */
+ * team wait for it, as the stall monitor's did (~10 % of LU 1000). A
+ * SCHED_BATCH wake-up never preempts; the writer runs in the CPUs' gaps or
+ * when the running thread's slice ends, at normal weight; the rescuer
+ * covers a late writer (flush interval, full buffers). Not SCHED_IDLE: a
+ * SCHED_IDLE thread on CPUs other processes keep busy waited seconds for a
+ * CPU, and the process's exit waits for every thread to run once more
+ * (watchdog.c). The system call, not pthread_setschedparam: under the
+ * pthread shim that one is the shim's. */
 static void *idle_writer_main(void *arg)
 {
     (void)arg;
     struct sched_param sp = { 0 };
-    (void)sched_setscheduler(0, SCHED_IDLE, &sp);   /* if refused: as before, normal policy */
+    (void)sched_setscheduler(0, SCHED_BATCH, &sp);  /* if refused: as before, normal policy */
     prctl(PR_SET_NAME, "nth-trace", 0, 0, 0);       /* after: named means settled */
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
         uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
@@ -253,8 +251,8 @@ static int start_writer(void)
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
     pthread_t tid;
-    /* The rescuer first, by this thread: created by the idle writer it
-     * would inherit SCHED_IDLE. */
+    /* The rescuer first, by this thread: created by the writer it would
+     * inherit SCHED_BATCH. */
     int rc = create(&tid, NULL, rescuer_main, NULL);
     if (!rc) {
         detach(tid);   /* nth_trace_finish waits for wr_done, never joins */

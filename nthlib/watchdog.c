@@ -29,7 +29,7 @@
  * is switched out is picked up by any VP through the usual on_cpu hand-off.
  * Stand-ins park in a small cache for the next stall.
  *
- * Cost when nothing stalls: the monitor runs under SCHED_IDLE, so its
+ * Cost when nothing stalls: the monitor runs under SCHED_BATCH, so its
  * wake-ups (every NTH_STALL_US/2 while work gets queued) never preempt a VP;
  * after DOZE_AFTER checks that found no queued work it dozes until an
  * enqueue wakes it (one load on the enqueue path while it is awake;
@@ -56,6 +56,7 @@
 #include "internal.h"
 #include "libc_real.h"
 #include "olock.h"
+#include "sched_slice.h"
 #include "trace_core.h"
 
 #define IDLE_NS (20 * 1000000LL)   /* monitor period while every VP is parked */
@@ -91,6 +92,7 @@ struct vp_watch {
     struct vp_obs mon;             /* the monitor's view */
     struct vp_obs back;            /* the backstop's view */
     struct standin *busy;          /* stand-in serving it, NULL none (atomic) */
+    uint64_t suspect;              /* monitor: stalled at switch count - 1 (atomic) */
 };
 
 static struct {
@@ -101,6 +103,7 @@ static struct {
     unsigned long nstalls;         /* stand-ins started (atomic) */
     unsigned long nrun;            /* nano-threads run by stand-ins (atomic) */
     unsigned long backstop_passes; /* checks the backstop made (atomic) */
+    int kick;                      /* futex: the monitor suspects a stall */
     int starve_test;               /* NTH_TEST_MONITOR_STARVED: monitor never checks */
 } W;
 
@@ -195,7 +198,6 @@ static void standin_mask(int serving)
 }
 
 static void standin_put(struct standin *s);
-static void standin_refill(void);
 
 static void *standin_main(void *arg)
 {
@@ -214,7 +216,6 @@ static void *standin_main(void *arg)
         while (__atomic_load_n(&s->word, __ATOMIC_ACQUIRE) == 0)
             nth_futex_wait(&s->word, 0, -1);
         __atomic_store_n(&s->word, 0, __ATOMIC_RELAXED);
-        standin_refill();
         struct nth_vp *vp = s->target;
         struct vp_watch *w = &W.vps[vp->id];
         bind_cpu(s, __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED));
@@ -292,13 +293,6 @@ static struct standin *standin_new(void)
     return s;
 }
 
-/* The monitor runs under SCHED_IDLE and never creates a thread (see
- * monitor_background()): the kernel would give it SCHED_IDLE too, and an unprivileged
- * thread may not leave that policy (sched(7), RLIMIT_NICE). So the cache
- * is kept from running dry by the stand-ins themselves: one that leaves it
- * empty makes the next before it serves. */
-static __thread int in_monitor;
-
 static struct standin *standin_get(void)
 {
     nth_olock(&W.cache_lock);
@@ -306,22 +300,7 @@ static struct standin *standin_get(void)
     if (s)
         W.cache = s->next;
     nth_ounlock(&W.cache_lock);
-    if (s || in_monitor)
-        return s;
-    return standin_new();
-}
-
-/* Called by a stand-in as it starts to serve. */
-static void standin_refill(void)
-{
-    nth_olock(&W.cache_lock);
-    int empty = W.cache == NULL;
-    nth_ounlock(&W.cache_lock);
-    if (!empty)
-        return;
-    struct standin *n = standin_new();
-    if (n)
-        standin_put(n);
+    return s ? s : standin_new();
 }
 
 /* Claimed but not yet served: keeps a second lender from starting
@@ -363,21 +342,31 @@ static int observe(struct nth_vp *vp, struct vp_obs *o, int64_t t)
     return t - o->since >= W.stall_ns;
 }
 
-/* The monitor and the backstop each keep their own view (o), so neither
- * waits for the other; the stand-in claim (busy) is the one shared word. */
-static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
+/* vp runs a nano-thread that sits in the kernel with work queued behind
+ * it. Reads only: the monitor calls it too. */
+static int looks_stalled(struct nth_vp *vp)
 {
-    if (!observe(vp, o, t) || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
-        return;
     if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE) == &vp->idle)
-        return;
+        return 0;
     if (!vp_has_work(vp))
-        return;
+        return 0;
     /* Inside nth_blocking_enter/leave it is in the kernel by contract. */
-    if (!__atomic_load_n(&vp->blocking, __ATOMIC_ACQUIRE) &&
-        !tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE)))
+    return __atomic_load_n(&vp->blocking, __ATOMIC_ACQUIRE) ||
+           tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE));
+}
+
+/* The backstop's check of one VP: lend it a stand-in if it has not switched
+ * since the monitor suspected it (suspect), or for stall_ns in the
+ * backstop's own view (o), and still looks stalled. */
+static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
+{
+    uint64_t sus = __atomic_exchange_n(&w->suspect, 0, __ATOMIC_ACQ_REL);
+    int long_enough = observe(vp, o, t);
+    if (sus && sus - 1 == __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED))
+        long_enough = 1;
+    if (!long_enough || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) || !looks_stalled(vp))
         return;
     (void)nth_standin_lend(vp);  /* on failure: try next period */
 }
@@ -395,32 +384,47 @@ static int any_work(int nvps)
 /* The monitor must not take CPU time from the VPs it watches. Woken every
  * NTH_STALL_US/2 on a computing VP's CPU, a normal-policy thread preempted
  * that VP each time (LU 1000, 2 VPs: 0.077 s against 0.070 s with
- * NTH_STALL_US=0 and 0.068 s for OpenMP, quiet machine). Under SCHED_IDLE a
- * wake-up never preempts a VP (sched(7)); the monitor runs when its CPU
- * has a gap, and in the scheduler's small share for idle-policy threads.
+ * NTH_STALL_US=0 and 0.068 s for OpenMP, quiet machine). A SCHED_BATCH
+ * thread's wake-up never preempts (sched(7); the kernel's wake-up
+ * preemption check returns at once for a non-SCHED_NORMAL wakee): the
+ * monitor runs when its CPU has a gap or the running thread's slice ends,
+ * with a normal weight. Not SCHED_IDLE: a SCHED_IDLE thread on a CPU that
+ * other processes keep busy can wait seconds for the CPU, and a process
+ * cannot finish exiting before each of its threads has run once more (its
+ * wall time in the 3-application workload went from 0.4 s to 2-5 s); and a
+ * thread cannot leave SCHED_IDLE unprivileged.
  * It stays on the CPU it inherited (VP 0's): moving between CPUs it
  * migrated ~15 times a second, which the workload counts against us.
- * Other processes keeping that CPU busy can starve it for tens of
- * milliseconds; the backstop covers that. The one stand-in it may need
- * first is made here, before the policy changes (standin_get). */
+ *
+ * Because it may wait for its CPU at any instruction, it takes no lock and
+ * claims nothing: it only reads, and when a VP looks stalled it marks it
+ * and wakes the backstop, which lends the stand-in at normal policy. */
 static void monitor_background(void)
 {
-    struct standin *s = standin_new();
-    if (s)
-        standin_put(s);
     /* The system call, not pthread_setschedparam: under the pthread shim
      * that one is the shim's, and this is a plain kernel thread. Pid 0 is
      * the calling thread on Linux. */
     struct sched_param sp = { 0 };
-    in_monitor = sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
+    (void)sched_setscheduler(0, SCHED_BATCH, &sp);
 }
 
-/* The backstop: a normal-policy thread that makes the same check with its
- * own view every BACKSTOP_NS, for when the monitor is starved under
- * SCHED_IDLE by a busy CPU. Its wake-ups cost a computing VP 100 short
- * preemptions a second, against the monitor's 2000 at normal policy. A
- * stall is then rescued within two of its periods. While every VP is
- * parked it sleeps until one unparks. */
+/* Monitor: mark vp if it has not switched for stall_ns and looks stalled. */
+static int suspect_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
+{
+    if (!observe(vp, &w->mon, t) || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) || !looks_stalled(vp))
+        return 0;
+    __atomic_store_n(&w->suspect, w->mon.nswitch + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* The backstop: a normal-policy thread that lends stand-ins. The monitor
+ * wakes it for a VP it suspects; on its own it checks every BACKSTOP_NS
+ * with its own view, for when the monitor waits long for its CPU under
+ * SCHED_BATCH (a stall is then rescued within two of its periods). Its
+ * periodic wake-ups cost a computing VP 100 short preemptions a second,
+ * against the monitor's 2000 at normal policy; it asks for a short time
+ * slice (sched_slice.h) so that a kick preempts the VP it shares a CPU
+ * with at once. While every VP is parked it sleeps until one unparks. */
 #define BACKSTOP_NS (10 * 1000000LL)
 
 static void sleep_ns(int64_t ns)
@@ -435,6 +439,7 @@ static void *backstop(void *arg)
     (void)arg;
     nth_helper_block_signals(NULL);
     prctl(PR_SET_NAME, "nth-backstop", 0, 0, 0);
+    (void)nth_sched_short_slice(NTH_SHORT_SLICE_NS);
     for (;;) {
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
@@ -446,7 +451,10 @@ static void *backstop(void *arg)
                 sleep_ns(IDLE_NS);
             continue;
         }
-        sleep_ns(BACKSTOP_NS);
+        if (!__atomic_exchange_n(&W.kick, 0, __ATOMIC_ACQ_REL)) {
+            nth_futex_wait(&W.kick, 0, BACKSTOP_NS);
+            __atomic_store_n(&W.kick, 0, __ATOMIC_RELAXED);
+        }
         int64_t t = now_ns();
         for (int i = 0; i < nvps; i++)
             check_vp(nth_rt.vps[i], &W.vps[i], &W.vps[i].back, t);
@@ -472,8 +480,13 @@ static void *monitor(void *arg)
     for (;;) {
         int64_t t = now_ns();
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
+        int kick = 0;
         for (int i = 0; i < nvps; i++)
-            check_vp(nth_rt.vps[i], &W.vps[i], &W.vps[i].mon, t);
+            kick |= suspect_vp(nth_rt.vps[i], &W.vps[i], t);
+        if (kick) {
+            __atomic_store_n(&W.kick, 1, __ATOMIC_RELEASE);
+            nth_futex_wake(&W.kick, 1);
+        }
         quiet = any_work(nvps) ? 0 : quiet + 1;
         if (quiet >= DOZE_AFTER) {
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);

@@ -1,6 +1,6 @@
 /*
  * test_trace_writer.c -- the background writers (nthlib/trace_writer.c):
- * the periodic writer runs under SCHED_IDLE, so that its wake-ups never
+ * the periodic writer runs under SCHED_BATCH, so that its wake-ups never
  * preempt a computing VP, and a normal-policy rescuer drains a buffer the
  * idle writer left three quarters full, so that busy CPUs cannot make the
  * recording lose events for as long as they stay busy.
@@ -83,7 +83,7 @@ static int policy_of(const char *name)
 static void writer_is_sched_idle_rescuer_is_not(void **st)
 {
     (void)st;
-    assert_int_equal(policy_of("nth-trace"), SCHED_IDLE);
+    assert_int_equal(policy_of("nth-trace"), SCHED_BATCH);
     assert_int_equal(policy_of("nth-trace-rs"), SCHED_OTHER);
 }
 
