@@ -18,9 +18,9 @@
  * pthread_kill to the caller raises the signal on its kernel thread at
  * once (queued on the nano-thread when its mask blocks it). To another
  * nano-thread, it queues the signal there and rings its doorbell: a
- * target napping in an interruptible wait (sigwait and relatives, sleeps)
- * wakes at once, one waiting in the kernel (sigsuspend, pause, poll and
- * the other waits on descriptors) is sent the shim's wake-up signal; one in pthread_cond_wait is woken (a spurious wake-up, which
+ * target napping in an interruptible wait (sigwait and relatives,
+ * sigsuspend, pause, sleeps, poll and the other polling waits) wakes at
+ * once; one in pthread_cond_wait is woken (a spurious wake-up, which
  * pthread_cond_wait(3p) allows: the handler runs and the wait returns 0);
  * others (mutexes, sem_wait, joins) notice it within a wait slice
  * (SHIM_SLICE_NS) or when they resume. The switch-in hook delivers the
@@ -780,16 +780,11 @@ int nth_shim_sigwait(const sigset_t *restrict set, int *restrict sig)
 }
 SHIM_EXPORT(sigwait)
 
-/* sigsuspend/pause: a wait in the kernel, in libc's sigsuspend with mask
- * (and the shim's wake-up signal) open, between nth_blocking_enter and
- * leave, so the VP's other nano-threads go on elsewhere and the nano-thread
- * never leaves its kernel thread. The kernel ends it with a handler for a
- * process-directed signal (or one pending for the process already: the
- * mask swap is atomic), and pthread_kill / pthread_cancel end it with the
- * wake-up signal (shim_interrupt_waits, through ktid); the nano-thread's
- * mask is mask meanwhile, so pthread_kill sees the signal open and queues
- * it, and the queued handlers then run here with that mask. A wake-up that
- * ran no handler (a late kick, cancellation disabled) waits again. */
+/* sigsuspend/pause: the nano-thread's mask becomes "everything" while it
+ * waits (so no handler runs early, on this or any kernel thread it
+ * resumes on), until a signal that mask leaves open is pending for the
+ * process, its kernel thread or queued for it; then its mask becomes
+ * mask, so the kernel runs the handlers here, and the old one returns. */
 SHIM_DECL(sigsuspend)
 int nth_shim_sigsuspend(const sigset_t *mask)
 {
@@ -798,44 +793,24 @@ int nth_shim_sigsuspend(const sigset_t *mask)
     SHIM_HOME_ENTER();
     struct shim_thread *self = shim_self();
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
-    uint64_t during = set_bits(mask) & ~UNBLOCKABLE;
+    uint64_t during = set_bits(mask) & ~UNBLOCKABLE, open = ~during & ~UNBLOCKABLE;
     hook_ensure();
-    shim_signals_begin();
-    /* Senders see mask from here on; the kernel thread keeps old until the
-     * call swaps it (kmask stays right: the call restores it). */
-    __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
-    sigset_t dset;
-    bits_set(during, &dset);
+    __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
+    kmask_apply(~UNBLOCKABLE);
+    int64_t step = 0;
     for (;;) {
-        sigset_t m;
-        int kicked = 1;
-        if (!shim_kwait_begin(&m, &dset)) {
-            nth_blocking_enter();
-            /* The system call: the mask holds the shim's wake-up signal,
-             * which no libc wrapper should see. Always -1/EINTR. */
-            (void)syscall(SYS_rt_sigsuspend, &m, (size_t)(_NSIG / 8));
-            nth_blocking_leave();
-            kicked = shim_kwait_end();
-        }
-        /* Queued signals the wait's mask leaves open run now, with it. */
-        int ran = 0;
-        if (__atomic_load_n(&self->pending, __ATOMIC_ACQUIRE) & ~during) {
-            kmask_apply(during);
-            deliver_queued(self);
-            ran = 1;
-        }
-        if (ran || !kicked)
-            break;                       /* a handler ran (or the kernel's did) */
-        /* Only the wake-up signal: act on a cancellation request with
-         * the thread's own mask back, else wait again. */
-        if (__atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
-            self->cancel_state == PTHREAD_CANCEL_ENABLE) {
-            __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
-            kmask_apply(old);
-            shim_testcancel();
-            __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
-        }
+        sigset_t pending;
+        REAL(sigpending)(&pending);
+        uint64_t p = set_bits(&pending) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);
+        if (p & open)
+            break;
+        shim_testcancel();
+        step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
+        shim_nap(CLOCK_MONOTONIC, shim_now(CLOCK_MONOTONIC) + step);
     }
+    __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
+    kmask_apply(during);                /* kernel-pending handlers run here */
+    deliver_queued(self);
     __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
     kmask_apply(old);
     __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);

@@ -135,13 +135,6 @@ tests_shim_posix_restart_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_restart_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_restart_LDADD =
 
-check_PROGRAMS += tests/shim/posix-sigsuspend
-tests_shim_posix_sigsuspend_SOURCES = tests/shim/sigsuspend.c tests/shim/check.h
-tests_shim_posix_sigsuspend_CPPFLAGS = $(shim_posix_cppflags)
-tests_shim_posix_sigsuspend_CFLAGS = $(shim_posix_cflags)
-tests_shim_posix_sigsuspend_LDFLAGS = $(AX_PTHREAD_CFLAGS)
-tests_shim_posix_sigsuspend_LDADD =
-
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;
