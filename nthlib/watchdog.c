@@ -399,7 +399,7 @@ static int any_work(int nvps)
  * Because it may wait for its CPU at any instruction, it takes no lock and
  * claims nothing: it only reads, and when a VP looks stalled it marks it
  * and wakes the backstop, which lends the stand-in at normal policy. */
-static void monitor_background(void)
+static void monitor_set_policy(void)
 {
     /* The system call, not pthread_setschedparam: under the pthread shim
      * that one is the shim's, and this is a plain kernel thread. Pid 0 is
@@ -470,7 +470,7 @@ static void *monitor(void *arg)
     prctl(PR_SET_NAME, "nth-watchdog", 0, 0, 0);
     /* Default timer slack (50 µs) would blur a sub-millisecond period. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    monitor_background();
+    monitor_set_policy();
     while (W.starve_test)
         sleep_ns(1000000000LL);    /* the backstop must do the work */
     int64_t period = W.stall_ns / 2;
