@@ -77,8 +77,7 @@ void nth_vp_bind(struct nth_vp *vp)
      * (bounded reclaim clears bound_cpu1 before it asks for a rebind; the
      * daemon's enforcement moves a thread off a CPU, so it would not run
      * there now). */
-    if (__atomic_load_n(&vp->bound_cpu1, __ATOMIC_ACQUIRE) == vp->cpu + 1 &&
-        sched_getcpu() == vp->cpu)
+    if (__atomic_load_n(&vp->bound_cpu1, __ATOMIC_ACQUIRE) == cpu + 1 && sched_getcpu() == cpu)
         return;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
@@ -87,7 +86,7 @@ void nth_vp_bind(struct nth_vp *vp)
     /* Best effort: a failed binding leaves the VP running unbound, which is
      * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
     int rc = hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
-    __atomic_store_n(&vp->bound_cpu1, rc == 0 ? vp->cpu + 1 : 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&vp->bound_cpu1, rc == 0 ? cpu + 1 : 0, __ATOMIC_RELEASE);
     hwloc_bitmap_free(set);
 }
 
