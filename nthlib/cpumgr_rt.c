@@ -29,6 +29,7 @@
 #include "libc_real.h"
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
+#include "cpumgr_wait.h"
 #include "sched_slice.h"
 #include <dlfcn.h>
 #include <errno.h>
@@ -84,15 +85,13 @@ static void bind_tid(int tid, hwloc_const_bitmap_t set)
         (void)hwloc_set_proc_cpubind(nth_rt.topo, (hwloc_pid_t)tid, set, HWLOC_CPUBIND_THREAD);
 }
 
-/* Wake the watcher: on its private word, and on the shared epoch word when
- * it sleeps there (we may wake a futex of a mapping we hold). */
+/* Wake the watcher. It sleeps on this private word and on the segment's
+ * shared assignment word at once (nth_cpumgr_wait2), so a kick made between
+ * its checks and its sleep is seen by the kernel's comparison, not lost. */
 static void kick_watcher(void)
 {
     __atomic_add_fetch(&R.kick, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&R.kick, 1);
-    const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
-    if (nth_cpumgr_client_attached())
-        syscall(SYS_futex, w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 /* Every VP disabled: the empty assignment. Same steps as the shrinking half
@@ -314,22 +313,16 @@ static void *watcher(void *arg)
             until = last_tick + TICK_NS;
         if (until <= now_ns())
             continue;
-        /* An absolute deadline (FUTEX_WAIT_BITSET times out on
-         * CLOCK_MONOTONIC, the clock of the daemon's grant stamp): a
-         * relative one would also count the time since reclaim_pass() read
-         * the clock, and a preemption in between makes the move late. */
-        struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
+        /* An absolute deadline on CLOCK_MONOTONIC, the clock of the
+         * daemon's grant stamp: a relative one would also count the time
+         * since reclaim_pass() read the clock, and a preemption in between
+         * makes the move late. */
         const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
         uint32_t seen = __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED);
-        if (nth_cpumgr_client_attached() && __atomic_load_n(w, __ATOMIC_ACQUIRE) == seen &&
-            __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE) == kick) {
-            /* Shared futex: the daemon, another process, wakes it (its
-             * FUTEX_WAKE matches any bitset). */
-            syscall(SYS_futex, w, FUTEX_WAIT_BITSET, seen, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
-        } else if (!nth_cpumgr_client_attached()) {
-            syscall(SYS_futex, &R.kick, FUTEX_WAIT_BITSET_PRIVATE, kick, &ts, NULL,
-                    FUTEX_BITSET_MATCH_ANY);
-        }
+        /* The daemon, another process, wakes the shared word (its
+         * FUTEX_WAKE matches any bitset); our own threads kick R.kick. */
+        (void)nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
+                               until);
     }
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&R.stopped, 1);

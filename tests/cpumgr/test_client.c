@@ -17,6 +17,11 @@
 
 #include "nth.h"
 #include "cpumgr_client.h"
+#include "cpumgr_wait.h"
+#include <pthread.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 static int affinity_cpus(void)
 {
@@ -166,6 +171,76 @@ static void test_reclaim_env(void **state)
     assert_int_equal(nth_init(&c), EINVAL);
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The watcher's lost wake-up: it read the kick word, found nothing to do,
+ * and before it slept a thread kicked it (bumped the kick word and woke
+ * it, while nobody slept yet). The sleep must notice that the kick word
+ * moved since it was read, though the shared word did not: it returns at
+ * once, not at the deadline (the old one-word sleep timed out here). */
+static void test_wait_kick_before_sleep(void **state)
+{
+    (void)state;
+    for (int fallback = 0; fallback < 2; fallback++) {
+        nth_cpumgr_wait_force_fallback(fallback);
+        uint32_t shared = 7;
+        int kick = 0;
+        int seen_kick = __atomic_load_n(&kick, __ATOMIC_ACQUIRE);
+        __atomic_add_fetch(&kick, 1, __ATOMIC_RELEASE); /* the kick, in the window */
+        syscall(SYS_futex, &kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        assert_int_equal(nth_cpumgr_wait2(&shared, 7, &kick, seen_kick, mono_ns() + 3000000000LL),
+                         0);
+        /* The same for the shared word moved (a grant published). */
+        shared = 8;
+        assert_int_equal(nth_cpumgr_wait2(&shared, 7, &kick, 1, mono_ns() + 3000000000LL), 0);
+    }
+    nth_cpumgr_wait_force_fallback(0);
+}
+
+static uint32_t w_shared;
+static int w_kick, w_rc = -1;
+
+static void *sleeper(void *arg)
+{
+    int shared = arg != NULL;
+    w_rc = nth_cpumgr_wait2(shared ? &w_shared : NULL, 0, &w_kick, 0, mono_ns() + 20000000000LL);
+    return NULL;
+}
+
+/* A sleeping watcher is woken by a kick (private word), and by the daemon's
+ * wake of the shared word; with nothing, it times out at the deadline. */
+static void test_wait_wakes(void **state)
+{
+    (void)state;
+    struct timespec nap = { 0, 20000000 };
+    for (int k = 0; k < 3; k++) {
+        pthread_t th;
+        w_shared = 0;
+        w_kick = 0;
+        w_rc = -1;
+        assert_int_equal(pthread_create(&th, NULL, sleeper, k == 2 ? NULL : (void *)1), 0);
+        nanosleep(&nap, NULL); /* likely asleep; if not, the values tell it */
+        if (k == 1) {
+            __atomic_add_fetch(&w_shared, 1, __ATOMIC_RELEASE);
+            syscall(SYS_futex, &w_shared, FUTEX_WAKE, 1, NULL, NULL, 0);
+        } else {
+            __atomic_add_fetch(&w_kick, 1, __ATOMIC_RELEASE);
+            syscall(SYS_futex, &w_kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        }
+        pthread_join(th, NULL);
+        assert_int_equal(w_rc, 0);
+    }
+    uint32_t shared = 0;
+    int kick = 0;
+    assert_int_equal(nth_cpumgr_wait2(&shared, 0, &kick, 0, mono_ns() + 20000000), ETIMEDOUT);
+    assert_int_equal(nth_cpumgr_wait2(NULL, 0, &kick, 0, mono_ns() + 20000000), ETIMEDOUT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +249,8 @@ int main(void)
         cmocka_unit_test(test_no_daemon),
         cmocka_unit_test(test_bad_env),
         cmocka_unit_test(test_reclaim_env),
+        cmocka_unit_test(test_wait_kick_before_sleep),
+        cmocka_unit_test(test_wait_wakes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
