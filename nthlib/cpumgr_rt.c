@@ -44,6 +44,9 @@
 #include <unistd.h>
 
 #define TICK_NS (10 * 1000000LL) /* client tick: daemon death seen within ~3 periods anyway */
+/* Moves whose cost sets the margin: the largest of 32 is about their p97,
+ * so about 1 move in 30 may be late by a little, not 1 in 2. */
+#define COST_WINDOW 32
 
 struct vp_state {
     int tid;            /* kernel thread id, 0 until seen (atomic) */
@@ -62,8 +65,11 @@ static struct {
     int hooked;              /* on_sched_point registered (atomic) */
     int stop, stopped;       /* at exit: the watcher leaves the segment first */
     unsigned long nreclaims; /* atomic */
-    int64_t cost_ns;         /* start-to-moved time of a move: a high
-                                percentile of recent ones, not their mean */
+    int64_t cost_ns;         /* margin a move starts before its deadline:
+                                the largest due-to-moved time of the
+                                last COST_WINDOW moves (their ~p97) */
+    int64_t costs[COST_WINDOW]; /* those times, a ring (R.lock) */
+    unsigned ncosts;
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
 } R;
@@ -227,6 +233,31 @@ static void hook_if_attached(void)
         __atomic_store_n(&R.hooked, 1, __ATOMIC_RELEASE);
 }
 
+/* Record what a move cost, from the moment it was due (the watcher's
+ * futex timeout is late by the wake-up of a vCPU, its preemption of the
+ * spinner, sched_setaffinity waiting for the thread to leave the CPU), and
+ * set the margin to the largest of the last COST_WINDOW: the deadline is a
+ * bound (DESIGN: free for its new owner within NTH_RECLAIM_US), so the
+ * margin covers the slow moves, not the typical one -- with a mean or a
+ * median, every other move would be late. Capped at half the
+ * budget: one move stalled for milliseconds (a preempted watcher) must not
+ * turn a 1 ms budget into none. R.lock held. */
+static void note_move_cost(int64_t late)
+{
+    if (late < 0)
+        late = 0;
+    R.costs[R.ncosts++ % COST_WINDOW] = late;
+    unsigned n = R.ncosts < COST_WINDOW ? R.ncosts : COST_WINDOW;
+    int64_t m = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (R.costs[i] > m)
+            m = R.costs[i];
+    /* Until the window is full, never below the first guess. */
+    if (R.ncosts < COST_WINDOW && m < R.cost_ns)
+        m = R.cost_ns;
+    R.cost_ns = m < R.reclaim_ns / 2 ? m : R.reclaim_ns / 2;
+}
+
 /* Move the kernel threads of VPs that overstayed on a CPU taken away.
  * Returns the next pending deadline (CLOCK_MONOTONIC ns), or t + TICK_NS. */
 static int64_t reclaim_pass(void)
@@ -262,18 +293,7 @@ static int64_t reclaim_pass(void)
         __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
         s->moved = 1;
-        int64_t late = now_ns() - (s->since + R.reclaim_ns) + R.cost_ns;
-        if (late < 0)
-            late = 0;
-        /* Up fast, down slowly: the estimate tracks the slow moves, so
-         * most finish before the deadline. A mean would make every other
-         * move late, and the bound is a deadline, not a target. */
-        if (late > R.cost_ns)
-            R.cost_ns += (late - R.cost_ns) / 2;
-        else
-            R.cost_ns -= (R.cost_ns - late) / 16;
-        if (R.cost_ns > R.reclaim_ns / 4)
-            R.cost_ns = R.reclaim_ns / 4;
+        note_move_cost(now_ns() - due);
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
     }
     nth_futex_unlock(&R.lock);
