@@ -50,8 +50,8 @@ int nth_cpumgr_wait2(const uint32_t *shared, uint32_t shared_val, const int *kic
             return errno;
         if (errno == EAGAIN)
             return 0; /* a word moved before we slept */
-        if (errno != ENOSYS)
-            return 0; /* e.g. EFAULT: let the caller look again */
+        /* ENOSYS (before 5.16), or EPERM from a seccomp filter that does
+         * not know the call: returning at once would spin the watcher. */
         __atomic_store_n(&no_waitv, 1, __ATOMIC_RELAXED);
     }
 #endif

@@ -15,10 +15,12 @@
  * kernel when the wait is queued, so a bump of either word made after the
  * caller read it and before the wait is never lost (a wait on one word
  * only, with the other checked just before, loses it). futex_waitv(2),
- * Linux 5.16; without it (ENOSYS) the shared word is waited on alone in
+ * Linux 5.16; without it (any error but EAGAIN, ETIMEDOUT, EINTR: ENOSYS,
+ * or EPERM from a seccomp filter) the shared word is waited on alone in
  * slices of at most NTH_CPUMGR_WAIT_FALLBACK_NS, so a lost kick costs one
  * slice. Returns 0 when woken or a word moved, ETIMEDOUT at the deadline,
- * EINTR on a signal. Thread-safe (no state of its own). */
+ * EINTR on a signal. Thread-safe (its one state, whether futex_waitv
+ * works, is an atomic flag). */
 #define NTH_CPUMGR_WAIT_FALLBACK_NS 200000
 int nth_cpumgr_wait2(const uint32_t *shared, uint32_t shared_val, const int *kick, int kick_val,
                      int64_t deadline_ns);
