@@ -16,7 +16,8 @@
  *    thread). It sleeps on the slot's epoch word, which the daemon wakes
  *    (shared futex), or at most TICK_NS; then it ticks the client (daemon
  *    death -> alone on the affinity mask, daemon back -> re-attach,
- *    DESIGN invariant 8) and enforces bounded reclaim.
+ *    DESIGN invariant 8) and enforces bounded reclaim. It stays on the CPU
+ *    it was born on, VP 0's (see watcher()).
  *  - Bounded reclaim: a VP disabled for reclaim_us that has not parked runs
  *    a nano-thread that does not reach a scheduling point. Its kernel thread
  *    is rebound (sched_setaffinity on its tid, through hwloc) onto the CPUs
@@ -305,9 +306,17 @@ static void *watcher(void *arg)
     (void)arg;
     nth_helper_block_signals(NULL);
     prctl(PR_SET_NAME, "nth-cpumgr", 0, 0, 0);
-    /* Created from VP 0's kernel thread, it would share VP 0's one CPU and
-     * wait behind the very nano-thread it must move off a reclaimed CPU. */
-    nth_unbind_self();
+    /* Created from VP 0's kernel thread, it is bound to VP 0's CPU and
+     * stays there, even once that CPU is another application's: it needs
+     * a few microseconds every tick, and each move is a migration.
+     * Unbound, the load balancer moved it at most wake-ups (about 5 times
+     * per malleable process, perf record -e sched:sched_migrate_task);
+     * following the assignment moved it at most changes (3-4 per process
+     * in a 3-application mix, where the CPUs rotate). When it must move a
+     * VP off a reclaimed CPU that it shares, its short slice (below) lets
+     * it preempt that VP. With unbound VPs it is unbound too. */
+    if (!nth_rt.cfg.bind)
+        nth_unbind_self();
     /* Timer slack is 50 µs by default: too coarse for a 1 ms bound. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     /* It wakes at a reclaim deadline on a CPU that VPs keep busy (often the
