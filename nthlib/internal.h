@@ -172,6 +172,15 @@ struct nth_vp {
      * nano-thread sits in a system call or computes for long (Go's
      * runnext, taken with a CAS for the same reason). */
     struct nth_thread *next_local;
+    /* Moved into this line, with current and next_local, because a thief
+     * looking at a running victim's next_local (steal.c) reads all four:
+     * one cache line the owner writes at each switch, not three. */
+    uint64_t nswitch;                 /* context switches (stats; watchdog, thieves) */
+    /* 1 while its running nano-thread is between nth_blocking_enter and
+     * nth_blocking_leave, in a system call on this VP's kernel thread: a
+     * nano-thread made ready for this VP then gets a stand-in kernel
+     * thread (nth_standin_lend). Written by the owner, read by anyone. */
+    int blocking;
     /* Per-VP counters instead of global atomics on every create/exit:
      * ids come in blocks of NTH_ID_BLOCK from nth_rt.next_id, and the live
      * count is nth_rt.live + sum(ncreated) - sum(nexited), summed only after
@@ -188,11 +197,6 @@ struct nth_vp {
     int park_word;                    /* futex: 0 parked/ing, 1 woken */
     int parked;                       /* 1 while in the kernel (atomic) */
     int disabled;                     /* CPU taken away (nth_vps_set_allowed) */
-    /* 1 while its running nano-thread is between nth_blocking_enter and
-     * nth_blocking_leave, in a system call on this VP's kernel thread: a
-     * nano-thread made ready for this VP then gets a stand-in kernel
-     * thread (nth_standin_lend). Written by the owner, read by anyone. */
-    int blocking;
     /* Set when a parallel-region member ended here: the next region is
      * likely to come soon, so the idle loop spins NTH_TEAM_SPIN_US rather
      * than NTH_SPIN_US before parking (owner only). */
@@ -210,7 +214,6 @@ struct nth_vp {
     uint64_t trace_t0;                /* tracing: when the switch path began */
     void *cpumgr;                     /* reserved: cpumgr client state */
     uint64_t nstarted;                /* nano-threads first run here (stats) */
-    uint64_t nswitch;                 /* context switches (stats) */
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
@@ -220,7 +223,19 @@ struct nth_vp {
      * it lies in a slab (slabs are never unmapped), so nth_join checks only
      * its magic, not the slab registry (create then join). */
     struct nth_thread *last_created;
+    /* Work stealing, this VP as a thief (owner only; steal.c): what it
+     * last saw in each running victim's next_local, indexed by victim id
+     * (nvps entries), and when it may look at those slots again. */
+    struct nth_peek *peek;
+    int64_t peek_next;
 } __attribute__((aligned(NTH_CACHELINE)));
+
+/* A thief's observation of one victim's next_local (steal.c). */
+struct nth_peek {
+    struct nth_thread *t;             /* occupant seen, NULL none */
+    uint64_t nswitch;                 /* the victim's switch count then */
+    int64_t since;                    /* when first seen so (CLOCK_MONOTONIC ns) */
+};
 
 /* How long thieves leave a nano-thread moving to a running VP
  * (nth_move_to_vp) in that VP's queue (a parked one, being woken for it,
@@ -228,6 +243,12 @@ struct nth_vp {
  * VP in a computation without scheduling points (perhaps spinning until
  * the mover does something) cannot hold it. */
 #define NTH_MOVE_GRACE_NS 10000000
+
+/* How long thieves leave a running victim's next_local alone (steal.c
+ * says why), and how often at most a thief looks at those slots: each
+ * look pulls the line the victim writes at every switch. */
+#define NTH_NEXT_LOCAL_GRACE_NS 10000
+#define NTH_NEXT_LOCAL_PEEK_NS 5000
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
 enum {

@@ -60,22 +60,38 @@ int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj
         for (int j = 0; j < k; j++)
             vps[i]->steal_order[j] = v[j].vp;
         vps[i]->nsteal = k;
+        free(vps[i]->peek);
+        vps[i]->peek = calloc((size_t)n, sizeof(struct nth_peek));
+        if (!vps[i]->peek) {
+            free(v);
+            return ENOMEM;
+        }
     }
     free(v);
     (void)topo;
     return 0;
 }
 
-/* How long a thief leaves a running victim's next_local alone: about the
- * time the victim needs to block or yield and run it itself. Go's
- * runqgrab sleeps 3 µs for the same reason: a nano-thread just woken into
- * that slot (make_ready in nano_thread.c) belongs next to its waker, and
- * taking it at once turns every producer/consumer hand-off into a
- * cross-CPU one (the 2-VP condvar ping-pong went from 0.3 to 3 µs).
- * Longer than Go's: a waker that makes a futex system call (to unpark an
- * idle VP) takes several µs on a virtual machine, and a 3 µs grace then
- * split most ping-pong pairs again. */
-#define NEXT_LOCAL_GRACE_NS 10000
+/* A thief leaves a running victim's next_local alone for
+ * NTH_NEXT_LOCAL_GRACE_NS: about the time the victim needs to block or
+ * yield and run it itself. Go's runqgrab sleeps 3 µs for the same reason:
+ * a nano-thread just woken into that slot (make_ready in nano_thread.c)
+ * belongs next to its waker, and taking it at once turns every
+ * producer/consumer hand-off into a cross-CPU one (the 2-VP condvar
+ * ping-pong went from 0.3 to 3 µs). Longer than Go's: a waker that makes
+ * a futex system call (to unpark an idle VP) takes several µs on a
+ * virtual machine, and a 3 µs grace then split most ping-pong pairs again.
+ *
+ * The thief does not wait the grace out spinning on the victim's slot:
+ * the victim writes that cache line at each switch (current, next_local,
+ * nswitch), and an idle VP reading it in a loop made every one of those
+ * writes a miss (the 2-VP ping-pong, whose pair shares one VP through
+ * this slot, at 5-7 times the 1-VP round trip). It notes what it saw, the
+ * occupant and the victim's switch count, looks again at most every
+ * NTH_NEXT_LOCAL_PEEK_NS, and takes the occupant once the same one has sat
+ * there for the grace with the victim not switching (stuck in a system
+ * call, or computing for long). An idle VP does not park while such a
+ * slot is occupied (any_work in idle.c), so it is there to take it. */
 
 static int64_t now_ns(void)
 {
@@ -84,24 +100,31 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static struct nth_thread *steal_next_local(struct nth_vp *victim)
+static struct nth_thread *steal_next_local(struct nth_vp *vp, struct nth_vp *victim, int64_t now)
 {
+    struct nth_peek *pk = vp->peek ? &vp->peek[victim->id] : NULL;
     struct nth_thread *t = __atomic_load_n(&victim->next_local, __ATOMIC_ACQUIRE);
-    if (!t)
+    if (!t) {
+        if (pk)
+            pk->t = NULL;
         return NULL;
+    }
     if (__atomic_load_n(&victim->current, __ATOMIC_RELAXED) != &victim->idle &&
         !__atomic_load_n(&victim->blocking, __ATOMIC_RELAXED)) {
-        /* The victim runs something: give it the grace period, and take
-         * the slot only if it still holds t and the victim has not
-         * switched meanwhile (it is stuck, or computing for long). */
         uint64_t sw = __atomic_load_n(&victim->nswitch, __ATOMIC_RELAXED);
-        int64_t until = now_ns() + NEXT_LOCAL_GRACE_NS;
-        do
-            nth_cpu_relax();
-        while (now_ns() < until && __atomic_load_n(&victim->next_local, __ATOMIC_RELAXED) == t);
-        if (__atomic_load_n(&victim->nswitch, __ATOMIC_RELAXED) != sw)
+        if (!pk)
+            return NULL;
+        if (pk->t != t || pk->nswitch != sw) {
+            pk->t = t;                   /* first sight: the grace starts */
+            pk->nswitch = sw;
+            pk->since = now;
+            return NULL;
+        }
+        if (now - pk->since < NTH_NEXT_LOCAL_GRACE_NS)
             return NULL;
     }
+    if (pk)
+        pk->t = NULL;
     if (__atomic_compare_exchange_n(&victim->next_local, &t, NULL, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED))
         return t;
@@ -125,6 +148,17 @@ static int moving_to(struct nth_thread *t, struct nth_vp *victim)
 
 struct nth_thread *nth_steal(struct nth_vp *vp)
 {
+    /* The victims' next_local slots, at most every NTH_NEXT_LOCAL_PEEK_NS
+     * (without observations, which every VP has from nth_steal_order, a
+     * thief would take only from idle or blocking victims). */
+    int64_t now = 0;
+    int peek = 1;
+    if (vp->peek) {
+        now = now_ns();
+        peek = now >= vp->peek_next;
+        if (peek)
+            vp->peek_next = now + NTH_NEXT_LOCAL_PEEK_NS;
+    }
     for (int i = 0; i < vp->nsteal; i++) {
         struct nth_vp *victim = nth_rt.vps[vp->steal_order[i]];
         struct nth_thread *t = NULL;
@@ -143,8 +177,8 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         }
         /* Its queue's head too: with the victim's nano-thread in a long
          * computation or a system call, nothing else would run it. */
-        if (!t)
-            t = steal_next_local(victim);
+        if (!t && peek)
+            t = steal_next_local(vp, victim, now);
         if (t)
             return t;
     }

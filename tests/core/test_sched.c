@@ -246,6 +246,59 @@ static void c_steal(void *a)
 
 static void test_stealing(void **s) { (void)s; assert_child_ok(c_steal, NULL); }
 
+/* A nano-thread made ready into a running VP's next_local, by a waker that
+ * then computes without a scheduling point, is taken by an idle VP after
+ * the grace (steal.c), even with NTH_SPIN_US shorter than that grace: the
+ * idle VP spins on while its observation waits, rather than park with the
+ * nano-thread stuck until the waker's next switch (it would wait forever
+ * here). */
+static int nl_go, nl_ran, nl_vp;
+
+static void *nl_sleeper(void *a)
+{
+    (void)a;
+    while (!__atomic_load_n(&nl_go, __ATOMIC_ACQUIRE))
+        nth_wait();
+    __atomic_store_n(&nl_vp, nth_vp_id(), __ATOMIC_RELAXED);
+    __atomic_store_n(&nl_ran, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void c_next_local_stuck(void *a)
+{
+    (void)a;
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = 2;
+    c.stall_us = 0;          /* no stand-in: stealing alone must do it */
+    c.spin_us = 1;           /* shorter than NTH_NEXT_LOCAL_GRACE_NS */
+    CHECK_EQ(nth_init(&c), 0);
+    for (int round = 0; round < 5; round++) {
+        __atomic_store_n(&nl_go, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&nl_ran, 0, __ATOMIC_RELAXED);
+        nth_t b;
+        CHECK_EQ(nth_create(&b, NULL, nl_sleeper, NULL), 0);
+        struct nth_thread *bt = (struct nth_thread *)b;
+        /* Until it sleeps, switched out: then our wake-up is a real one. */
+        double t0 = mono_s();
+        while (((__atomic_load_n(&bt->state, __ATOMIC_ACQUIRE) & NTH_ST_MASK) != NTH_ST_BLOCKED ||
+                __atomic_load_n(&bt->on_cpu, __ATOMIC_ACQUIRE)) && mono_s() - t0 < 5)
+            nth_yield();                /* (a thief may move us meanwhile) */
+        int me = nth_vp_id();
+        CHECK(me == 0 || me == 1);
+        __atomic_store_n(&nl_go, 1, __ATOMIC_RELEASE);
+        CHECK_EQ(nth_to_rq(b), 0);      /* into our VP's next_local: we run */
+        t0 = mono_s();
+        while (!__atomic_load_n(&nl_ran, __ATOMIC_ACQUIRE) && mono_s() - t0 < 2)
+            nth_cpu_relax();            /* no scheduling point */
+        CHECK(__atomic_load_n(&nl_ran, __ATOMIC_ACQUIRE));
+        CHECK_EQ(__atomic_load_n(&nl_vp, __ATOMIC_RELAXED), 1 - me);
+        CHECK_EQ(nth_join(b, NULL), 0);
+    }
+}
+
+static void test_next_local_stuck(void **s) { (void)s; assert_child_ok(c_next_local_stuck, NULL); }
+
 /* ---- nth_wait / nth_to_rq ---------------------------------------------------- */
 
 enum { RING = 8, ROUNDS = 4000 };
@@ -778,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_errno_two_vps),
         cmocka_unit_test(test_fp_control),
         cmocka_unit_test(test_stealing),
+        cmocka_unit_test(test_next_local_stuck),
         cmocka_unit_test(test_permit_basic),
         cmocka_unit_test(test_permit_race),
         cmocka_unit_test(test_cross_wake),
