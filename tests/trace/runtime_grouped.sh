@@ -26,7 +26,7 @@ END {
     if (ty[i] == 13 && kind[i] == 1 && id[i] > 1) {          # a nano-thread name (main: not runtime-created)
       c = i + 1 + int((len[i] + 31) / 32)                     # its bytes, then THREAD_CREATE
       if (ty[c] != 3 || id[c] != id[i]) { print "name of " id[i] " not followed by its THREAD_CREATE"; bad++; continue }
-      if (ts[c] != ts[i]) { print "name and THREAD_CREATE of " id[i] " stamped apart: " ts[i] " " ts[c]; bad++ }
+      if (ts[c] != ts[i]) { print "name and THREAD_CREATE of " id[i] " stamped apart: " sprintf("%.0f %.0f", ts[i], ts[c]); bad++ }
       if (ty[c + 1] != 7 || ty[c + 2] != 8 || id[c + 1] != val[c] || id[c + 2] != val[c]) {
         print "THREAD_CREATE of " id[i] " not followed by its creator " val[c] "'"'"'s OVERHEAD push and pop"; bad++; continue }
       if (ts[c + 2] != ts[c] || ts[c + 1] > ts[c]) { print "OVERHEAD of the creation of " id[i] " stamped apart"; bad++ }
