@@ -15,11 +15,18 @@
 # all blocks but each process's first (warm-up). Printed, one JSON object
 # per line: the median and the mean of each, with 95 % percentile-bootstrap
 # confidence intervals (10,000 resamples of the blocks, fixed seed).
+# After each run, untimed, lu-trace-ab writes the records the run left
+# (else the writer would write them during a later run, whatever its arm);
+# that write's wall and CPU time are charged to the run: "wall" and "cpu"
+# include it (an upper bound: done serially), "wall_run" and "cpu_run" do
+# not. Use BLOCKS = 6k + 1: the six orders of the arms, each k times.
+# The writer threads' CPU time and time slices go to stderr per process.
 #
-# usage: bench/trace_lu_ab.sh [BUILDDIR [PROCS [BLOCKS [SIZE]]]]   (default build 4 16 1000)
+# usage: bench/trace_lu_ab.sh [BUILDDIR [PROCS [BLOCKS [SIZE]]]]   (default build 4 13 1000)
 # Extra arguments for lu-trace-ab: TRACE_AB_ARGS (e.g. "--threads 2").
 set -euo pipefail
-bdir=${1:-build}; procs=${2:-4}; blocks=${3:-16}; size=${4:-1000}
+bdir=${1:-build}; procs=${2:-4}; blocks=${3:-13}; size=${4:-1000}
+(( blocks > 1 && (blocks - 1) % 6 == 0 )) || echo "trace_lu_ab.sh: BLOCKS=$blocks: not 6k+1, the arms' orders are not balanced" >&2
 lu=$bdir/bench/lu-trace-ab
 [ -x "$lu" ] || { echo "trace_lu_ab.sh: $lu not built (make -C $bdir bench/lu-trace-ab)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "trace_lu_ab.sh: needs python3" >&2; exit 2; }
@@ -34,6 +41,8 @@ for ((p = 0; p < procs; p++)); do
     grep -q '"ok":false' "$tmp/out" && { echo "trace_lu_ab.sh: a run failed its check" >&2; exit 1; }
     sed "s/^/$p /" "$tmp/out" >> "$tmp/all"
     echo $(( ($(stat -c %s "$tmp"/t.bin) - 64) / 32 )) >> "$tmp/recs"
+    grep '^lu-trace-ab: nth-trace' "$tmp/err" >&2 || true
+    : > "$tmp/err"
 done
 python3 - "$tmp/all" "$tmp/recs" "$procs" "$blocks" "$size" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "${TRACE_AB_ARGS:-}" <<'PY'
 import json, random, statistics, sys
@@ -46,14 +55,18 @@ for line in open(path):
     runs[(int(p), o['run'])] = o
 recs = [int(x) for x in open(recs_path)]
 on_runs_per_proc = blocks
-ratios = {('wall', 'on'): [], ('wall', 'aa'): [], ('cpu', 'on'): [], ('cpu', 'aa'): []}
+ratios = {(w, a): [] for w in ('wall', 'cpu', 'wall_run', 'cpu_run') for a in ('on', 'aa')}
+settle = []
 med_t = {'on': [], 'off': [], 'aa': []}
 for p in range(procs):
     for b in range(1, blocks):        # block 0: warm-up
         arm = {runs[(p, 3 * b + k)]['arm']: runs[(p, 3 * b + k)] for k in range(3)}
-        for what, key in (('wall', 'value'), ('cpu', 'cpu_s')):
+        val = {'wall': lambda o: o['value'] + o['settle_s'], 'cpu': lambda o: o['cpu_s'] + o['settle_cpu_s'],
+               'wall_run': lambda o: o['value'], 'cpu_run': lambda o: o['cpu_s']}
+        for what, f in val.items():
             for a in ('on', 'aa'):
-                ratios[(what, a)].append((arm[a][key] / arm['off'][key] - 1) * 100)
+                ratios[(what, a)].append((f(arm[a]) / f(arm['off']) - 1) * 100)
+        settle.append(arm['on']['settle_s'])
         for a in med_t:
             med_t[a].append(arm[a]['value'])
 rng = random.Random(7)
@@ -70,5 +83,6 @@ for (what, a), v in ratios.items():
     if a == "on":
         out["records_per_lu"] = round(statistics.median(recs) / on_runs_per_proc)
         out["median_s"] = {k: round(statistics.median(x), 6) for k, x in med_t.items()}
+        out["settle_on_median_ms"] = round(statistics.median(settle) * 1e3, 3)
     print(json.dumps(out, separators=(',', ':')))
 PY

@@ -83,11 +83,24 @@ NTH_HIDDEN void nth_trace__switch(uint64_t from, uint64_t to);
  * in between, framed by flagged VP_START / VP_STOP records. */
 NTH_HIDDEN void nth_trace__loan(int vp);
 NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
-/* The runtime's switch record (trace_core.h): vp now runs `to`, `from` left
- * it blocked or not (why); the switch path ran since t0 (trace clock ns, 0 =
- * unknown), carried in the record's arg. A nonzero obj first writes
- * NTH_REC_WAIT_OBJ (kind, obj) for `from`, in the same reservation. */
-NTH_HIDDEN void nth_trace__switch_rt(uint64_t from, uint64_t to, unsigned why, uint64_t t0, uint64_t obj, unsigned kind);
+/* The runtime's switch (trace_core.h): vp now runs `to`; `from` left it
+ * blocked or not (why). Every record of the switch in one reservation and
+ * one clock read: `from`'s THREAD_END if it ended, NTH_REC_WAIT_OBJ (kind,
+ * obj) if obj is nonzero (it blocked on obj), the SWITCH record -- whose
+ * arg carries the switch path's time since t0 (trace clock ns, 0 =
+ * unknown) -- and the VP's ready-queue length if rq_vp >= 0. */
+struct nth_trace_sw {
+    uint64_t from, to, t0, obj, rq_len;
+    unsigned why, kind;
+    int ended;                 /* nonzero: `from` has exited */
+    int rq_vp;                 /* VP whose queue length rq_len is; -1 = none */
+};
+NTH_HIDDEN void nth_trace__switch_rt(const struct nth_trace_sw *s);
+/* The runtime's create (trace_core.h), in one reservation and one clock
+ * read: the name (if any), THREAD_CREATE (id, creator), and, when creator
+ * and since are nonzero, the creator's OVERHEAD slice from since to now
+ * (as nth_trace__overhead). */
+NTH_HIDDEN void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
 /* An OVERHEAD slice on nano-thread id from since_ns to now: a push stamped
  * since_ns and its pop stamped now, written together (so a cut file never

@@ -171,30 +171,71 @@ void nth_trace__overhead(uint64_t id, uint64_t since_ns)
     publish(b, h, 2);
 }
 
-void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name)
+/* Slots for a NAME record and its bytes: 0 when there is no name. */
+static inline uint64_t name_slots(const char *name, size_t *len)
 {
     if (!name)
-        return;
-    size_t len = strnlen(name, NTH_TRACE_NAME_MAX);
-    uint64_t payload = (len + sizeof(struct nth_trace_rec) - 1) / sizeof(struct nth_trace_rec);
-    struct nth_trace_buf *b = buf_get();
-    if (!b) {
-        __atomic_fetch_add(&nth_trace_alloc_lost, 1 + payload, __ATOMIC_RELAXED);
-        return;
-    }
-    uint64_t ts = nth_trace_now();
-    uint64_t h = reserve(b, 1 + payload, ts);
-    if (h == UINT64_MAX)
-        return;
+        return 0;
+    *len = strnlen(name, NTH_TRACE_NAME_MAX);
+    return 1 + (*len + sizeof(struct nth_trace_rec) - 1) / sizeof(struct nth_trace_rec);
+}
+
+/* Write the NAME record at slot h and its bytes after it (slots - 1 of them). */
+static void name_put(struct nth_trace_buf *b, uint64_t h, uint64_t ts, uint16_t kind, uint64_t key,
+                     uint64_t key2, const char *name, size_t len, uint64_t slots)
+{
     b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_NAME, tl_vp,
                                                          (uint32_t)kind << 16 | (uint32_t)len, key, key2 };
-    for (uint64_t i = 0; i < payload; i++) {
+    for (uint64_t i = 0; i + 1 < slots; i++) {
         struct nth_trace_rec *r = &b->ring[(h + 1 + i) & (b->cap - 1)];
         size_t off = i * sizeof *r, chunk = len - off < sizeof *r ? len - off : sizeof *r;
         memset(r, 0, sizeof *r);
         memcpy(r, name + off, chunk);
     }
-    publish(b, h, 1 + payload);
+}
+
+void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *name)
+{
+    size_t len = 0;
+    uint64_t slots = name_slots(name, &len);
+    if (!slots)
+        return;
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, slots, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t h = reserve(b, slots, ts);
+    if (h == UINT64_MAX)
+        return;
+    name_put(b, h, ts, kind, key, key2, name, len, slots);
+    publish(b, h, slots);
+}
+
+void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since)
+{
+    size_t len = 0;
+    uint64_t nslots = name && *name ? name_slots(name, &len) : 0;
+    uint64_t n = nslots + 1 + (creator && since ? 2 : 0);
+    struct nth_trace_buf *b = buf_get();
+    if (!b) {
+        __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t ts = nth_trace_now();
+    uint64_t h = reserve(b, n, ts);
+    if (h == UINT64_MAX)
+        return;
+    if (nslots)
+        name_put(b, h, ts, NTH_NAME_THREAD, id, 0, name, len, nslots);
+    uint64_t i = h + nslots;
+    b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_THREAD_CREATE, tl_vp, 0, id, creator };
+    if (creator && since) {
+        b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ since, NTH_REC_STATE_PUSH, tl_vp, NTH_TRACE_OVERHEAD, creator, 0 };
+        b->ring[i & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_STATE_POP, tl_vp, 0, creator, 0 };
+    }
+    publish(b, h, n);
 }
 
 void nth_trace__vp(uint16_t type, unsigned vp)
@@ -228,26 +269,31 @@ void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why)
     nth_trace__rec(NTH_REC_SWITCH, why, to, from);
 }
 
-void nth_trace__switch_rt(uint64_t from, uint64_t to, unsigned why, uint64_t t0, uint64_t obj, unsigned kind)
+void nth_trace__switch_rt(const struct nth_trace_sw *s)
 {
-    tl_running = to;
+    tl_running = s->to;
     struct nth_trace_buf *b = buf_get();
-    uint64_t n = obj ? 2 : 1;
+    uint64_t n = 1 + (s->ended != 0) + (s->obj != 0) + (s->rq_vp >= 0);
     if (!b) {
         __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
         return;
     }
     uint64_t ts = nth_trace_now();
-    uint64_t ovh = t0 && t0 < ts ? ts - t0 : 0;
+    uint64_t ovh = s->t0 && s->t0 < ts ? ts - s->t0 : 0;
     if (ovh > NTH_SWITCH_OVH_MAX)
         ovh = NTH_SWITCH_OVH_MAX;
-    uint64_t h = reserve(b, n, ts);
+    uint64_t h = reserve(b, n, ts), i = h;
     if (h == UINT64_MAX)
         return;
-    if (obj)
-        b->ring[h & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_WAIT_OBJ, tl_vp, kind, from, obj };
-    b->ring[(h + n - 1) & (b->cap - 1)] = (struct nth_trace_rec){
-        ts, NTH_REC_SWITCH, tl_vp, why | (uint32_t)ovh << NTH_SWITCH_OVH_SHIFT, to, from };
+    if (s->ended)
+        b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_THREAD_END, tl_vp, 0, s->from, 0 };
+    if (s->obj)
+        b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_WAIT_OBJ, tl_vp, s->kind, s->from, s->obj };
+    b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){
+        ts, NTH_REC_SWITCH, tl_vp, s->why | (uint32_t)ovh << NTH_SWITCH_OVH_SHIFT, s->to, s->from };
+    if (s->rq_vp >= 0)
+        b->ring[i & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_COUNTER, tl_vp, NTH_CTR_RQ_LEN,
+                                                             (uint64_t)s->rq_vp, s->rq_len };
     publish(b, h, n);
 }
 

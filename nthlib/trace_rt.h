@@ -35,6 +35,12 @@ NTH_HIDDEN void nth_trace_kick_rescuer(void);
  * writer does not drain, as if it never got a CPU. */
 NTH_HIDDEN extern int nth_trace_writer_test_hold;
 
+/* Bench hook (bench/trace_lu_ab.c): write every buffer's records to the
+ * file now, on the calling thread, as a writer pass does. Returns 0 (also
+ * when tracing is not started or finishing), EBUSY if a drainer held the
+ * lock for 2 s. Thread-safe (the drain lock). */
+NTH_HIDDEN int nth_trace_drain_now(void);
+
 /* Exit paths (trace_exit.c): atexit and the fatal-signal handlers. */
 NTH_HIDDEN int nth_trace_install_exit_paths(void);
 

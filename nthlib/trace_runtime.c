@@ -32,30 +32,35 @@ void nth_trace__rt_vp(struct nth_vp *vp)
 void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth_thread *to)
 {
     int s = __atomic_load_n(&from->state, __ATOMIC_RELAXED) & NTH_ST_MASK;
-    if (s == NTH_ST_EXITED)   /* its last switch ends its exit OVERHEAD */
-        nth_trace__rec(NTH_REC_THREAD_END, 0, from->id, 0);
     int blocked = s == NTH_ST_BLOCKED;
     uint64_t t0 = vp->trace_t0;
     vp->trace_t0 = 0;
-    nth_trace__switch_rt(from->id, to->id, blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
-                         from->flags & NTH_TF_IDLE ? 0 : t0, blocked ? from->trace_obj : 0, from->trace_kind);
-    if (vp->id < 0)
-        return;   /* a watchdog stand-in's shell VP: no queue, no VP track */
-    long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
-    if (n < 0)
-        n = 0;
-    if ((uintptr_t)vp->trace != (uintptr_t)n + 1) {
-        vp->trace = (void *)((uintptr_t)n + 1);
-        nth_trace__counter(NTH_CTR_RQ_LEN, vp->id, (uint64_t)n);
+    struct nth_trace_sw sw = {
+        .from = from->id, .to = to->id,
+        .t0 = from->flags & NTH_TF_IDLE ? 0 : t0,
+        .obj = blocked ? from->trace_obj : 0, .kind = from->trace_kind,
+        .why = blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
+        .ended = s == NTH_ST_EXITED,   /* its last switch ends its exit OVERHEAD */
+        .rq_vp = -1,
+    };
+    /* A watchdog stand-in's shell VP (id < 0) has no queue and no track. */
+    if (vp->id >= 0) {
+        long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
+        if (n < 0)
+            n = 0;
+        if ((uintptr_t)vp->trace != (uintptr_t)n + 1) {
+            vp->trace = (void *)((uintptr_t)n + 1);
+            sw.rq_vp = vp->id;
+            sw.rq_len = (uint64_t)n;
+        }
     }
+    nth_trace__switch_rt(&sw);
 }
 
 void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since)
 {
     struct nth_thread *c = vp ? vp->current : NULL;
-    nth_trace_thread_create(t->id, c ? c->id : 0, t->name);
-    if (c && since)
-        nth_trace__overhead(c->id, since);
+    nth_trace__create_rt(t->id, c ? c->id : 0, t->name, since);
 }
 
 void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)

@@ -235,6 +235,18 @@ static void *rescuer_main(void *arg)
     return NULL;
 }
 
+int nth_trace_drain_now(void)
+{
+    if (!__atomic_load_n(&wr_started, __ATOMIC_ACQUIRE) || __atomic_load_n(&wr_finishing, __ATOMIC_ACQUIRE))
+        return 0;
+    if (!drain_lock(2000))
+        return EBUSY;
+    if (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE))
+        drain_all();
+    drain_unlock();
+    return 0;
+}
+
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*pthread_detach_fn)(pthread_t);
 

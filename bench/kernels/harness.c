@@ -29,6 +29,13 @@ __attribute__((weak)) const char *harness_arm(long run)
     return NULL;
 }
 
+__attribute__((weak)) double harness_settle(long run, double *cpu)
+{
+    (void)run;
+    *cpu = 0;
+    return 0;
+}
+
 /* CPU migrations of this process so far: the sum of se.nr_migrations over
  * its live threads (/proc/self/task/TID/sched, CONFIG_SCHED_DEBUG). Read
  * while the team's workers still exist, so their migrations count. -1 when
@@ -182,6 +189,7 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         double c0 = cpu_s(), t0 = now_s();
         err = k->compute();
         double t = now_s() - t0, ct = cpu_s() - c0;
+        double settle_cpu = 0, settle = arm ? harness_settle(r, &settle_cpu) : 0;
         if (err) {
             fprintf(stderr, "%s: parallel region failed: %s\n", argv[0], strerror(err));
             failed = 1;
@@ -199,9 +207,10 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         if (json && arm)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
-                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f}\n",
+                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f,"
+                   "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f}\n",
                    k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
-                   c.ok ? "true" : "false", c.json, mig, r, arm, ct);
+                   c.ok ? "true" : "false", c.json, mig, r, arm, ct, settle, settle_cpu);
         else if (json)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"

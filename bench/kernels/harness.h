@@ -52,6 +52,15 @@ struct kernel {
  * harness.c's weak default returns NULL. */
 const char *harness_arm(long run);
 
+/* Optional hook, with harness_arm: called right after run `run`'s timed
+ * part, before the validation, to finish what the run left pending so
+ * that it does not fall into the next run (bench/trace_lu_ab.c: write the
+ * run's trace records). Returns the wall seconds that took, printed as
+ * "settle_s" and "settle_cpu_s" (*cpu_s: the process's CPU seconds); the
+ * script decides whether to charge them to the run. The weak default does
+ * nothing and returns 0. */
+double harness_settle(long run, double *cpu_s);
+
 /* The whole program: parse argv, start the team, run, print, exit status. */
 int harness_main(int argc, char **argv, const struct kernel *k);
 
