@@ -46,6 +46,10 @@ void nth_ctx_make(nth_ctx_t *ctx, void *stack_lo, size_t size,
 #define NTH_CTX_HAVE_START 1
 void nth_ctx_start(nth_ctx_t *from, void *stack_lo, size_t size,
                    void (*entry)(void *), void *arg);
+/* nth_ctx_switch() from a context that is never resumed (an exited
+ * nano-thread): the caller's registers are not saved. Never returns. */
+#define NTH_CTX_HAVE_JUMP 1
+void nth_ctx_jump(nth_ctx_t *to) __attribute__((noreturn));
 #endif
 
 #endif

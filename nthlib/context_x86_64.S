@@ -57,6 +57,41 @@ nth_ctx_switch:
     .cfi_endproc
     .size nth_ctx_switch, .-nth_ctx_switch
 
+/* void nth_ctx_jump(nth_ctx_t *to)  rdi = &to->sp
+ * nth_ctx_switch() from a context that never runs again (an exited
+ * nano-thread, whose stack its joiner or the post-switch hook frees):
+ * nothing of the caller is saved. The FP control words are read in the red
+ * zone only to compare them with the resumed context's, as the switch does. */
+    .globl nth_ctx_jump
+    .hidden nth_ctx_jump
+    .type nth_ctx_jump, @function
+    .p2align 4
+nth_ctx_jump:
+    .cfi_startproc
+    stmxcsr -8(%rsp)
+    fnstcw -4(%rsp)
+    movl -8(%rsp), %eax
+    movzwl -4(%rsp), %ecx
+    movq (%rdi), %rsp
+    cmpl (%rsp), %eax
+    jne 2f
+1:  cmpw 4(%rsp), %cx
+    jne 4f
+3:  addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+2:  ldmxcsr (%rsp)
+    jmp 1b
+4:  fldcw 4(%rsp)
+    jmp 3b
+    .cfi_endproc
+    .size nth_ctx_jump, .-nth_ctx_jump
+
 /* void nth_ctx_start(nth_ctx_t *from, void *stack_lo, size_t size,
  *                    void (*entry)(void *), void *arg)
  * rdi = &from->sp, rsi = stack_lo, rdx = size, rcx = entry, r8 = arg.

@@ -251,13 +251,15 @@ struct nth_peek {
 #define NTH_NEXT_LOCAL_PEEK_NS 5000
 
 /* Post-switch actions, run on the new stack by whoever runs next. */
+/* NONE and EXITED come first: the post-switch hook's common case (only
+ * clear on_cpu) is one compare, action <= NTH_PS_EXITED. */
 enum {
     NTH_PS_NONE = 0,
+    NTH_PS_EXITED = 1, /* prev exited joinable: only clear on_cpu */
     NTH_PS_YIELD,      /* enqueue prev on this VP's local queue */
     NTH_PS_GLOBAL,     /* enqueue prev on the global queue (VP disabled) */
     NTH_PS_MOVE,       /* enqueue prev on prev_target's local queue (nth_move_to_vp) */
     NTH_PS_FREE,       /* release prev's stack (detached exit) */
-    NTH_PS_EXITED,     /* prev exited joinable: only clear on_cpu */
 };
 
 /* ---- the runtime ------------------------------------------------------- */
@@ -309,8 +311,15 @@ NTH_HIDDEN struct nth_vp *nth_vp_self(void);
 NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
 
 #define NTH_ID_BLOCK 1024
-/* A fresh nano-thread id for a creator on vp (NULL: not a VP). */
-NTH_HIDDEN uint64_t nth_new_id(struct nth_vp *vp);
+/* A fresh nano-thread id for a creator on vp (NULL: not a VP); ids are
+ * never reused. Inline while vp's block lasts, else nth__new_id. */
+NTH_HIDDEN uint64_t nth__new_id(struct nth_vp *vp);
+static inline uint64_t nth_new_id(struct nth_vp *vp)
+{
+    if (__builtin_expect(vp && vp->id_next != vp->id_end, 1))
+        return vp->id_next++;
+    return nth__new_id(vp);
+}
 /* After main has exited: if no nano-thread is alive any more, exit(0) (once).
  * Called by exiting nano-threads and, as a backstop for the race between the
  * last two exits, by VPs about to park. */
@@ -354,8 +363,16 @@ static inline int nth_sched_grq_turn(struct nth_vp *vp)
     return ++vp->npick % NTH_GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq);
 }
 NTH_HIDDEN void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action);
+/* The same for an exited nano-thread (action NTH_PS_EXITED or NTH_PS_FREE),
+ * which is never resumed: its registers are not saved. It never returns,
+ * but is not declared noreturn: GCC would take the paths to it for cold
+ * and stop inlining there (the exit path of every nano-thread). */
+NTH_HIDDEN void nth_sched_switch_exit(struct nth_vp *vp, struct nth_thread *next, int action);
 NTH_HIDDEN void nth_post_switch(struct nth_vp *vp);
 NTH_HIDDEN void nth_thread_entry(void *desc);
+/* nth_exit(ret) for t, the nano-thread running on the caller's VP, whose
+ * function returned ret (nano_thread.c; skips nth_exit's checks). */
+NTH_HIDDEN void nth__exit_return(struct nth_thread *t, void *ret);  /* never returns */
 /* First code of a fresh context: tool annotations, then the post-switch hook. */
 NTH_HIDDEN void nth_ctx_first_run(struct nth_vp *vp);
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
@@ -367,9 +384,22 @@ NTH_HIDDEN void nth_vp_drain_local(struct nth_vp *vp);
 NTH_HIDDEN int nth_thread_try_run(struct nth_thread *t);
 NTH_HIDDEN void nth_thread_set_ready(struct nth_thread *t);
 
-/* Sanitizer/valgrind annotations around a switch (sched.c). */
-NTH_HIDDEN void nth_tool_thread_created(struct nth_thread *t);
-NTH_HIDDEN void nth_tool_thread_freed(struct nth_thread *t);
+/* Sanitizer/valgrind annotations of a nano-thread's stack (sched.c): made
+ * for a new one, released for a freed one. Out of line only in a sanitizer
+ * build or under valgrind (nth_tool_active), else one load and branch. */
+NTH_HIDDEN extern int nth_tool_active;
+NTH_HIDDEN void nth_tool__created(struct nth_thread *t);
+NTH_HIDDEN void nth_tool__freed(struct nth_thread *t);
+static inline void nth_tool_thread_created(struct nth_thread *t)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) != 0, 0))
+        nth_tool__created(t);
+}
+static inline void nth_tool_thread_freed(struct nth_thread *t)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) != 0, 0))
+        nth_tool__freed(t);
+}
 
 /* ---- stacks and descriptors (stack.c) --------------------------------- */
 

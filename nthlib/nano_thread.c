@@ -149,7 +149,33 @@ static int attr_check(const nth_attr_t *a)
 
 /* ---- create ------------------------------------------------------------- */
 
-int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
+/* The fields of a new descriptor that both create paths set alike. */
+static inline __attribute__((always_inline))
+void desc_init(struct nth_thread *t, void *(*fn)(void *), void *arg)
+{
+    t->flags = NTH_TF_FRESH;             /* nth_sched_switch makes its context */
+    /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
+     * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
+    t->state = NTH_ST_RUNNING;
+    t->on_cpu = 0;
+    t->jstate = NTH_J_JOINABLE;
+    t->fn = fn;
+    t->arg = arg;
+    t->result = NULL;
+    t->vp = NULL;
+    t->move_to = 0;
+    t->specific = NULL;
+    t->trace_obj = 0;
+    t->trace_kind = 0;
+    /* Not memset: GCC made a rep stos of it here (slow to start). */
+    for (unsigned i = 0; i < sizeof t->user / sizeof t->user[0]; i++)
+        t->user[i] = NULL;
+}
+
+/* nth_create in general: attributes, tracing, tools, a kernel thread that
+ * is no VP, a unit not in the cache, a busy local queue. */
+static __attribute__((noinline))
+int create_general(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     uint64_t tr0 = nth_trace_rt_clock();
     if (!out || !fn)
@@ -166,34 +192,22 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     struct nth_thread *t = vp ? nth_unit_get(vp, usize) : nth_unit_alloc(NULL, usize);
     if (!t)
         return EAGAIN;
-    t->flags = NTH_TF_FRESH;             /* nth_sched_switch makes its context */
+    desc_init(t, fn, arg);
     if (ustack) {
         t->stack_lo = ustack;
         t->stack_size = size;
         t->flags = NTH_TF_FRESH | NTH_TF_USTACK;
     }
-    /* RUNNING, like a yielder in a queue: nth_to_rq treats both as ready,
-     * and the VP that dequeues it needs no CAS to READY -> RUNNING. */
-    t->state = NTH_ST_RUNNING;
-    t->on_cpu = 0;
-    t->jstate = attr && attr->detached ? NTH_J_DETACHED : NTH_J_JOINABLE;
-    t->fn = fn;
-    t->arg = arg;
-    t->result = NULL;
+    if (attr && attr->detached)
+        t->jstate = NTH_J_DETACHED;
     t->id = nth_new_id(vp);
     if (vp)
         vp->last_created = t;
-    t->vp = NULL;
     t->home_vp = attr ? attr->vp : NTH_VP_ANY;
-    t->move_to = 0;
     if (attr)
         memcpy(t->name, attr->name, NTH_NAME_MAX);
     else
         t->name[0] = '\0';
-    t->specific = NULL;
-    t->trace_obj = 0;
-    t->trace_kind = 0;
-    memset(t->user, 0, sizeof(t->user));
     nth_tool_thread_created(t);
     nth_trace_rt_create(vp, t, tr0);
     if (vp)
@@ -221,7 +235,48 @@ int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *ar
     return 0;
 }
 
-uint64_t nth_new_id(struct nth_vp *vp)
+
+/* The common case inline, with no call and no register to save: no
+ * attributes, untraced, no tool, a VP whose local queue is empty and whose
+ * cache has a unit of the default size, an id left in its block. Anything
+ * else, create_general. Tracing is tested once, at entry: a trace that
+ * starts during the call sees the nano-thread as one created just before
+ * it (nth_trace_rt_create's own test had the same window). */
+int nth_create(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    struct nth_vp *vp;
+    if (__builtin_expect(!attr && out && fn && nth_started(), 1) &&
+        !__atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) &&
+        (vp = nth_vp_self()) != NULL && vp->id >= 0 &&
+        vp->id_next != vp->id_end &&
+        !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) && nth_rq_empty(&vp->rq) &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED)) {
+        struct nth_unit_cache *uc = &vp->cache[0];
+        struct nth_thread *t = uc->head;
+        if (__builtin_expect(t && uc->stack_size == nth_rt.cfg.stack_size, 1)) {
+            uc->head = t->next_free;
+            uc->n--;
+            desc_init(t, fn, arg);
+            t->id = vp->id_next++;
+            t->home_vp = NTH_VP_ANY;
+            t->name[0] = '\0';
+            vp->last_created = t;
+            __atomic_store_n(&vp->ncreated, vp->ncreated + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&t->magic, NTH_MAGIC_LIVE, __ATOMIC_RELEASE);
+            *out = t;
+            /* As create_general: the head slot of an empty local queue. */
+            __atomic_store_n(&vp->next_local, t, __ATOMIC_RELEASE);
+            if (nth_rt.nvps > 1)
+                nth_sched_wake_idle(vp);
+            return 0;
+        }
+    }
+    return create_general(out, attr, fn, arg);
+}
+
+uint64_t nth__new_id(struct nth_vp *vp)
 {
     if (!vp)
         return __atomic_fetch_add(&nth_rt.next_id, 1, __ATOMIC_RELAXED);
@@ -260,7 +315,7 @@ void nth_exit_if_last(void)
 
 /* Free an exited nano-thread once its context is saved; the caller won the
  * jstate CAS to NTH_J_REAPED. */
-static void reap(struct nth_thread *t)
+static inline __attribute__((always_inline)) void reap(struct nth_thread *t)
 {
     while (__atomic_load_n(&t->on_cpu, __ATOMIC_ACQUIRE))
         nth_cpu_relax();
@@ -281,20 +336,22 @@ static void reap(struct nth_thread *t)
  * which it would, first (the global queue's turn aside, checked here). The
  * joiner stays RUNNING and in no queue, registered as self | NTH_J_DIRECT;
  * nth_exit resumes it directly. 1 when t has exited (jstate EXITED), 0 when
- * nothing was done and the caller takes the general path. */
+ * nothing was done and the caller takes the general path. Called with
+ * tracing off at the join's entry: traced, the joiner must show blocked
+ * (SYNCH on the join) at the switch, which the general path does. */
 static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_thread *t)
 {
-    /* Traced, the joiner must show blocked (SYNCH on the join) at the
-     * switch: the general path, which blocks it. */
-    NTH_TRACE_IF_ON return 0;
     if (vp->id < 0 || __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) ||
         ((vp->npick + 1) % NTH_GRQ_EVERY == 0 && !nth_rq_empty(&nth_rt.grq)))
         return 0;
-    nth_sched_point(vp, NTH_SP_WAIT);
-    vp = nth_vp_self();                 /* hooks may have switched */
+    if (__builtin_expect(__atomic_load_n(&nth_nsched_hooks, __ATOMIC_RELAXED) != 0, 0)) {
+        nth_run_sched_hooks(vp, NTH_SP_WAIT);
+        vp = nth_vp_self();             /* hooks may have switched */
+        if (vp->id < 0 || __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+            return 0;
+    }
     struct nth_thread *x = t;
-    if (vp->id < 0 || __atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) ||
-        !__atomic_compare_exchange_n(&vp->next_local, &x, NULL, 0,
+    if (!__atomic_compare_exchange_n(&vp->next_local, &x, NULL, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return 0;
     /* Ours now: no thief or stand-in can run it. */
@@ -314,8 +371,8 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
     vp->npick++;                        /* a pick, for the global queue's turn */
     if ((__atomic_load_n(&t->state, __ATOMIC_RELAXED) & NTH_ST_MASK) != NTH_ST_RUNNING)
         nth_thread_try_run(t);
-    /* Tracing was off above: no SYNCH to name, no leave time to take (a
-     * trace started just now records this switch without it). */
+    /* Tracing was off: no SYNCH to name, no leave time to take (a trace
+     * started just now records this switch without it). */
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
         __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
         nth_vp_bind(vp);
@@ -352,12 +409,17 @@ int nth_join(nth_t th, void **ret)
         }
         if (j != NTH_J_JOINABLE)
             return EINVAL;              /* another nano-thread joins it */
-        if (self && __atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) == t &&
+        /* Untraced at entry (tr0 0), the head of our own queue: direct. */
+        if (self && !tr0 && __atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) == t &&
             join_direct(vp, self, t)) {
-            j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE);   /* EXITED */
+            /* It exited (EXITED) and switched back to us: only we write
+             * jstate now. No OVERHEAD level was pushed (tr0 0). */
             __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
-            nth_trace_rt_join_done(self, tr0);
-            break;
+            nth_trace_rt_join_done(self, 0);    /* a trace started meanwhile */
+            if (ret)
+                *ret = t->result;
+            reap(t);
+            return 0;
         }
         uintptr_t me = self ? (uintptr_t)self : (uintptr_t)4;
         if (!__atomic_compare_exchange_n(&t->jstate, &j, me, 0,
@@ -414,6 +476,11 @@ int nth_detach(nth_t th)
 
 static int to_rq(struct nth_thread *t, int home);
 
+/* Never returns; not declared noreturn, which GCC reads as "executed
+ * once" and then stops inlining in it (the exit of every nano-thread). */
+static void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret)
+    __attribute__((always_inline));
+
 void nth_exit(void *ret)
 {
     ensure_started();
@@ -422,7 +489,19 @@ void nth_exit(void *ret)
         /* A kernel thread that is no VP has no nano-thread to end. */
         pthread_exit(ret);
     }
-    struct nth_thread *t = vp->current;
+    exit_current(vp, vp->current, ret);
+    __builtin_unreachable();
+}
+
+/* sched.c: t's function returned ret; t runs on this VP. */
+void nth__exit_return(struct nth_thread *t, void *ret)
+{
+    exit_current(nth_vp_self(), t, ret);
+}
+
+/* The end of t, the nano-thread running on vp (the runtime is started). */
+static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret)
+{
     if (__atomic_load_n(&nexit_hooks, __ATOMIC_ACQUIRE) != 0) {
         for (int i = 0; i < NTH_HOOKS_MAX; i++) {
             nth_exit_hook_fn f = __atomic_load_n(&exit_hooks[i], __ATOMIC_ACQUIRE);
@@ -434,7 +513,9 @@ void nth_exit(void *ret)
     nth_sched_point(vp, NTH_SP_EXIT);
     vp = nth_vp_self();
     t->result = ret;
-    nth_trace_rt_exit(t);
+    /* The test here too: GCC, inlining this into the noreturn nth_exit
+     * as well, leaves the hook out of line, a call on every exit. */
+    NTH_TRACE_IF_ON nth_trace_rt_exit(t);
     if (t->flags & NTH_TF_MAIN)
         __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);
@@ -469,7 +550,7 @@ void nth_exit(void *ret)
         /* It switched to us and waits RUNNING in no queue: the VP's next
          * nano-thread, as a dequeued yielder would be. */
         if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED)) {
-            nth_sched_switch(vp, joiner, action);
+            nth_sched_switch_exit(vp, joiner, action);
             __builtin_unreachable();
         }
         nth_sched_enqueue(vp, joiner);  /* the global queue, for another VP */
@@ -481,7 +562,7 @@ void nth_exit(void *ret)
         if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED) &&
             __atomic_compare_exchange_n(&joiner->state, &s, NTH_ST_RUNNING, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            nth_sched_switch(vp, joiner, action);
+            nth_sched_switch_exit(vp, joiner, action);
             __builtin_unreachable();
         }
         to_rq(joiner, 0);               /* it waits for EXITED: alive */

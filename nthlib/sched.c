@@ -47,9 +47,19 @@ void nth_vp_self_set(struct nth_vp *vp)
 
 /* ---- tooling ------------------------------------------------------------ */
 
-#ifdef HAVE_VALGRIND_VALGRIND_H
-/* RUNNING_ON_VALGRIND once, not two client requests per nano-thread: a
+/* -1 until the first nano-thread is made, then 1 when its stack needs
+ * annotations (a sanitizer build, or under valgrind), 0 when not: a
  * process does not start running under valgrind later. */
+#if defined(NTH_ASAN) || defined(NTH_TSAN)
+int nth_tool_active = 1;
+#elif defined(HAVE_VALGRIND_VALGRIND_H)
+int nth_tool_active = -1;
+#else
+int nth_tool_active = 0;
+#endif
+
+#ifdef HAVE_VALGRIND_VALGRIND_H
+/* RUNNING_ON_VALGRIND once, not two client requests per nano-thread. */
 static int on_valgrind = -1;
 static inline int under_valgrind(void)
 {
@@ -57,12 +67,15 @@ static inline int under_valgrind(void)
     if (__builtin_expect(v < 0, 0)) {
         v = RUNNING_ON_VALGRIND ? 1 : 0;
         __atomic_store_n(&on_valgrind, v, __ATOMIC_RELAXED);
+#if !defined(NTH_ASAN) && !defined(NTH_TSAN)
+        __atomic_store_n(&nth_tool_active, v, __ATOMIC_RELAXED);
+#endif
     }
     return v;
 }
 #endif
 
-void nth_tool_thread_created(struct nth_thread *t)
+void nth_tool__created(struct nth_thread *t)
 {
     t->asan_fake = NULL;
     t->asan_bottom = t->stack_lo;
@@ -81,7 +94,7 @@ void nth_tool_thread_created(struct nth_thread *t)
 #endif
 }
 
-void nth_tool_thread_freed(struct nth_thread *t)
+void nth_tool__freed(struct nth_thread *t)
 {
     (void)t;
 #ifdef NTH_TSAN
@@ -298,7 +311,8 @@ void nth_post_switch(struct nth_vp *vp)
 static inline void post_switch(struct nth_vp *vp)
 {
     struct nth_thread *p = vp->prev;
-    if (p && (vp->prev_action == NTH_PS_NONE || vp->prev_action == NTH_PS_EXITED)) {
+    /* NTH_PS_NONE and NTH_PS_EXITED are 0 and 1: one compare. */
+    if (p && (unsigned)vp->prev_action <= NTH_PS_EXITED) {
         vp->prev = NULL;
         __atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
         return;
@@ -306,20 +320,26 @@ static inline void post_switch(struct nth_vp *vp)
     nth_post_switch(vp);
 }
 
-void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
+/* The switch, with dying a constant: 1 for a nano-thread that exited
+ * (action NTH_PS_EXITED or NTH_PS_FREE) and is never resumed, whose
+ * registers need no saving (nth_ctx_jump) and which has nothing after. */
+static inline __attribute__((always_inline))
+void switch_to(struct nth_vp *vp, struct nth_thread *next, int action, int dying)
 {
     struct nth_thread *self = vp->current;
-    if (__builtin_expect(__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE), 0) && self != &vp->idle) {
-        /* next is still being switched out on another VP. Waiting for it
-         * here, with self still on this CPU, deadlocks when that VP picked
-         * self and waits for it in turn. Switch to the idle context first
-         * (which saves self) and let it wait: only idle contexts ever wait,
-         * and nobody waits for an idle context. */
-        vp->deferred = next;
-        next = &vp->idle;
+    if (__builtin_expect(__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE), 0)) {
+        if (self != &vp->idle) {
+            /* next is still being switched out on another VP. Waiting for
+             * it here, with self still on this CPU, deadlocks when that VP
+             * picked self and waits for it in turn. Switch to the idle
+             * context first (which saves self) and let it wait: only idle
+             * contexts ever wait, and nobody waits for an idle context. */
+            vp->deferred = next;
+            next = &vp->idle;
+        }
+        while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
+            nth_cpu_relax();
     }
-    while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
-        nth_cpu_relax();
     next->on_cpu = 1;
     next->vp = vp;
     vp->prev = self;
@@ -330,7 +350,7 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     __atomic_store_n(&vp->nswitch, vp->nswitch + 1, __ATOMIC_RELAXED);
     nth_trace_rt_switch(vp, self, next);
     int e = *vp->errno_loc;
-    tool_before(self, next, action == NTH_PS_FREE || action == NTH_PS_EXITED);
+    tool_before(self, next, dying);
     if (next->flags & NTH_TF_FRESH) {
         /* First run: its context is made here, not by nth_create (a
          * nano-thread joined at once never needs the frame stored). */
@@ -342,8 +362,14 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
         nth_ctx_switch(&self->ctx, &next->ctx);
 #endif
     } else {
+#ifdef NTH_CTX_HAVE_JUMP
+        if (dying)
+            nth_ctx_jump(&next->ctx);
+#endif
         nth_ctx_switch(&self->ctx, &next->ctx);
     }
+    if (dying)
+        __builtin_unreachable();        /* an exited context never resumes */
     /* Resumed, possibly on another VP's kernel thread. */
     vp = nth_vp_self();
     tool_after(self, vp);
@@ -354,6 +380,17 @@ void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
     nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED);
     if (__builtin_expect(h != NULL, 0))
         h(self->user[NTH_SWITCH_SLOT]);
+}
+
+void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
+{
+    switch_to(vp, next, action, 0);
+}
+
+void nth_sched_switch_exit(struct nth_vp *vp, struct nth_thread *next, int action)
+{
+    switch_to(vp, next, action, 1);
+    __builtin_unreachable();
 }
 
 void nth_sched_block(struct nth_vp *vp, int action)
@@ -370,7 +407,10 @@ void nth_sched_block(struct nth_vp *vp, int action)
         return;              /* woken before we left: just go on */
     if (!next)
         next = &vp->idle;
-    nth_sched_switch(vp, next, action);
+    if (action == NTH_PS_EXITED || action == NTH_PS_FREE)
+        nth_sched_switch_exit(vp, next, action);
+    else
+        nth_sched_switch(vp, next, action);
 }
 
 void nth_ctx_first_run(struct nth_vp *vp)
@@ -386,7 +426,8 @@ void nth_thread_entry(void *desc)
     struct nth_vp *vp = nth_vp_self();
     nth_ctx_first_run(vp);
     vp->nstarted++;
-    nth_exit(t->fn(t->arg));
+    nth__exit_return(t, t->fn(t->arg));
+    __builtin_unreachable();
 }
 
 /* ---- scheduling-point hooks --------------------------------------------- */

@@ -191,6 +191,36 @@ static void c_fp(void *a)
 
 static void test_fp_control(void **s) { (void)s; assert_child_ok(c_fp, NULL); }
 
+/* An exiting nano-thread's switch saves nothing (nth_ctx_jump on x86-64):
+ * the joiner it resumes must still get its own FP control state back. */
+static void *fp_exit_upward(void *a)
+{
+    (void)a;
+    CHECK_EQ(fesetround(FE_UPWARD), 0);
+    return NULL;
+}
+
+static void c_fp_exit(void *a)
+{
+    (void)a;
+    child_init(1);
+    CHECK_EQ(fesetround(FE_DOWNWARD), 0);
+    for (int i = 0; i < 3; i++) {
+        nth_t t;
+        CHECK_EQ(nth_create(&t, NULL, fp_exit_upward, NULL), 0);
+        CHECK_EQ(nth_join(t, NULL), 0);     /* direct join: resumed by its exit */
+        CHECK_EQ(fegetround(), FE_DOWNWARD);
+#if defined(__x86_64__)
+        unsigned short cw;
+        __asm__ __volatile__("fnstcw %0" : "=m"(cw));
+        CHECK_EQ((cw >> 10) & 3, 1);        /* x87 round down */
+#endif
+    }
+    CHECK_EQ(fesetround(FE_TONEAREST), 0);
+}
+
+static void test_fp_exit(void **s) { (void)s; assert_child_ok(c_fp_exit, NULL); }
+
 /* ---- stealing ------------------------------------------------------------- */
 
 static int ran_on[2];
@@ -830,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_errno_one_vp),
         cmocka_unit_test(test_errno_two_vps),
         cmocka_unit_test(test_fp_control),
+        cmocka_unit_test(test_fp_exit),
         cmocka_unit_test(test_stealing),
         cmocka_unit_test(test_next_local_stuck),
         cmocka_unit_test(test_permit_basic),
