@@ -386,7 +386,9 @@ int nth_join(nth_t th, void **ret)
     ensure_started();
     struct nth_vp *vp = nth_vp_self();
     struct nth_thread *t;
-    if (vp && th == vp->last_created)
+    /* th non-NULL: a VP that never created has last_created NULL, and
+     * nth_join(NULL) must be ESRCH there too. */
+    if (vp && th && th == vp->last_created)
         t = __atomic_load_n(&th->magic, __ATOMIC_ACQUIRE) == NTH_MAGIC_LIVE ? th : NULL;
     else
         t = nth_desc_check(th);

@@ -23,6 +23,16 @@ static void *joiner(void *a)
     return (void *)(intptr_t)nth_join((nth_t)a, NULL);
 }
 
+/* nth_join(NULL) on a VP that has created nothing (its last-created
+ * shortcut is NULL): ESRCH, not a NULL dereference. */
+static void *join_null(void *a)
+{
+    (void)a;
+    while (nth_move_to_vp(1) != 0)
+        ;
+    return (void *)(intptr_t)nth_join(NULL, NULL);
+}
+
 static void c_attr_einval(void *a)
 {
     (void)a;
@@ -66,6 +76,11 @@ static void c_join_errors(void *a)
     child_init(2);
     nth_t t;
     int flag = 0;
+    void *r;
+    /* First, while VP 1 has created nothing. */
+    CHECK_EQ(nth_create(&t, NULL, join_null, NULL), 0);
+    CHECK_EQ(nth_join(t, &r), 0);
+    CHECK_EQ((intptr_t)r, ESRCH);
     /* EDEADLK: joining oneself. */
     CHECK_EQ(nth_join(nth_self(), NULL), EDEADLK);
     /* EINVAL: joining a detached nano-thread (still alive, blocked). */
@@ -80,7 +95,6 @@ static void c_join_errors(void *a)
     CHECK_EQ(nth_to_rq(t), 0);
     /* ESRCH: a joined (stale) handle, and garbage. */
     CHECK_EQ(nth_create(&t, NULL, noop, (void *)5), 0);
-    void *r;
     CHECK_EQ(nth_join(t, &r), 0);
     CHECK_EQ((uintptr_t)r, 5);
     CHECK_EQ(nth_join(t, NULL), ESRCH);
