@@ -8,13 +8,9 @@
  */
     .text
 
-/* void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to)  rdi = &from->sp, rsi = &to->sp */
-    .globl nth_ctx_switch
-    .hidden nth_ctx_switch
-    .type nth_ctx_switch, @function
-    .p2align 4
-nth_ctx_switch:
-    .cfi_startproc
+/* The caller's frame (above), pushed on its own stack: nth_ctx_switch and
+ * nth_ctx_start save the same way. */
+.macro CTX_SAVE
     pushq %rbp
     .cfi_adjust_cfa_offset 8
     pushq %rbx
@@ -31,12 +27,14 @@ nth_ctx_switch:
     .cfi_adjust_cfa_offset 8
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
-    movl (%rsp), %eax           /* our MXCSR and x87 control word */
-    movzwl 4(%rsp), %ecx
-    movq %rsp, (%rdi)
-    movq (%rsi), %rsp
-    /* ldmxcsr and fldcw are the slow part of the switch (microcoded,
-     * serialising): load only what differs, which is rare. */
+.endm
+
+/* Resume the context whose frame rsp points at, eax/ecx holding the current
+ * MXCSR and x87 control word: nth_ctx_switch and nth_ctx_jump resume the
+ * same way. ldmxcsr and fldcw are the slow part of the switch (microcoded,
+ * serialising): load only what differs, which is rare (out of line, after
+ * the ret). */
+.macro CTX_RESUME
     cmpl (%rsp), %eax
     jne 2f
 1:  cmpw 4(%rsp), %cx
@@ -49,11 +47,25 @@ nth_ctx_switch:
     popq %rbx
     popq %rbp
     ret
-    /* Out of line: the stack frame is the one described above. */
 2:  ldmxcsr (%rsp)
     jmp 1b
 4:  fldcw 4(%rsp)
     jmp 3b
+.endm
+
+/* void nth_ctx_switch(nth_ctx_t *from, nth_ctx_t *to)  rdi = &from->sp, rsi = &to->sp */
+    .globl nth_ctx_switch
+    .hidden nth_ctx_switch
+    .type nth_ctx_switch, @function
+    .p2align 4
+nth_ctx_switch:
+    .cfi_startproc
+    CTX_SAVE
+    movl (%rsp), %eax           /* our MXCSR and x87 control word */
+    movzwl 4(%rsp), %ecx
+    movq %rsp, (%rdi)
+    movq (%rsi), %rsp
+    CTX_RESUME
     .cfi_endproc
     .size nth_ctx_switch, .-nth_ctx_switch
 
@@ -73,22 +85,7 @@ nth_ctx_jump:
     movl -8(%rsp), %eax
     movzwl -4(%rsp), %ecx
     movq (%rdi), %rsp
-    cmpl (%rsp), %eax
-    jne 2f
-1:  cmpw 4(%rsp), %cx
-    jne 4f
-3:  addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    ret
-2:  ldmxcsr (%rsp)
-    jmp 1b
-4:  fldcw 4(%rsp)
-    jmp 3b
+    CTX_RESUME
     .cfi_endproc
     .size nth_ctx_jump, .-nth_ctx_jump
 
@@ -106,22 +103,7 @@ nth_ctx_jump:
     .p2align 4
 nth_ctx_start:
     .cfi_startproc
-    pushq %rbp
-    .cfi_adjust_cfa_offset 8
-    pushq %rbx
-    .cfi_adjust_cfa_offset 8
-    pushq %r12
-    .cfi_adjust_cfa_offset 8
-    pushq %r13
-    .cfi_adjust_cfa_offset 8
-    pushq %r14
-    .cfi_adjust_cfa_offset 8
-    pushq %r15
-    .cfi_adjust_cfa_offset 8
-    subq $8, %rsp
-    .cfi_adjust_cfa_offset 8
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
+    CTX_SAVE
     movq %rsp, (%rdi)
     addq %rdx, %rsi             /* top = (stack_lo + size) & ~15 */
     andq $-16, %rsi

@@ -148,11 +148,11 @@ static int moving_to(struct nth_thread *t, struct nth_vp *victim)
 
 struct nth_thread *nth_steal(struct nth_vp *vp)
 {
+    if (!vp->nsteal)
+        return NULL; /* one VP: no victim, and no clock read */
     /* The victims' next_local slots, at most every NTH_NEXT_LOCAL_PEEK_NS
      * (without observations, which every VP has from nth_steal_order, a
      * thief would take only from idle or blocking victims). */
-    if (!vp->nsteal)
-        return NULL; /* one VP: no victim, and no clock read */
     int64_t now = 0;
     int peek = 1;
     if (vp->peek) {
