@@ -1,7 +1,9 @@
 #!/bin/sh
 # The workload driver's tiny preset runs end to end: every line of --json
-# parses, every mix of every build reports makespan, efficiency, migrations
-# and one degradation per instance, with sane values.
+# parses, every mix of every build reports makespan, efficiency (with the
+# fraction of CPU time left idle), migrations and one degradation per
+# instance, with sane values; the sequential build's reference mixes run
+# with one thread per instance.
 set -u
 src=${top_srcdir:-..}
 b=${top_builddir:-.}/bench
@@ -14,9 +16,11 @@ cat "$out/stdout"
 jq -e -s '
   length > 0 and
   (map(select(.bench == "workload_makespan")) | length) >= 2 and
-  all(.[]; (.impl | IN("glibc", "openmp", "nth-fixed", "nth-malleable")) and (.value | type) == "number")
+  all(.[]; (.impl | IN("seq", "glibc", "openmp", "nth-fixed", "nth-malleable")) and (.value | type) == "number")
   and all(.[] | select(.bench == "workload_makespan"); .unit == "s" and .value > 0)
-  and all(.[] | select(.bench == "workload_efficiency"); .value > 0)
+  and all(.[] | select(.bench == "workload_efficiency"); .value > 0 and .cpu_idle >= 0 and .cpu_idle <= 1)
+  and ([.[] | select(.bench == "workload_makespan" and .impl == "seq")] | length) == 2
+  and all(.[] | select(.bench == "degradation" and .impl == "seq"); .params.threads == 1)
   and all(.[] | select(.bench == "migrations_per_s"); .value >= 0)
   and all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")
   and ([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3
