@@ -146,6 +146,13 @@ int nth_config_from_env(nth_config_t *cfg)
             r = EINVAL;
         }
     }
+    /* Read where it is used (mutex_bias.c, which treats anything but "0" as
+     * on); checked here so that a typo such as "off" is not taken silently
+     * for the default. */
+    if ((v = getenv("NTH_MUTEX_BIAS")) && *v && strcmp(v, "0") && strcmp(v, "1")) {
+        bad("NTH_MUTEX_BIAS", v, "1 (biased locking, the default) or 0 (off)");
+        r = EINVAL;
+    }
     if ((v = getenv("NTH_CPUMGR")) && *v)
         cfg->cpumgr = v;
     if ((v = getenv("NTH_TRACE")) && *v)

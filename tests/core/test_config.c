@@ -69,6 +69,10 @@ static void test_env_bad(void **s)
     bad_value("NTH_TEAM_SPIN_US", "long");
     bad_value("NTH_TEAM_SPIN_US", "1000001");
     bad_value("NTH_TRACE_BUFFER", "10");
+    bad_value("NTH_STALL_US", "soon");
+    bad_value("NTH_RECLAIM_US", "10000001");
+    bad_value("NTH_MUTEX_BIAS", "off");
+    bad_value("NTH_MUTEX_BIAS", "2");
 }
 
 static void test_env_good(void **s)
@@ -93,6 +97,10 @@ static void test_env_good(void **s)
     assert_int_equal(c.spin_us, 0);
     assert_int_equal(env_case("NTH_TEAM_SPIN_US", "250", &c, err, sizeof err), 0);
     assert_int_equal(c.team_spin_us, 250);
+    assert_int_equal(env_case("NTH_MUTEX_BIAS", "0", &c, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(env_case("NTH_MUTEX_BIAS", "1", &c, err, sizeof err), 0);
+    assert_string_equal(err, "");
     assert_int_equal(env_case("NTH_CPUMGR", "off", &c, err, sizeof err), 0);
     assert_string_equal(c.cpumgr, "off");
     nth_config_default(&c);
