@@ -488,8 +488,12 @@ NTH_API int nth_sleep_until(clockid_t clock, const struct timespec *abstime);
  * nth_switch_hook_set installs fn (NULL removes it; one hook at a time):
  * while none is installed a switch pays one predictable branch. Returns 0.
  * Thread-safe: a switch sees the new hook at the latest on its VP's next
- * switch; installing one wakes every parked VP, whose idle context then
- * calls it (with NULL) before it parks again. */
+ * switch; installing one wakes every parked VP, and returns only once the
+ * idle context of every other VP has called it (with NULL) or that VP
+ * runs a nano-thread (sleeping in the kernel meanwhile, about 2 s at most
+ * per VP). A VP's kernel thread is born with every signal blocked; with no
+ * hook installed it then takes its creator's mask, with one it keeps what
+ * the hook sets. */
 typedef void (*nth_switch_hook_fn)(void *data);
 NTH_API int nth_switch_hook_set(nth_switch_hook_fn fn);
 /* Set the calling nano-thread's switch data (what the hook gets when it

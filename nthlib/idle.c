@@ -58,6 +58,23 @@ static void park(struct nth_vp *vp, int was_spinning)
     if (was_spinning)
         __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
     nth_full_fence();
+    /* The switch-in hook sees the idle context before it sleeps (the
+     * pthread shim blocks signals there), loaded after the fence: Dekker
+     * with nth_switch_hook_set, which stores the hook, then wakes a parked
+     * VP through park_word. A hook loaded before our clear of park_word
+     * (as the idle loop did) could be set just after that load and its
+     * wake-up land before the clear: the CAS found park_word 1 (our last
+     * wake-up) or a VP not yet asleep, and the clear erased it, so the VP
+     * slept on with the mask its idle context had before the hook -- under
+     * the shim the process's start-up mask, which took process-directed
+     * signals every nano-thread blocked (posix-signals died of SIGRTMIN
+     * about 1 run in 5 at load 20). Now either we see the hook here, or
+     * its CAS comes after our clear and ends the wait below. */
+    nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_SEQ_CST);
+    if (h) {
+        h(NULL);
+        __atomic_store_n(&vp->hook_seen, h, __ATOMIC_RELEASE);
+    }
     /* The last exit may have missed main's exit (or main the last exit):
      * after this fence, one of the VPs parking last sees both. */
     if (__builtin_expect(__atomic_load_n(&nth_rt.main_exited, __ATOMIC_SEQ_CST), 0))
@@ -109,10 +126,7 @@ void nth_idle_loop(struct nth_vp *vp)
         }
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
             nth_vp_drain_local(vp);
-            nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE);
-            if (h)
-                h(NULL);           /* as below: the idle context's signal mask */
-            park(vp, 0);
+            park(vp, 0);           /* calls the switch-in hook first */
             continue;
         }
         nth_sched_point(vp, NTH_SP_IDLE);
@@ -143,12 +157,7 @@ void nth_idle_loop(struct nth_vp *vp)
             nth_sched_switch(vp, t, NTH_PS_NONE);
             continue;
         }
-        /* The switch-in hook sees the idle context too before it sleeps:
-         * the pthread shim blocks signals there (nth_switch_hook_set). */
-        nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE);
-        if (h)
-            h(NULL);
-        park(vp, 1);
+        park(vp, 1);               /* calls the switch-in hook first */
     }
 }
 

@@ -218,6 +218,12 @@ struct nth_vp {
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
     int tid;                          /* its kernel thread's id (atomic; watchdog) */
+    /* Signals 1..64 its creator blocked (bit sig-1): the mask its kernel
+     * thread takes while no switch hook exists (vp.c, vp_main). */
+    uint64_t birth_sigmask;
+    /* The switch hook its idle context last called (atomic): what
+     * nth_switch_hook_set waits for. */
+    nth_switch_hook_fn hook_seen;
     unsigned npick;                   /* picks, for the global-queue turn (own VP only) */
     /* The descriptor this VP created last (owner only): a handle equal to
      * it lies in a slab (slabs are never unmapped), so nth_join checks only

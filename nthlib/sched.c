@@ -12,6 +12,9 @@
  * nth_to_rq from another VP races with the switch-out of an nth_wait).
  */
 #include "internal.h"
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include "trace_core.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -378,8 +381,11 @@ void switch_to(struct nth_vp *vp, struct nth_thread *next, int action, int dying
     /* One predictable branch while no hook is installed (the pthread shim
      * installs one only once a signal mask or a queued signal exists). */
     nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED);
-    if (__builtin_expect(h != NULL, 0))
+    if (__builtin_expect(h != NULL, 0)) {
         h(self->user[NTH_SWITCH_SLOT]);
+        if (self == &vp->idle)
+            __atomic_store_n(&vp->hook_seen, h, __ATOMIC_RELEASE);
+    }
 }
 
 void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int action)
@@ -485,7 +491,9 @@ nth_switch_hook_fn nth_switch_hook;
 
 int nth_switch_hook_set(nth_switch_hook_fn fn)
 {
-    __atomic_store_n(&nth_switch_hook, fn, __ATOMIC_RELEASE);
+    /* Sequentially consistent: Dekker with park() (idle.c), which clears
+     * park_word, fences, then loads the hook. */
+    __atomic_store_n(&nth_switch_hook, fn, __ATOMIC_SEQ_CST);
     if (!fn || !nth_rt.vps)
         return 0;
     /* The idle contexts call the hook before they park (idle.c), but one
@@ -506,6 +514,32 @@ int nth_switch_hook_set(nth_switch_hook_fn fn)
             nth_futex_wake(&v->park_word, 1);
         if (ops && __atomic_load_n(&v->disabled, __ATOMIC_ACQUIRE))
             ops->wake(v);
+    }
+    /* Return only once each other VP's idle context has called it, or the
+     * VP runs a nano-thread (whose data the hook gets when it next
+     * resumes; until then the kernel thread has that nano-thread's state,
+     * as before the hook). A woken VP may wait tens of milliseconds for
+     * its CPU on a loaded machine: the pthread shim's first mask change
+     * returned meanwhile, and a process-directed signal every nano-thread
+     * now blocked went to that idle VP, still with the start-up mask
+     * (SIGRTMIN killed posix-signals about 1 run in 10 at load 15). Kernel
+     * sleeps, not nth_yield: the caller may be no nano-thread, and under
+     * the shim nanosleep would be its nap. At most about 2 s per VP (a VP
+     * that never runs again is a bug elsewhere; the hook still applies
+     * when it does). */
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *v = nth_rt.vps[i];
+        if (!v || v == self)
+            continue;
+        for (int k = 0; k < 100000; k++) {
+            if (__atomic_load_n(&v->hook_seen, __ATOMIC_ACQUIRE) == fn)
+                break;
+            struct nth_thread *c = __atomic_load_n(&v->current, __ATOMIC_ACQUIRE);
+            if (c && c != &v->idle)
+                break;
+            struct timespec ts = { 0, 20000 };
+            syscall(SYS_nanosleep, &ts, NULL);
+        }
     }
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -90,6 +91,36 @@ void nth_vp_bind(struct nth_vp *vp)
     hwloc_bitmap_free(set);
 }
 
+/* A VP's kernel thread is born with every signal blocked (start_vp_thread)
+ * and opens only here. Under load a new kernel thread may wait tens of
+ * milliseconds for its first run; born with its creator's mask, it took
+ * process-directed signals meanwhile, also once the pthread shim had
+ * installed its switch hook and blocked them in every nano-thread: a
+ * SIGRTMIN that every thread blocked for a sigwait killed posix-signals
+ * about 1 run in 5 at load 20 (the VP was runnable, never run since its
+ * creation, SigBlk 0). With a switch hook the hook sets the mask (the idle
+ * context's before it parks, each nano-thread's when it runs); without
+ * one the VP takes its creator's mask, as before. The hook is loaded
+ * after the mask is opened and a fence: nth_switch_hook_set stores the
+ * hook, then wakes the VPs; one that opened before the store calls it
+ * here, or sees it in its idle loop after that wake-up. */
+static void vp_signal_mask(struct nth_vp *vp)
+{
+    nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_SEQ_CST);
+    if (!h) {
+        sigset_t m;
+        sigemptyset(&m);
+        memcpy(&m, &vp->birth_sigmask, sizeof vp->birth_sigmask);
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, (size_t)(_NSIG / 8));
+        nth_full_fence();
+        h = __atomic_load_n(&nth_switch_hook, __ATOMIC_SEQ_CST);
+    }
+    if (h) {
+        h(NULL);
+        __atomic_store_n(&vp->hook_seen, h, __ATOMIC_RELEASE);
+    }
+}
+
 static void *vp_main(void *arg)
 {
     struct nth_vp *vp = arg;
@@ -109,6 +140,7 @@ static void *vp_main(void *arg)
 #ifdef NTH_TSAN
     vp->idle.tsan_fiber = __tsan_get_current_fiber();
 #endif
+    vp_signal_mask(vp);
     nth_idle_loop(vp);
 }
 
@@ -116,7 +148,25 @@ static void *vp_main(void *arg)
  * runs, even once, on another CPU and is not migrated by its own binding.
  * A refused attribute (a sandbox) falls back to an unbound start; vp_main
  * then binds as before. */
+static int start_vp_thread_inner(struct nth_vp *vp);
+
+/* glibc gives a new thread its creator's mask as it is at the call: block
+ * every signal around it (glibc's internal ones too, as
+ * nth_helper_thread_create does), and leave the creator's for vp_main. */
 static int start_vp_thread(struct nth_vp *vp)
+{
+    sigset_t all, old;
+    uint64_t every = ~0ULL;
+    sigemptyset(&all);
+    memcpy(&all, &every, sizeof every);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));
+    memcpy(&vp->birth_sigmask, &old, sizeof vp->birth_sigmask);
+    int r = start_vp_thread_inner(vp);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
+    return r;
+}
+
+static int start_vp_thread_inner(struct nth_vp *vp)
 {
     /* Created already bound, so the kernel never starts it elsewhere (one
      * migration less per VP). The attribute calls are libc's too: under the
