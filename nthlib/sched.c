@@ -189,9 +189,10 @@ void nth_wake_one(struct nth_vp *prefer)
  * there cost every parallel region one: LU 1000 creates each region's
  * member on the other VP, spinning between regions, so the monitor never
  * dozed and woke every NTH_STALL_US/2 on the computing VPs' CPUs, with the
- * backstop at each doze's end (watchdog.c, "dozes"). If that spinner is
- * then taken off its CPU (disabled: it parks whatever is queued), a stall
- * is seen when the doze times out (DOZE_NS), as after a yield. */
+ * backstop at each doze's end (watchdog.c, "dozes"). If that spinner
+ * instead finds other work and runs it for long, or loses its CPU
+ * (disabled: it parks whatever is queued), a stall is seen when the doze
+ * times out (DOZE_NS), as after a yield. */
 static inline void wake_monitor_unless_spinning(void)
 {
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0)
