@@ -543,7 +543,8 @@ NTH_HIDDEN int nth_vp_handoff(struct nth_vp *vp);
 NTH_HIDDEN int nth_watchdog_start(const nth_config_t *cfg);
 /* Futex word: 1 while the monitor sleeps because every VP is parked, or
  * dozes because no VP had work queued for a while (watchdog.c); a VP that
- * unparks, and every enqueue that wakes idle VPs, wakes it (Dekker: the
+ * unparks, and every enqueue that wakes idle VPs while none spins idle
+ * (nth_sched_wake_idle), wakes it (Dekker: the
  * monitor publishes the word, then reads nparked or the queues; park()
  * drops nparked and an enqueuer publishes its node, then reads the word). */
 NTH_HIDDEN extern int nth_watchdog_sleeping;

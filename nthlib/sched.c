@@ -184,10 +184,28 @@ void nth_wake_one(struct nth_vp *prefer)
     }
 }
 
+/* New work wakes a dozing stall monitor only when no VP spins in its idle
+ * loop. A spinning VP takes the work itself if the VP it was queued on
+ * stalls in the kernel (it steals from every local queue, and the head slot
+ * after steal.c's grace), and it does not park while any queue holds work
+ * (idle.c's any_work), so the monitor has nothing to rescue. Waking it
+ * there cost every parallel region one: LU 1000 creates each region's
+ * member on the other VP, spinning between regions, so the monitor never
+ * dozed and woke every NTH_STALL_US/2 on the computing VPs' CPUs, with the
+ * backstop at each doze's end (watchdog.c, "dozes"). If that spinner
+ * instead finds other work and runs it for long, or loses its CPU
+ * (disabled: it parks whatever is queued), a stall is seen when the doze
+ * times out (DOZE_NS), as after a yield. */
+static inline void wake_monitor_unless_spinning(void)
+{
+    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0)
+        nth_watchdog_unparked();
+}
+
 int nth_sched_wake_idle(struct nth_vp *vp)
 {
     nth_full_fence();
-    nth_watchdog_unparked();   /* new work: a dozing stall monitor watches again */
+    wake_monitor_unless_spinning();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_RELAXED) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_RELAXED) > 0) {
         nth_wake_one(vp);
@@ -198,7 +216,7 @@ int nth_sched_wake_idle(struct nth_vp *vp)
 
 int nth_sched_wake_idle_rmw(struct nth_vp *vp)
 {
-    nth_watchdog_unparked();
+    wake_monitor_unless_spinning();
     if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0 &&
         __atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) > 0) {
         nth_wake_one(vp);

@@ -65,7 +65,8 @@
  * NTH_STALL_US/2 on a computing VP's CPU cost LU 1000 10-25% of its time
  * (lu-nth --threads 1: 0.13-0.15 s against 0.12 s with NTH_STALL_US=0, quiet
  * machine; --threads 2: 0.078-0.092 s against 0.070 s). Enqueues that wake
- * idle VPs wake it too (nth_sched_wake_idle). A yield, and a nano-thread
+ * idle VPs wake it too (nth_sched_wake_idle), unless a VP spins idle: that
+ * VP takes what a stalled one leaves queued. A yield, and a nano-thread
  * created on an empty local queue, queue work without that check (their
  * VP is running at that moment, so it is not stalled); if that VP then
  * stalls in the kernel, the monitor sees it when the doze times out. */

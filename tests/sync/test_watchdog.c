@@ -7,8 +7,10 @@
  * which proves the test can fail. Every nano-thread body runs exactly once.
  * A nano-thread that computes without scheduling points is not "stalled":
  * it uses its CPU, and gets no stand-in.
+ * New work wakes a dozing monitor only when no VP spins idle to take it.
  * Each case runs in a forked child with its own runtime (see test_sync.c).
- * Linked statically: it reads the internal nth_watchdog_stalls().
+ * Linked statically: it reads the internal nth_watchdog_stalls() and
+ * drives nth_sched_wake_idle() directly.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "internal.h"
 
 unsigned long nth_watchdog_stalls(void);
 unsigned long nth_watchdog_ran(void);
@@ -311,6 +314,36 @@ static void test_busy_nano_thread_is_not_stalled(void **st)
     expect_ok(run_case(busy_not_stalled, 1, 1000, 30));
 }
 
+/* An enqueue that finds a VP spinning in its idle loop leaves a dozing
+ * monitor asleep (the spinner takes whatever a stalled VP leaves queued):
+ * waking it there woke it at every parallel region, so it never dozed
+ * during LU (sched.c, wake_monitor_unless_spinning). With nobody spinning
+ * the enqueue still wakes it. One VP and no monitor thread (NTH_STALL_US=0),
+ * so the word and the spinner count are this case's alone: the count
+ * stands for the idle loop of another VP. */
+static void wake_idle_spares_dozing_monitor(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    T_TRUE(vp != NULL);
+    T_EQ(__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST), 0);
+    int (*wake[2])(struct nth_vp *) = { nth_sched_wake_idle, nth_sched_wake_idle_rmw };
+    for (int i = 0; i < 2; i++) {
+        __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
+        wake[i](vp);
+        T_EQ(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST), 1);
+        __atomic_sub_fetch(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
+        wake[i](vp);
+        T_EQ(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST), 0);
+    }
+}
+
+static void test_wake_idle_spares_dozing_monitor(void **st)
+{
+    (void)st;
+    expect_ok(run_case(wake_idle_spares_dozing_monitor, 1, 0, 30));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_busy_nano_thread_is_not_stalled),
         cmocka_unit_test(test_stuck_read_rescued_by_backstop),
         cmocka_unit_test(test_monitor_is_sched_batch),
+        cmocka_unit_test(test_wake_idle_spares_dozing_monitor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
