@@ -347,8 +347,9 @@ static void test_join_direct_2vp(void **s) { (void)s; assert_child_ok(c_join_dir
  * handle from nth_self(), its own stack: its size and guard page), and the
  * joiner must get back its errno and FP control state whether the child
  * returns (the call's return) or calls nth_exit (a jump out of the call).
- * nth_vp_ncalled says the call ran: always, but under a sanitizer or
- * valgrind, which keep the switches for their stack annotations. */
+ * nth_vp_ncalled says the call ran: always where there is one (x86-64),
+ * but under a sanitizer or valgrind, which keep the switches for their
+ * stack annotations. */
 static nth_t called_handle;
 static int called_ok;
 
@@ -391,8 +392,12 @@ static void c_join_called(void *a)
         CHECK_EQ((uintptr_t)r, i & 1 ? 42 : 1);
         CHECK(called_ok);
         CHECK_EQ(nth_join(t, NULL), ESRCH);       /* reaped */
+#ifdef NTH_CTX_HAVE_CALL
         if (__atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) == 0)
             CHECK_EQ(nth_vp_ncalled(0), n0 + 1);
+#else
+        (void)n0;                       /* no call there: always the switch */
+#endif
     }
     CHECK_EQ(fesetround(FE_TONEAREST), 0);
 }
