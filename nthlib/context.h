@@ -50,6 +50,16 @@ void nth_ctx_start(nth_ctx_t *from, void *stack_lo, size_t size,
  * nano-thread): the caller's registers are not saved. Never returns. */
 #define NTH_CTX_HAVE_JUMP 1
 void nth_ctx_jump(nth_ctx_t *to) __attribute__((noreturn));
+/* entry(arg) called on a new stack, as a function: the caller's frame is
+ * saved in *from as by nth_ctx_switch (nth_ctx_jump(from) also ends the
+ * call), entry starts with the ABI-default FP control state, and when it
+ * returns the caller goes on with its own registers and FP control state.
+ * Cheaper than nth_ctx_start and a later nth_ctx_jump back: the returns
+ * pair with their calls, so the CPU predicts them. entry may switch away
+ * and return on another kernel thread. */
+#define NTH_CTX_HAVE_CALL 1
+void nth_ctx_call(nth_ctx_t *from, void *stack_lo, size_t size,
+                  void (*entry)(void *), void *arg);
 #endif
 
 #endif

@@ -126,6 +126,56 @@ nth_ctx_start:
     .cfi_endproc
     .size nth_ctx_start, .-nth_ctx_start
 
+/* void nth_ctx_call(nth_ctx_t *from, void *stack_lo, size_t size,
+ *                   void (*entry)(void *), void *arg)
+ * rdi = &from->sp, rsi = stack_lo, rdx = size, rcx = entry, r8 = arg.
+ * entry(arg) as a function call on a new stack: saves the caller's frame
+ * as nth_ctx_start does (so nth_ctx_jump(from) ends the call too, the way
+ * out when entry does not return), enters entry with the ABI-default FP
+ * control state, and when it returns goes back to the caller's frame (its
+ * registers, its FP control state). entry may switch away and return on
+ * another kernel thread: rbx, callee-saved, holds the frame across it.
+ * Unlike a switch, both returns are predicted (call and ret pair up). */
+    .globl nth_ctx_call
+    .hidden nth_ctx_call
+    .type nth_ctx_call, @function
+    .p2align 4
+nth_ctx_call:
+    .cfi_startproc
+    CTX_SAVE
+    movq %rsp, (%rdi)
+    movq %rsp, %rbx
+    .cfi_def_cfa_register %rbx
+    addq %rdx, %rsi             /* top = (stack_lo + size) & ~15 */
+    andq $-16, %rsi
+    cmpl $0x1F80, (%rsp)        /* ABI defaults, loaded only if they differ */
+    jne 6f
+5:  cmpw $0x037F, 4(%rsp)
+    jne 8f
+7:  leaq -16(%rsi), %rsp        /* the 16 bytes nth_ctx_start leaves */
+    movq %r8, %rdi
+    /* Unwinders stop at entry's caller, as at the trampoline of a started
+     * context: the caller's frames are another nano-thread's (a forced
+     * unwind, pthread_cancel's, must not run into them). */
+    .cfi_undefined rip
+    call *%rcx
+    movq %rbx, %rsp
+    .cfi_def_cfa_register %rsp
+    .cfi_restore rip
+    stmxcsr -8(%rsp)            /* entry's FP control words, to compare */
+    fnstcw -4(%rsp)
+    movl -8(%rsp), %eax
+    movzwl -4(%rsp), %ecx
+    CTX_RESUME
+6:  movl $0x1F80, -4(%rsi)      /* scratch below the new top: unused yet */
+    ldmxcsr -4(%rsi)
+    jmp 5b
+8:  movw $0x037F, -4(%rsi)
+    fldcw -4(%rsi)
+    jmp 7b
+    .cfi_endproc
+    .size nth_ctx_call, .-nth_ctx_call
+
 /* First code run by a new context: r12 = arg, r13 = entry. The return
  * address is undefined so unwinders stop here. */
     .globl nth_ctx_trampoline

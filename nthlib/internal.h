@@ -106,6 +106,7 @@ enum {
     NTH_TF_IDLE = 2,   /* a VP's idle context, never a user handle */
     NTH_TF_USTACK = 4, /* runs on a caller's stack (nth_attr_setstack) */
     NTH_TF_FRESH = 8,  /* never ran: its context is made by its first switch */
+    NTH_TF_CALLED = 16, /* run by its direct joiner as a call (nano_thread.c) */
 };
 
 /* ---- ready queues ------------------------------------------------------ */
@@ -214,6 +215,7 @@ struct nth_vp {
     uint64_t trace_t0;                /* tracing: when the switch path began */
     void *cpumgr;                     /* reserved: cpumgr client state */
     uint64_t nstarted;                /* nano-threads first run here (stats) */
+    uint64_t ncalled;                 /* of which run as a direct joiner's call (stats) */
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
@@ -574,5 +576,6 @@ NTH_HIDDEN extern nth_switch_hook_fn nth_switch_hook;
 
 /* The VP's stats for tests. */
 NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);
+NTH_HIDDEN uint64_t nth_vp_ncalled(int vp);
 
 #endif

@@ -331,6 +331,40 @@ static inline __attribute__((always_inline)) void reap(struct nth_thread *t)
         nth_unit_free(NULL, t);
 }
 
+#ifdef NTH_CTX_HAVE_CALL
+static void call_entry(void *desc);
+
+/* Run t, fresh and taken by the direct join (ours alone: in no queue, its
+ * jstate naming us), as a function call on its own stack rather than a
+ * switch to it and, at its exit, a switch back: the two returns then pair
+ * with their calls and are predicted, and there is no post-switch work.
+ * vp->current is t, as after a switch, so nth_self(), keys, blocking and
+ * migration are t's; so are its stack size and guard page, and with them
+ * the overflow message. Our frame waits below nth_ctx_call on our own
+ * stack (no queue holds us: only t's end resumes us), by t's return, or by
+ * nth_ctx_jump when t calls nth_exit (exit_current). t may block and end
+ * on another VP: we go on there, as a joiner woken by its exit would. */
+static void call_child(struct nth_vp *vp, struct nth_thread *self, struct nth_thread *t)
+{
+    t->flags = (t->flags & ~NTH_TF_FRESH) | NTH_TF_CALLED;
+    t->on_cpu = 1;
+    t->vp = vp;
+    /* What a switch to t records (switch_to in sched.c). */
+    __atomic_store_n(&vp->current, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&vp->nswitch, vp->nswitch + 1, __ATOMIC_RELAXED);
+    nth_trace_rt_switch(vp, self, t);
+    int e = *vp->errno_loc;
+    nth_ctx_call(&self->ctx, t->stack_lo, t->stack_size, call_entry, t);
+    vp = nth_vp_self();
+    *vp->errno_loc = e;
+    /* A hook installed while t ran (it was none at the call): our signal
+     * mask back, as after a switch. */
+    nth_switch_hook_fn h = __atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED);
+    if (__builtin_expect(h != NULL, 0))
+        h(self->user[NTH_SWITCH_SLOT]);
+}
+#endif
+
 /* Join of the head of the caller's own local queue (create then join):
  * switch to it at once instead of blocking and letting the pick find it,
  * which it would, first (the global queue's turn aside, checked here). The
@@ -376,6 +410,21 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
     if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
         __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
         nth_vp_bind(vp);
+#ifdef NTH_CTX_HAVE_CALL
+    /* Not when a tool annotates stacks (sanitizers, valgrind: their fiber
+     * and stack records follow real switches), nor with a switch hook
+     * (the pthread shim's signal masks are switched by it). */
+    if ((t->flags & NTH_TF_FRESH) && __atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) == 0 &&
+        !__atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED)) {
+        call_child(vp, self, t);
+        vp = nth_vp_self();
+        /* Our CPU was taken away while t ran: leave it, as at the switch
+         * to us the exit would have (through the global queue). */
+        if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0))
+            nth_yield();
+        return 1;
+    }
+#endif
     nth_sched_switch(vp, t, NTH_PS_NONE);
     return 1;
 }
@@ -480,7 +529,7 @@ static int to_rq(struct nth_thread *t, int home);
 
 /* Never returns; not declared noreturn, which GCC reads as "executed
  * once" and then stops inlining in it (the exit of every nano-thread). */
-static void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret)
+static void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret, int called)
     __attribute__((always_inline));
 
 void nth_exit(void *ret)
@@ -491,18 +540,34 @@ void nth_exit(void *ret)
         /* A kernel thread that is no VP has no nano-thread to end. */
         pthread_exit(ret);
     }
-    exit_current(vp, vp->current, ret);
+    exit_current(vp, vp->current, ret, 0);
     __builtin_unreachable();
 }
 
 /* sched.c: t's function returned ret; t runs on this VP. */
 void nth__exit_return(struct nth_thread *t, void *ret)
 {
-    exit_current(nth_vp_self(), t, ret);
+    exit_current(nth_vp_self(), t, ret, 0);
 }
 
-/* The end of t, the nano-thread running on vp (the runtime is started). */
-static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret)
+#ifdef NTH_CTX_HAVE_CALL
+/* First code of a nano-thread run by call_child, on its own stack: as
+ * nth_thread_entry, but its end returns to the joiner's call. */
+static void call_entry(void *desc)
+{
+    struct nth_thread *t = desc;
+    struct nth_vp *vp = nth_vp_self();
+    vp->nstarted++;
+    vp->ncalled++;
+    void *r = t->fn(t->arg);
+    exit_current(nth_vp_self(), t, r, 1);
+}
+#endif
+
+/* The end of t, the nano-thread running on vp (the runtime is started).
+ * Never returns, but for called 1 (t's function returned in call_entry)
+ * and t run by call_child: then it returns, to go back to the joiner. */
+static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *ret, int called)
 {
     if (__atomic_load_n(&nexit_hooks, __ATOMIC_ACQUIRE) != 0) {
         for (int i = 0; i < NTH_HOOKS_MAX; i++) {
@@ -549,6 +614,24 @@ static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *r
             break;                      /* JOINABLE: no joiner yet */
     }
     if (joiner && (j & NTH_J_DIRECT)) {
+#ifdef NTH_CTX_HAVE_CALL
+        if (t->flags & NTH_TF_CALLED) {
+            /* It called us (call_child) and waits in that call: from now
+             * on it is the VP's nano-thread, as after a switch to it. A
+             * disabled VP: the joiner leaves it itself (join_direct). */
+            __atomic_store_n(&vp->current, joiner, __ATOMIC_RELAXED);
+            __atomic_store_n(&vp->nswitch, vp->nswitch + 1, __ATOMIC_RELAXED);
+            joiner->vp = vp;
+            nth_trace_rt_switch(vp, t, joiner);
+            /* Our stack is freed only by the joiner, on its own stack. */
+            __atomic_store_n(&t->on_cpu, 0, __ATOMIC_RELEASE);
+            if (called)
+                return;
+            nth_ctx_jump(&joiner->ctx);     /* nth_exit: out of the call */
+        }
+#else
+        (void)called;
+#endif
         /* It switched to us and waits RUNNING in no queue: the VP's next
          * nano-thread, as a dequeued yielder would be. */
         if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED)) {

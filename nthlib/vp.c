@@ -318,6 +318,13 @@ uint64_t nth_vp_nstarted(int vp)
     return __atomic_load_n(&nth_rt.vps[vp]->nstarted, __ATOMIC_RELAXED);
 }
 
+uint64_t nth_vp_ncalled(int vp)
+{
+    if (vp < 0 || vp >= nth_rt.nvps)
+        return 0;
+    return __atomic_load_n(&nth_rt.vps[vp]->ncalled, __ATOMIC_RELAXED);
+}
+
 static void enable(struct nth_vp *vp, int cpu)
 {
     /* Read unlocked by the VP itself (nth_vp_bind) and its stand-ins. */

@@ -3,6 +3,7 @@
 #include "child.h"
 #include "internal.h"
 #include <errno.h>
+#include <fenv.h>
 
 static void *add_one(void *a)
 {
@@ -339,6 +340,70 @@ static void c_join_direct_2vp(void *a) { (void)a; join_direct_case(2); }
 static void test_join_direct_1vp(void **s) { (void)s; assert_child_ok(c_join_direct_1vp, NULL); }
 static void test_join_direct_2vp(void **s) { (void)s; assert_child_ok(c_join_direct_2vp, NULL); }
 
+/* ---- the direct join's call (nano_thread.c, call_child) ------------------- */
+
+/* A fresh nano-thread taken by the direct join runs as a function call on
+ * its own stack, not through two switches. It must still be itself (its
+ * handle from nth_self(), its own stack: its size and guard page), and the
+ * joiner must get back its errno and FP control state whether the child
+ * returns (the call's return) or calls nth_exit (a jump out of the call).
+ * nth_vp_ncalled says the call ran: always where there is one (x86-64),
+ * but under a sanitizer or valgrind, which keep the switches for their
+ * stack annotations. */
+static nth_t called_handle;
+static int called_ok;
+
+static void *called_child(void *a)
+{
+    struct nth_thread *me = nth_self();
+    volatile char here = 0;
+    called_ok = me == called_handle && (const char *)&here >= me->stack_lo &&
+                (const char *)&here < me->stack_lo + me->stack_size && here == 0;
+    errno = 77;
+    CHECK_EQ(fesetround(FE_UPWARD), 0);
+    if (a)
+        exit_inner();                   /* nth_exit(42) */
+    return (void *)(uintptr_t)1;
+}
+
+static void c_join_called(void *a)
+{
+    (void)a;
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = 1;
+    c.stall_us = 0;            /* no stand-in takes the queue's head meanwhile */
+    CHECK_EQ(nth_init(&c), 0);
+    for (int i = 0; i < 4; i++) {
+        uint64_t n0 = nth_vp_ncalled(0);
+        CHECK_EQ(fesetround(FE_DOWNWARD), 0);
+        nth_t t;
+        CHECK_EQ(nth_create(&t, NULL, called_child, (void *)(uintptr_t)(i & 1)), 0);
+        called_handle = t;
+        called_ok = 0;
+        void *r = NULL;
+        errno = 5;
+        int jr = nth_join(t, &r);
+        int e = errno;
+        int mode = fegetround();
+        CHECK_EQ(jr, 0);
+        CHECK_EQ(e, 5);
+        CHECK_EQ(mode, FE_DOWNWARD);
+        CHECK_EQ((uintptr_t)r, i & 1 ? 42 : 1);
+        CHECK(called_ok);
+        CHECK_EQ(nth_join(t, NULL), ESRCH);       /* reaped */
+#ifdef NTH_CTX_HAVE_CALL
+        if (__atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) == 0)
+            CHECK_EQ(nth_vp_ncalled(0), n0 + 1);
+#else
+        (void)n0;                       /* no call there: always the switch */
+#endif
+    }
+    CHECK_EQ(fesetround(FE_TONEAREST), 0);
+}
+
+static void test_join_called(void **s) { (void)s; assert_child_ok(c_join_called, NULL); }
+
 /* ---- detach --------------------------------------------------------------- */
 
 static int detached_done;
@@ -464,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_ids_unique),
         cmocka_unit_test(test_join_direct_1vp),
         cmocka_unit_test(test_join_direct_2vp),
+        cmocka_unit_test(test_join_called),
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_main_returns),
