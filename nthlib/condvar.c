@@ -18,15 +18,16 @@
 #include "mutex_bias.h"
 
 /* The wait-queue lock, biased to the kernel thread that keeps using it
- * (two nano-threads of one VP ping-ponging take it with plain stores). */
-static inline void cond_lock(nth_cond_t *c)
+ * (two nano-threads of one VP ping-ponging hold it by their kernel
+ * thread's announcement, mutex_bias.h). Returns what cond_unlock needs. */
+static inline int cond_lock(nth_cond_t *c)
 {
-    nth_olock_biased(&c->__lock, &c->__bias);
+    return nth_olock_biased(&c->__lock, &c->__bias);
 }
 
-static inline void cond_unlock(nth_cond_t *c)
+static inline void cond_unlock(nth_cond_t *c, int by_bias)
 {
-    nth_ounlock_biased(&c->__lock, &c->__bias);
+    nth_ounlock_biased(&c->__lock, by_bias);
 }
 
 int nth_condattr_init(nth_condattr_t *attr)
@@ -72,15 +73,35 @@ int nth_cond_destroy(nth_cond_t *c)
 {
     if (!c)
         return EINVAL;
-    cond_lock(c);
+    int b = cond_lock(c);
     int busy = c->__head != NULL;
-    cond_unlock(c);
+    cond_unlock(c, b);
     return busy ? EBUSY : 0;
 }
 
 /* w->data: nobody but a waker holding the lock moves this waiter out of
  * WAITING (no alarm, no stop flag), so the claim needs no CAS. */
 #define COND_W_PLAIN 1u
+/* w->data, with COND_W_PLAIN: the waiter parks (nth__park) rather than
+ * blocks, and its one waker, the claimer, unparks it (cond_wake): no CAS
+ * on its state word either side. Only while tracing is off at the wait's
+ * start: a parked nano-thread's switch would show as a yield, not as
+ * SYNCH on the condvar (a trace started within those few instructions
+ * shows that one switch so). */
+#define COND_W_PARK 2u
+
+/* nth_waiter_wake() for a claimed waiter, whichever way it waits. */
+static inline void cond_wake(struct nth_waiter *w)
+{
+    if (w->data & COND_W_PARK) {
+        nth_t t = w->t;             /* as nth_waiter_wake: read before WOKEN */
+        nth__unpark(t);
+        atomic_store_explicit(&w->state, NTH_W_WOKEN, memory_order_release);
+    } else {
+        nth_waiter_wake(w);
+    }
+}
+
 /* Under the lock: nth_wq_claim(), with a plain store instead of a CAS for
  * the waiters nobody else can claim. NULL when none; otherwise a
  * CLAIMED_WAKE waiter for nth_waiter_wake() after the lock is dropped. */
@@ -119,14 +140,16 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     /* No alarm, no stop flag: only a waker holding the lock moves w out
      * of WAITING. */
     if (!abs && !stop)
-        w.data = COND_W_PLAIN;
-    cond_lock(c);
+        w.data = __atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED) ? COND_W_PLAIN
+                                                                : COND_W_PLAIN | COND_W_PARK;
+    int park = (w.data & COND_W_PARK) != 0;
+    int b = cond_lock(c);
     nth_wq_push(&c->__head, &c->__tail, &w);
     if (abs) {
         w.obias = &c->__bias;
         nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
     }
-    cond_unlock(c);
+    cond_unlock(c, b);
     if (stop) {
         /* Dekker with the interrupter (store *stop, fence, read the queue
          * in nth_cond_broadcast): we are queued, then we read *stop. One
@@ -135,40 +158,41 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         int exp = NTH_W_WAITING;
         if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
             atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
-            cond_lock(c);
+            b = cond_lock(c);
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            cond_unlock(c);
+            cond_unlock(c, b);
             nth_waiter_disarm(&w);
             return EINTR;                /* m was never released */
         }
     }
-    uint32_t depth;
-    int e = nth__mutex_release(m, &depth);
+    uint32_t depth = 0;
+    int e = nth__mutex_release_fast(m) ? 0 : nth__mutex_release(m, &depth);
     if (e) {
         /* Not the caller's mutex: leave the queue again, under the lock
          * (a plain waiter is claimed there without a CAS). */
-        cond_lock(c);
+        b = cond_lock(c);
         int exp = NTH_W_WAITING;
         if (atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            cond_unlock(c);
+            cond_unlock(c, b);
             nth_waiter_disarm(&w);
             return e;
         }
-        cond_unlock(c);
+        cond_unlock(c, b);
         /* Signalled or timed out meanwhile: a signal we took must not be
          * lost, so pass it on. */
-        int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
+        int s = nth_waiter_block_how(&w, c, NTH_OBJ_CONDVAR, park);
         nth_waiter_disarm(&w);
         if (s == NTH_W_WOKEN)
             nth_cond_signal(c);
         return e;
     }
-    int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
+    int s = nth_waiter_block_how(&w, c, NTH_OBJ_CONDVAR, park);
     nth_waiter_disarm(&w);
-    nth__mutex_reacquire(m, depth);
+    if (!nth__mutex_reacquire_fast(m))
+        nth__mutex_reacquire(m, depth);
     return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }
 
@@ -207,11 +231,11 @@ int nth_cond_signal(nth_cond_t *c)
         return EINVAL;
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;  /* no waiter: waiters queue before releasing the mutex */
-    cond_lock(c);
+    int b = cond_lock(c);
     struct nth_waiter *w = cond_claim(c);
-    cond_unlock(c);
+    cond_unlock(c, b);
     if (w)
-        nth_waiter_wake(w);
+        cond_wake(w);
     return 0;
 }
 
@@ -222,12 +246,12 @@ int nth_cond_broadcast(nth_cond_t *c)
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;
     struct nth_waiter *list = NULL, *w;
-    cond_lock(c);
+    int b = cond_lock(c);
     while ((w = cond_claim(c)) != NULL) {
         w->next = list;
         list = w;
     }
-    cond_unlock(c);
+    cond_unlock(c, b);
     /* Reverse to wake in arrival order. */
     struct nth_waiter *fifo = NULL;
     while (list) {
@@ -239,7 +263,7 @@ int nth_cond_broadcast(nth_cond_t *c)
     while (fifo) {
         w = fifo;
         fifo = w->next;  /* read before the wake frees w */
-        nth_waiter_wake(w);
+        cond_wake(w);
     }
     return 0;
 }
