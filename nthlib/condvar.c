@@ -82,26 +82,6 @@ int nth_cond_destroy(nth_cond_t *c)
 /* w->data: nobody but a waker holding the lock moves this waiter out of
  * WAITING (no alarm, no stop flag), so the claim needs no CAS. */
 #define COND_W_PLAIN 1u
-/* w->data, with COND_W_PLAIN: the waiter parks (nth__park) rather than
- * blocks, and its one waker, the claimer, unparks it (cond_wake): no CAS
- * on its state word either side. Only while tracing is off at the wait's
- * start: a parked nano-thread's switch would show as a yield, not as
- * SYNCH on the condvar (a trace started within those few instructions
- * shows that one switch so). */
-#define COND_W_PARK 2u
-
-/* nth_waiter_wake() for a claimed waiter, whichever way it waits. */
-static inline void cond_wake(struct nth_waiter *w)
-{
-    if (w->data & COND_W_PARK) {
-        nth_t t = w->t;             /* as nth_waiter_wake: read before WOKEN */
-        nth__unpark(t);
-        atomic_store_explicit(&w->state, NTH_W_WOKEN, memory_order_release);
-    } else {
-        nth_waiter_wake(w);
-    }
-}
-
 /* Under the lock: nth_wq_claim(), with a plain store instead of a CAS for
  * the waiters nobody else can claim. NULL when none; otherwise a
  * CLAIMED_WAKE waiter for nth_waiter_wake() after the lock is dropped. */
@@ -140,9 +120,7 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     /* No alarm, no stop flag: only a waker holding the lock moves w out
      * of WAITING. */
     if (!abs && !stop)
-        w.data = __atomic_load_n(&nth_trace_on, __ATOMIC_RELAXED) ? COND_W_PLAIN
-                                                                : COND_W_PLAIN | COND_W_PARK;
-    int park = (w.data & COND_W_PARK) != 0;
+        w.data = COND_W_PLAIN;
     int b = cond_lock(c);
     nth_wq_push(&c->__head, &c->__tail, &w);
     if (abs) {
@@ -183,13 +161,13 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         cond_unlock(c, b);
         /* Signalled or timed out meanwhile: a signal we took must not be
          * lost, so pass it on. */
-        int s = nth_waiter_block_how(&w, c, NTH_OBJ_CONDVAR, park);
+        int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
         nth_waiter_disarm(&w);
         if (s == NTH_W_WOKEN)
             nth_cond_signal(c);
         return e;
     }
-    int s = nth_waiter_block_how(&w, c, NTH_OBJ_CONDVAR, park);
+    int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
     nth_waiter_disarm(&w);
     if (!nth__mutex_reacquire_fast(m))
         nth__mutex_reacquire(m, depth);
@@ -235,7 +213,7 @@ int nth_cond_signal(nth_cond_t *c)
     struct nth_waiter *w = cond_claim(c);
     cond_unlock(c, b);
     if (w)
-        cond_wake(w);
+        nth_waiter_wake(w);
     return 0;
 }
 
@@ -263,7 +241,7 @@ int nth_cond_broadcast(nth_cond_t *c)
     while (fifo) {
         w = fifo;
         fifo = w->next;  /* read before the wake frees w */
-        cond_wake(w);
+        nth_waiter_wake(w);
     }
     return 0;
 }

@@ -687,26 +687,6 @@ void nth__wake(nth_t t)
     to_rq(t, 0);
 }
 
-/* sync_core.h. As nth_wait, without the state change: the caller stays
- * RUNNING, and a RUNNING nano-thread switched out with NTH_PS_NONE is in
- * no queue until nth__unpark puts it in one (make_ready, as a yielder's
- * place in next_local). An unpark that beats the switch finds it still
- * current: the pick then returns it (nth_sched_block goes on) or another
- * VP waits for its on_cpu. */
-void nth__park(void)
-{
-    struct nth_vp *vp = nth_vp_self();
-    if (!vp)
-        return;                          /* no nano-thread to block */
-    nth_sched_point(vp, NTH_SP_WAIT);
-    nth_sched_block(nth_vp_self(), NTH_PS_NONE);
-}
-
-void nth__unpark(nth_t t)
-{
-    make_ready(t, 0);
-}
-
 int nth_move_to_vp(int id)
 {
     struct nth_vp *vp = nth_vp_self();

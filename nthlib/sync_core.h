@@ -38,22 +38,6 @@ NTH_HIDDEN void nth__keys_exit_hook_install(void);
  * same permit semantics as nth_to_rq. */
 NTH_HIDDEN void nth__wake(nth_t t);
 
-/* Block the calling nano-thread without marking it blocked: it switches
- * to the next ready nano-thread (or its VP's idle loop) and stays RUNNING
- * in no queue, so no nth_to_rq can run it (that only sets its permit);
- * only nth__unpark(self) by the one party that owns its wake-up does. May
- * return without that (no nano-thread to switch from, or the unpark came
- * first): callers loop on their own condition, as around nth_wait. Saves
- * the two compare-and-swaps on the state word of an nth_wait/nth__wake
- * pair (the condvar's plain waiters, claimed by exactly one waker). Seen
- * by tracing as a yield: use it only while tracing is off. */
-NTH_HIDDEN void nth__park(void);
-/* Make t, which called nth__park and is still RUNNING, ready again, where
- * nth__wake would (next to the waker). Exactly once per park, by the
- * party that owns t's wake-up; t's descriptor must be alive. Any kernel
- * thread. */
-NTH_HIDDEN void nth__unpark(nth_t t);
-
 /* Tracing: nonzero while recording (trace_record.c; the mock's is 0). */
 extern NTH_HIDDEN int nth_trace_on;
 /* The calling nano-thread is about to wait on obj, of enum

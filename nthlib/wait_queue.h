@@ -165,10 +165,7 @@ static inline void nth_waiter_wake(struct nth_waiter *w)
 /* Block the caller until w's state is final; returns NTH_W_WOKEN or
  * NTH_W_TIMEDOUT. obj (of enum nth_trace_obj_kind kind; NULL: none) is
  * what the trace names if the caller is switched out meanwhile. */
-/* park: block with nth__park instead of nth_wait, for a waiter whose one
- * waker calls nth__unpark (condvar.c's plain waiters). */
-static inline __attribute__((always_inline))
-int nth_waiter_block_how(struct nth_waiter *w, const void *obj, unsigned kind, int park)
+static inline int nth_waiter_block(struct nth_waiter *w, const void *obj, unsigned kind)
 {
     unsigned spins = 0;
     int s;
@@ -178,10 +175,7 @@ int nth_waiter_block_how(struct nth_waiter *w, const void *obj, unsigned kind, i
         if (s == NTH_W_WOKEN || s == NTH_W_TIMEDOUT)
             break;
         if (s == NTH_W_WAITING) {
-            if (park)
-                nth__park();
-            else
-                nth_wait();
+            nth_wait();
         } else if (++spins % 64) {
             nth_sync_relax();  /* a waker or the alarm is mid-way... */
         } else {
@@ -190,11 +184,6 @@ int nth_waiter_block_how(struct nth_waiter *w, const void *obj, unsigned kind, i
     }
     nth_sync_trace_wait(NULL, 0);
     return s;
-}
-
-static inline int nth_waiter_block(struct nth_waiter *w, const void *obj, unsigned kind)
-{
-    return nth_waiter_block_how(w, obj, kind, 0);
 }
 
 /* Timed waits (timeout.c). Validate a deadline: 0 or EINVAL. */

@@ -488,79 +488,7 @@ static void c_permit_basic(void *a)
 
 static void test_permit_basic(void **s) { (void)s; assert_child_ok(c_permit_basic, NULL); }
 
-/* ---- condvar waits that park ---------------------------------------------- */
-
-/* An untimed, uninterruptible nth_cond_wait with tracing off parks its
- * nano-thread (nth__park): it stays RUNNING, in no queue, and only the
- * signal's unpark runs it again; no compare-and-swap on its state word
- * either side. A timed wait still blocks (its alarm, another waker, races
- * the signal). An nth_to_rq meanwhile only leaves a permit. Fails without
- * the park path: the plain waiter's state is BLOCKED. */
-static nth_mutex_t pk_m = NTH_MUTEX_INITIALIZER;
-static nth_cond_t pk_c = NTH_COND_INITIALIZER;
-static int pk_go, pk_done;
-
-static void *pk_waiter(void *a)
-{
-    int timed = (int)(uintptr_t)a;
-    CHECK_EQ(nth_mutex_lock(&pk_m), 0);
-    while (!pk_go) {
-        if (timed) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 60;
-            CHECK_EQ(nth_cond_timedwait(&pk_c, &pk_m, &ts), 0);
-        } else {
-            CHECK_EQ(nth_cond_wait(&pk_c, &pk_m), 0);
-        }
-    }
-    pk_done++;
-    CHECK_EQ(nth_mutex_unlock(&pk_m), 0);
-    return NULL;
-}
-
-static void pk_round(int timed)
-{
-    struct nth_vp *vp = nth_vp_self();
-    pk_go = pk_done = 0;
-    nth_t w;
-    CHECK_EQ(nth_create(&w, NULL, pk_waiter, (void *)(uintptr_t)timed), 0);
-    struct nth_thread *t = (struct nth_thread *)w;
-    while (!__atomic_load_n(&pk_c.__head, __ATOMIC_ACQUIRE))
-        nth_yield();
-    nth_yield();                          /* its switch-out is complete */
-    int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
-    CHECK_EQ(st & NTH_ST_MASK, timed ? NTH_ST_BLOCKED : NTH_ST_RUNNING);
-    if (!timed) {
-        /* Parked: in no queue, and nth_to_rq does not run it. */
-        CHECK(__atomic_load_n(&vp->next_local, __ATOMIC_ACQUIRE) != t);
-        CHECK(nth_rq_empty(&vp->rq));
-        uint64_t sw = __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED);
-        CHECK_EQ(nth_to_rq(w), 0);
-        for (int i = 0; i < 10; i++)
-            nth_yield();
-        CHECK_EQ(__atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED), sw);  /* nobody ran */
-        CHECK((__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) & NTH_ST_PERMIT) != 0);
-        CHECK(__atomic_load_n(&pk_c.__head, __ATOMIC_ACQUIRE) != NULL);  /* still waiting */
-    }
-    CHECK_EQ(nth_mutex_lock(&pk_m), 0);
-    pk_go = 1;
-    CHECK_EQ(nth_cond_signal(&pk_c), 0);
-    CHECK_EQ(nth_mutex_unlock(&pk_m), 0);
-    CHECK_EQ(nth_join(w, NULL), 0);
-    CHECK_EQ(pk_done, 1);
-}
-
-static void c_cond_park(void *a)
-{
-    (void)a;
-    child_init(1);
-    pk_round(0);
-    pk_round(1);
-    pk_round(0);
-}
-
-static void test_cond_park(void **s) { (void)s; assert_child_ok(c_cond_park, NULL); }
+/* ---- one VP: next_local with a plain store ---------------------------------- */
 
 /* With one VP a wake-up stores the woken nano-thread in next_local with a
  * plain store (nth_next_local_plain) when membarrier is there for the
@@ -963,7 +891,6 @@ int main(void)
         cmocka_unit_test(test_permit_race),
         cmocka_unit_test(test_cross_wake),
         cmocka_unit_test(test_grq_turn),
-        cmocka_unit_test(test_cond_park),
         cmocka_unit_test(test_next_local_plain),
         cmocka_unit_test(test_park),
         cmocka_unit_test(test_set_allowed),

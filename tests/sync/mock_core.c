@@ -88,18 +88,6 @@ void nth__wake(nth_t t)
     nth_to_rq(t);
 }
 
-/* Each mock nano-thread is a kernel thread: a park is a wait for the
- * permit that the unpark sets. */
-void nth__park(void)
-{
-    nth_wait();
-}
-
-void nth__unpark(nth_t t)
-{
-    nth_to_rq(t);
-}
-
 int nth_yield(void)
 {
     nth__timers_poll(NULL);
