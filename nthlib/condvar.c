@@ -18,15 +18,16 @@
 #include "mutex_bias.h"
 
 /* The wait-queue lock, biased to the kernel thread that keeps using it
- * (two nano-threads of one VP ping-ponging take it with plain stores). */
-static inline void cond_lock(nth_cond_t *c)
+ * (two nano-threads of one VP ping-ponging hold it by their kernel
+ * thread's announcement, mutex_bias.h). Returns what cond_unlock needs. */
+static inline int cond_lock(nth_cond_t *c)
 {
-    nth_olock_biased(&c->__lock, &c->__bias);
+    return nth_olock_biased(&c->__lock, &c->__bias);
 }
 
-static inline void cond_unlock(nth_cond_t *c)
+static inline void cond_unlock(nth_cond_t *c, int by_bias)
 {
-    nth_ounlock_biased(&c->__lock, &c->__bias);
+    nth_ounlock_biased(&c->__lock, by_bias);
 }
 
 int nth_condattr_init(nth_condattr_t *attr)
@@ -72,9 +73,9 @@ int nth_cond_destroy(nth_cond_t *c)
 {
     if (!c)
         return EINVAL;
-    cond_lock(c);
+    int b = cond_lock(c);
     int busy = c->__head != NULL;
-    cond_unlock(c);
+    cond_unlock(c, b);
     return busy ? EBUSY : 0;
 }
 
@@ -120,13 +121,13 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
      * of WAITING. */
     if (!abs && !stop)
         w.data = COND_W_PLAIN;
-    cond_lock(c);
+    int b = cond_lock(c);
     nth_wq_push(&c->__head, &c->__tail, &w);
     if (abs) {
         w.obias = &c->__bias;
         nth_waiter_arm(&w, &c->__lock, &c->__head, &c->__tail, clock, abs);
     }
-    cond_unlock(c);
+    cond_unlock(c, b);
     if (stop) {
         /* Dekker with the interrupter (store *stop, fence, read the queue
          * in nth_cond_broadcast): we are queued, then we read *stop. One
@@ -135,29 +136,29 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
         int exp = NTH_W_WAITING;
         if (__atomic_load_n(stop, __ATOMIC_RELAXED) &&
             atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
-            cond_lock(c);
+            b = cond_lock(c);
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            cond_unlock(c);
+            cond_unlock(c, b);
             nth_waiter_disarm(&w);
             return EINTR;                /* m was never released */
         }
     }
-    uint32_t depth;
-    int e = nth__mutex_release(m, &depth);
+    uint32_t depth = 0;
+    int e = nth__mutex_release_fast(m) ? 0 : nth__mutex_release(m, &depth);
     if (e) {
         /* Not the caller's mutex: leave the queue again, under the lock
          * (a plain waiter is claimed there without a CAS). */
-        cond_lock(c);
+        b = cond_lock(c);
         int exp = NTH_W_WAITING;
         if (atomic_compare_exchange_strong(&w.state, &exp, NTH_W_CLAIMED_WAKE)) {
             if (w.queued)
                 nth_wq_remove(&c->__head, &c->__tail, &w);
-            cond_unlock(c);
+            cond_unlock(c, b);
             nth_waiter_disarm(&w);
             return e;
         }
-        cond_unlock(c);
+        cond_unlock(c, b);
         /* Signalled or timed out meanwhile: a signal we took must not be
          * lost, so pass it on. */
         int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
@@ -168,7 +169,8 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     }
     int s = nth_waiter_block(&w, c, NTH_OBJ_CONDVAR);
     nth_waiter_disarm(&w);
-    nth__mutex_reacquire(m, depth);
+    if (!nth__mutex_reacquire_fast(m))
+        nth__mutex_reacquire(m, depth);
     return s == NTH_W_WOKEN ? 0 : ETIMEDOUT;
 }
 
@@ -207,9 +209,9 @@ int nth_cond_signal(nth_cond_t *c)
         return EINVAL;
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;  /* no waiter: waiters queue before releasing the mutex */
-    cond_lock(c);
+    int b = cond_lock(c);
     struct nth_waiter *w = cond_claim(c);
-    cond_unlock(c);
+    cond_unlock(c, b);
     if (w)
         nth_waiter_wake(w);
     return 0;
@@ -222,12 +224,12 @@ int nth_cond_broadcast(nth_cond_t *c)
     if (!__atomic_load_n(&c->__head, __ATOMIC_ACQUIRE))
         return 0;
     struct nth_waiter *list = NULL, *w;
-    cond_lock(c);
+    int b = cond_lock(c);
     while ((w = cond_claim(c)) != NULL) {
         w->next = list;
         list = w;
     }
-    cond_unlock(c);
+    cond_unlock(c, b);
     /* Reverse to wake in arrival order. */
     struct nth_waiter *fifo = NULL;
     while (list) {

@@ -556,6 +556,19 @@ static inline void nth_watchdog_unparked(void)
         __atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST))
         nth_futex_wake(&nth_watchdog_sleeping, 2);   /* the monitor and the backstop */
 }
+/* 1 when the process has one VP and membarrier(MEMBARRIER_CMD_PRIVATE_
+ * EXPEDITED) is registered (set once by nth_vps_start, before any
+ * nano-thread runs): a wake-up on that VP then publishes the woken
+ * nano-thread in next_local with a plain store, and only a compiler
+ * barrier before reading nth_watchdog_sleeping (make_ready). With one VP
+ * no thief or idle VP needs that store ordered before its loads; the
+ * dozing monitor, the one reader left, supplies the barrier of this
+ * asymmetric Dekker itself (nth_watchdog_doze_fence), as liburcu's
+ * urcu-memb and mutex_bias.h do. 0: the exchange and the idle-VP check. */
+NTH_HIDDEN extern int nth_next_local_plain;
+/* Sets nth_next_local_plain for nvps VPs (registering membarrier when
+ * nvps is 1). Called once, before any nano-thread is made ready. */
+NTH_HIDDEN void nth_next_local_plain_init(int nvps);
 /* Lend vp's CPU and ready queues to a stand-in kernel thread now (its
  * nano-thread is in the kernel inside nth_blocking_enter/leave): the
  * stand-in runs vp's local and the global ready nano-threads until vp's

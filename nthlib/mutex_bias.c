@@ -157,15 +157,19 @@ void nth_bias_drop(uint32_t *bias, const void *obj)
         ;
 }
 
-void nth_olock_biased_slow(uint32_t *l, uint32_t *bias)
+int nth_olock_biased_slow(uint32_t *l, uint32_t *bias)
 {
-    if (nth_bias_settle(bias, bias, 1)) {
-        if (nth_bias_fast(bias, l, 0, 1, bias))
-            return;
-        /* Ours but held: by this kernel thread under the atomic protocol
-         * cannot be (the bias came first), so only in an undefined
-         * recursion; fall back to the atomic protocol for good. */
-        nth_bias_drop(bias, bias);
+    /* Ours (claimed now, or already): hold it by the announcement, which
+     * a revocation may beat between the settle and the announcement; then
+     * the settle sees it REVOKING or REVOKED. */
+    while (nth_bias_settle(bias, bias, 1)) {
+        struct nth_bias_slot *s = nth_bias_me;      /* set by the settle */
+        __atomic_store_n(&s->in, (const void *)bias, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(bias, __ATOMIC_RELAXED) == s->id)
+            return 1;
+        __atomic_store_n(&s->in, NULL, __ATOMIC_RELEASE);
     }
     nth_olock(l);
+    return 0;
 }

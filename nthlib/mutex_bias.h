@@ -100,29 +100,51 @@ int nth_bias_settle(uint32_t *bias, const void *obj, int claim) __attribute__((v
 void nth_bias_drop(uint32_t *bias, const void *obj) __attribute__((visibility("hidden")));
 
 /* A wait-queue spinlock (olock.h) with a bias word: the kernel thread that
- * keeps taking it (the condvar of two nano-threads on one VP) does so with
- * plain stores, anyone else revokes the bias and uses nth_olock. The bias
- * word's own address names the object to revokers. Every user of the lock
- * word must go through these two once a bias word is attached. */
-void nth_olock_biased_slow(uint32_t *l, uint32_t *bias) __attribute__((visibility("hidden")));
+ * keeps taking it (the condvar of two nano-threads on one VP) holds it by
+ * its announcement alone, anyone else revokes the bias and uses nth_olock.
+ * The bias word's own address names the object to revokers. Every user of
+ * the lock word must go through these two once a bias word is attached.
+ *
+ * Held by the announcement: the owner's slot names the object for the
+ * whole critical section, not just around a store to the lock word. A
+ * revoker waits until the slot lets go (bias_revoke), so it cannot enter
+ * while the owner is inside, and the owner never writes the lock word:
+ * while the bias word holds an id the lock word stays 0 (nobody takes it
+ * under the atomic protocol before the bias is settled), which is what a
+ * revoker then takes with nth_olock. Two stores and a compare per
+ * lock/unlock pair instead of two biased state changes. The section must
+ * not take another biased object (one slot per kernel thread) nor switch:
+ * olock.h's rule already (a few queue operations, never across a switch).
+ *
+ * nth_olock_biased returns 1 when the caller holds the lock by its
+ * announcement, 0 when by the lock word; pass it to nth_ounlock_biased. */
+int nth_olock_biased_slow(uint32_t *l, uint32_t *bias) __attribute__((visibility("hidden")));
 
-static inline void nth_olock_biased(uint32_t *l, uint32_t *bias)
+static inline int nth_olock_biased(uint32_t *l, uint32_t *bias)
 {
-    if (__builtin_expect(nth_bias_fast(bias, l, 0, 1, bias), 1))
-        return;
+    struct nth_bias_slot *s = nth_bias_me;
+    if (__builtin_expect(s != NULL, 1)) {
+        /* As nth_bias_fast: release store, compiler barrier, bias load. */
+        __atomic_store_n(&s->in, (const void *)bias, __ATOMIC_RELEASE);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (__builtin_expect(__atomic_load_n(bias, __ATOMIC_RELAXED) == s->id, 1))
+            return 1;
+        __atomic_store_n(&s->in, NULL, __ATOMIC_RELEASE);
+    }
     /* Revoked for good (shared across kernel threads): the plain lock, no
      * call. Acquire: the revoker's release hands us the owner's sections. */
-    if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED)
+    if (__atomic_load_n(bias, __ATOMIC_ACQUIRE) == NTH_BIAS_REVOKED) {
         nth_olock(l);
-    else
-        nth_olock_biased_slow(l, bias);
+        return 0;
+    }
+    return nth_olock_biased_slow(l, bias);
 }
 
-static inline void nth_ounlock_biased(uint32_t *l, uint32_t *bias)
+static inline void nth_ounlock_biased(uint32_t *l, int by_bias)
 {
-    /* Not ours any more (revoked while we held it, or never claimed): the
-     * lock was then taken or handed over under the atomic protocol. */
-    if (__builtin_expect(!nth_bias_fast(bias, l, 1, 0, bias), 0))
+    if (__builtin_expect(by_bias, 1))
+        __atomic_store_n(&nth_bias_me->in, NULL, __ATOMIC_RELEASE);
+    else
         __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 

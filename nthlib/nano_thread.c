@@ -704,6 +704,16 @@ static void make_ready(struct nth_thread *t, int home)
          * cache instead of bouncing between CPUs). An earlier occupant
          * goes to the tail of the local queue. Thieves leave the slot
          * alone for a moment (steal.c). */
+        if (__atomic_load_n(&nth_next_local_plain, __ATOMIC_RELAXED) &&
+            !__atomic_load_n(&vp->next_local, __ATOMIC_RELAXED)) {
+            /* One VP, an empty slot: only this kernel thread fills it, so
+             * a plain store; no idle VP to wake; the monitor's membarrier
+             * orders it against a doze (nth_next_local_plain). */
+            __atomic_store_n(&vp->next_local, t, __ATOMIC_RELEASE);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            nth_watchdog_unparked();
+            return;
+        }
         struct nth_thread *old = __atomic_exchange_n(&vp->next_local, t, __ATOMIC_SEQ_CST);
         if (old) {
             nth_rq_push(&vp->rq, old);

@@ -42,8 +42,9 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
     if (!atomic_compare_exchange_strong_explicit(&w->state, &exp, NTH_W_CLAIMED_TIMEOUT,
                                                  memory_order_acq_rel, memory_order_acquire))
         return 0;
+    int b = 0;
     if (w->obias)
-        nth_olock_biased(w->olock, w->obias);
+        b = nth_olock_biased(w->olock, w->obias);
     else
         nth_olock(w->olock);
     if (w->queued)
@@ -51,7 +52,7 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
     if (w->on_timeout)
         w->on_timeout(w);
     if (w->obias)
-        nth_ounlock_biased(w->olock, w->obias);
+        nth_ounlock_biased(w->olock, b);
     else
         nth_ounlock(w->olock);
     nth__wake(w->t);

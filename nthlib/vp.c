@@ -298,6 +298,7 @@ int nth_vps_start(const nth_config_t *cfg)
             break;
         }
     }
+    nth_next_local_plain_init(nth_rt.nvps);
     nth_vp_bind(vp0);
     nth_overflow_vp_altstack(vp0);
     return 0;

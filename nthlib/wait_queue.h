@@ -59,7 +59,10 @@ static inline void nth_waiter_init(struct nth_waiter *w, nth_t self)
     atomic_store_explicit(&w->state, NTH_W_WAITING, memory_order_relaxed);
     w->queued = 0;
     w->data = 0;
-    w->alarm.state = NTH_ALARM_IDLE;
+    /* Relaxed: a plain `=` on the _Atomic field is a sequentially
+     * consistent store, an xchg on x86-64 (a locked instruction per wait);
+     * nobody sees w before the object lock publishes it. */
+    atomic_store_explicit(&w->alarm.state, NTH_ALARM_IDLE, memory_order_relaxed);
     w->olock = NULL;
     w->obias = NULL;
     w->on_timeout = NULL;

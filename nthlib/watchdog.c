@@ -45,6 +45,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,33 @@ static struct {
 } W;
 
 int nth_watchdog_sleeping;
+int nth_next_local_plain;
+
+void nth_next_local_plain_init(int nvps)
+{
+    int ok = 0;
+    if (nvps == 1) {
+        long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+        ok = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+             syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    }
+    __atomic_store_n(&nth_next_local_plain, ok, __ATOMIC_RELAXED);
+}
+
+/* Between the monitor's store of nth_watchdog_sleeping and its look at
+ * the queues: a full barrier on every running thread, so a VP whose
+ * plain next_local store (make_ready) we miss reads the word after it
+ * and wakes us. Only while that plain store is in use. */
+static void doze_fence(void)
+{
+    if (__atomic_load_n(&nth_next_local_plain, __ATOMIC_RELAXED) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        /* Registered at start, so this cannot fail; if the kernel ever
+         * said otherwise a missed wake-up would delay stall rescues. */
+        fprintf(stderr, "nthlib: membarrier failed after registration\n");
+        abort();
+    }
+}
 
 /* The monitor and the stand-ins come from libc's pthread_create
  * (libc_real.h), as VPs do: they must be plain kernel threads. Under
@@ -491,6 +519,7 @@ static void *monitor(void *arg)
         quiet = any_work(nvps) ? 0 : quiet + 1;
         if (quiet >= DOZE_AFTER) {
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
+            doze_fence();
             if (!any_work(nvps))
                 nth_futex_wait(&nth_watchdog_sleeping, 1, DOZE_NS);
             /* Woken by an enqueue (it cleared the word): watch closely

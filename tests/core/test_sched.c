@@ -9,6 +9,8 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -486,6 +488,28 @@ static void c_permit_basic(void *a)
 
 static void test_permit_basic(void **s) { (void)s; assert_child_ok(c_permit_basic, NULL); }
 
+/* ---- one VP: next_local with a plain store ---------------------------------- */
+
+/* With one VP a wake-up stores the woken nano-thread in next_local with a
+ * plain store (nth_next_local_plain) when membarrier is there for the
+ * monitor's side; with two VPs never (thieves and idle VPs need the
+ * exchange's ordering). */
+static void c_next_local_plain(void *a)
+{
+    unsigned vps = (unsigned)(uintptr_t)a;
+    child_init(vps);
+    long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    int have = q >= 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    CHECK_EQ(__atomic_load_n(&nth_next_local_plain, __ATOMIC_RELAXED), vps == 1 && have);
+}
+
+static void test_next_local_plain(void **s)
+{
+    (void)s;
+    assert_child_ok(c_next_local_plain, (void *)(uintptr_t)1);
+    assert_child_ok(c_next_local_plain, (void *)(uintptr_t)2);
+}
+
 /* ---- the global queue's turn ------------------------------------------------ */
 
 /* One VP whose local queue never empties (busy yielders), and a nano-thread
@@ -867,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_permit_race),
         cmocka_unit_test(test_cross_wake),
         cmocka_unit_test(test_grq_turn),
+        cmocka_unit_test(test_next_local_plain),
         cmocka_unit_test(test_park),
         cmocka_unit_test(test_set_allowed),
         cmocka_unit_test(test_set_allowed_rebind),
