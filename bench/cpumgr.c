@@ -6,7 +6,9 @@
  *
  *  realloc_latency_p50/p99: A's request drops from 1 CPU to 0; time from
  *    that request (slot write + futex wake of the daemon) until one of B's
- *    nano-threads runs on the CPU A gave up. Over --changes changes.
+ *    nano-threads runs on the CPU A gave up. Over --changes changes. A
+ *    makes the request bound to that CPU, as a libnth VP running there
+ *    would (--release-anywhere: unbound, as before).
  *  reclaim_latency: B runs a nano-thread that never reaches a scheduling
  *    point on CPU X; A asks for X (its affinity mask is X alone); time from
  *    that request until the spinning thread is running elsewhere (it reads
@@ -70,6 +72,7 @@ struct shared {
 };
 
 static struct shared *sh;
+static int release_anywhere; /* --release-anywhere: A unbound when it releases */
 
 static uint64_t now_ns(void)
 {
@@ -224,10 +227,19 @@ static void wake_daemon(void)
     syscall(SYS_futex, &shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* A release to 0 CPUs hands them to their armed next owners first (the
+ * one-hop hand-off of nth/cpumgr_shm.h, as libnth does at detach), then
+ * wakes the daemon, which confirms. */
 static void a_request(int n)
 {
     __atomic_store_n(&slot->request, n, __ATOMIC_RELAXED);
     __atomic_add_fetch(&slot->req_seq, 1, __ATOMIC_RELEASE);
+    if (n == 0) {
+        uint64_t m[NTH_CPUMGR_MASK_WORDS];
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            m[w] = __atomic_load_n(&slot->assigned[w], __ATOMIC_ACQUIRE);
+        (void)nth_cpumgr_handoff(shm, (unsigned)(slot - shm->slots), m);
+    }
     wake_daemon();
 }
 
@@ -333,6 +345,8 @@ static const char *const seg_name[NSEG] = {
     "rebound -> runs on CPU",
 };
 
+static int nhanded; /* changes where B ran before the daemon's pass */
+
 /* Add one change's segments; 0 if a stamp is missing (that step did not
  * happen for this change, e.g. the VP had not parked yet). */
 static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *slow_by,
@@ -345,6 +359,12 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
     uint64_t st[NSEG + 1] = {t0, __atomic_load_n(&shm->pass_ns, __ATOMIC_RELAXED), grant,
                              sh->notice, sh->enable, sh->unpark, sh->bound,
                              __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)};
+    /* Handed off (B ran before any daemon pass after the request, or the
+     * pass came later): the first two segments are 0 and the third is
+     * request -> B notices. */
+    int handed = st[1] < t0 || st[1] > st[NSEG];
+    if (handed)
+        st[1] = st[2] = t0;
     for (int k = 0; k < NSEG; k++)
         if (st[k + 1] < st[k])
             return 0;
@@ -360,6 +380,7 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
     }
     if (sh->notice_vp < 0)
         (*by_watcher)++;
+    nhanded += handed;
     return 1;
 }
 
@@ -406,6 +427,8 @@ static void breakdown_print(uint64_t **seg, int n, int changes, const int *slow_
 {
     printf("realloc breakdown: %d of %d changes with every stamp; noticed by the watcher "
            "in %d, by a VP in %d\n", n, changes, by_watcher, n - by_watcher);
+    printf("handed off (B ran before the daemon's pass; its first two segments count 0, "
+           "the third is request -> B notices): %d of %d\n", nhanded, n);
     printf("%-26s %9s %9s %9s  %s\n", "segment", "p50 us", "p99 us", "max us",
            "largest in changes > 1 ms");
     for (int k = 0; k < NSEG; k++) {
@@ -428,10 +451,12 @@ int main(int argc, char **argv)
             reclaims = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--breakdown"))
             breakdown = 1;
+        else if (!strcmp(argv[i], "--release-anywhere"))
+            release_anywhere = 1;
         else if (!strcmp(argv[i], "--cpumgr") && i + 1 < argc)
             snprintf(daemon_path, sizeof daemon_path, "%s", argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH] [--breakdown]\n",
+            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH] [--breakdown] [--release-anywhere]\n",
                     argv[0]);
             return 2;
         }
@@ -536,6 +561,15 @@ int main(int argc, char **argv)
         sleep_us(1000); /* B's VP on x parks at its next scheduling point */
         __atomic_store_n(&sh->t1, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
+        /* A releases from the CPU it gives up, as a VP of a libnth
+         * application does (it runs there): x is busy, not halted, when the
+         * release is made, and free once A sleeps. */
+        cpu_set_t all, one;
+        sched_getaffinity(0, sizeof all, &all);
+        CPU_ZERO(&one);
+        CPU_SET(x, &one);
+        if (!release_anywhere)
+            sched_setaffinity(0, sizeof one, &one);
         uint64_t t0 = now_ns();
         a_request(0);
         if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000)) {
@@ -544,6 +578,8 @@ int main(int argc, char **argv)
                 nseg++;
         } else
             miss_r++;
+        if (!release_anywhere)
+            sched_setaffinity(0, sizeof all, &all);
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->t1) {
             int y = -1, na = a_assigned(&y);
             fprintf(stderr, "realloc %d: x=%d t1=%s lat=%.1f us A=%d b=%d\n", i, x,
