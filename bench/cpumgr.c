@@ -61,6 +61,7 @@ struct shared {
     uint64_t left;     /* ns: spinner seen off target */
     int breakdown;     /* --breakdown: B's probe on, stamps copied below */
     uint64_t notice, enable, unpark, bound; /* B's probe at t1 */
+    uint64_t handoff;  /* B's probe at t1: a hand-off taken */
     int notice_vp;
     /* wake-chain floor: A -> D -> F (futex words shared across fork) */
     uint64_t r_notice, r_move, r_moved; /* B's probe when the spinner left */
@@ -103,6 +104,7 @@ static void *poller(void *arg)
                 sh->enable = __atomic_load_n(&nth_cpumgr_probe.enable_ns, __ATOMIC_RELAXED);
                 sh->unpark = __atomic_load_n(&nth_cpumgr_probe.unpark_ns, __ATOMIC_RELAXED);
                 sh->bound = __atomic_load_n(&nth_cpumgr_probe.bound_ns, __ATOMIC_RELAXED);
+                sh->handoff = __atomic_load_n(&nth_cpumgr_probe.handoff_ns, __ATOMIC_RELAXED);
             }
         }
         __atomic_store_n(&sh->b_assigned, nth_cpus_assigned(), __ATOMIC_RELEASE);
@@ -227,9 +229,11 @@ static void wake_daemon(void)
     syscall(SYS_futex, &shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-/* A release to 0 CPUs hands them to their armed next owners first (the
- * one-hop hand-off of nth/cpumgr_shm.h, as libnth does at detach), then
- * wakes the daemon, which confirms. */
+/* A release to 0 CPUs hands them to their armed next owners (the one-hop
+ * hand-off of nth/cpumgr_shm.h, as libnth does at detach); the daemon is
+ * woken only for what was not handed off (it confirms the rest at its
+ * next period), so that it does not take the freed CPU before the
+ * receiver. */
 static void a_request(int n)
 {
     __atomic_store_n(&slot->request, n, __ATOMIC_RELAXED);
@@ -238,7 +242,18 @@ static void a_request(int n)
         uint64_t m[NTH_CPUMGR_MASK_WORDS];
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             m[w] = __atomic_load_n(&slot->assigned[w], __ATOMIC_ACQUIRE);
-        (void)nth_cpumgr_handoff(shm, (unsigned)(slot - shm->slots), m);
+        unsigned nh = nth_cpumgr_handoff(shm, (unsigned)(slot - shm->slots), m);
+        if (getenv("CPUMGR_BENCH_HANDOFF_DEBUG")) {
+            int c = m[0] ? __builtin_ctzll(m[0]) : 0;
+            fprintf(stderr, "A handed %u: cpu %d token %u owner %u next %u me %d\n", nh, c,
+                    shm->cpu[c].token, shm->cpu[c].owner, shm->cpu[c].next_slot,
+                    (int)(slot - shm->slots) + 1);
+        }
+        unsigned have = 0;
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            have += (unsigned)__builtin_popcountll(m[w]);
+        if (nh == have && nh > 0)
+            return;
     }
     wake_daemon();
 }
@@ -362,7 +377,17 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
     /* Handed off (B ran before any daemon pass after the request, or the
      * pass came later): the first two segments are 0 and the third is
      * request -> B notices. */
-    int handed = st[1] < t0 || st[1] > st[NSEG];
+    if (getenv("CPUMGR_BENCH_HANDOFF_DEBUG"))
+        fprintf(stderr, "t1 %.1f handoff %.1f pass %.1f notice %.1f (vp %d) enable %.1f unpark %.1f\n",
+                (st[NSEG] - t0) / 1e3, ((int64_t)sh->handoff - (int64_t)t0) / 1e3,
+                ((int64_t)st[1] - (int64_t)t0) / 1e3, ((int64_t)sh->notice - (int64_t)t0) / 1e3,
+                sh->notice_vp, ((int64_t)sh->enable - (int64_t)t0) / 1e3,
+                ((int64_t)sh->unpark - (int64_t)t0) / 1e3);
+    int handed = sh->handoff >= t0;
+    /* Ran before any daemon pass after the request: hand-off or not, the
+     * daemon's segments are not on this change's path. */
+    if (st[1] < t0 || st[1] > st[NSEG])
+        handed = 1;
     if (handed)
         st[1] = st[2] = t0;
     for (int k = 0; k < NSEG; k++)
@@ -427,8 +452,8 @@ static void breakdown_print(uint64_t **seg, int n, int changes, const int *slow_
 {
     printf("realloc breakdown: %d of %d changes with every stamp; noticed by the watcher "
            "in %d, by a VP in %d\n", n, changes, by_watcher, n - by_watcher);
-    printf("handed off (B ran before the daemon's pass; its first two segments count 0, "
-           "the third is request -> B notices): %d of %d\n", nhanded, n);
+    printf("handed off (B took a hand-off, or ran before the daemon's pass; their first two "
+           "segments count 0, the third is request -> B notices): %d of %d\n", nhanded, n);
     printf("%-26s %9s %9s %9s  %s\n", "segment", "p50 us", "p99 us", "max us",
            "largest in changes > 1 ms");
     for (int k = 0; k < NSEG; k++) {

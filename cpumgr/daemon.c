@@ -341,14 +341,16 @@ static void plan_free(struct cm_place *pl, hwloc_bitmap_t *prev, int n)
     }
 }
 
-/* Withdraw every hand-off before a publication, so none is taken against
- * an assignment about to change. A hand-off already taken (handed equals
- * the token we armed: the segment's handed is client-written, our token
- * and receiver are our own) is recorded in taken_by[cpu] (receiver index
- * + 1): that receiver counts the CPU as its own until its next
- * publication, so it must get one. The token store and the handed load
- * are sequentially consistent, as are the receiver's loads
- * (nth_cpumgr_handed_to): a receiver that took it is seen here. */
+/* Before a publication: withdraw the hand-offs not made yet (token 0), so
+ * none is made against an assignment about to change. One already made
+ * (handed equals the token we armed: the segment's handed is
+ * client-written, our token and receiver are our own) stays good for its
+ * receiver, which may not have looked yet -- the releaser left the CPU
+ * counting on it -- until the receiver's next publication, which it must
+ * therefore get: taken_by[cpu] = receiver index + 1. The token store and
+ * the handed load are sequentially consistent, as are the releaser's
+ * loads and store: a hand-off made after our store sees token 0 first,
+ * one made before is seen here. taken_by NULL: withdraw all (stop). */
 static void disarm(struct daemon *d, uint8_t *taken_by)
 {
     for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++) {
@@ -357,9 +359,16 @@ static void disarm(struct daemon *d, uint8_t *taken_by)
         if (!d->tok[c])
             continue;
         struct nth_cpumgr_cpu *r = &d->shm->cpu[c];
-        __atomic_store_n(&r->token, 0, __ATOMIC_SEQ_CST);
-        if (taken_by && __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == d->tok[c])
+        if (taken_by && __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == d->tok[c]) {
             taken_by[c] = d->nxt[c];
+            continue; /* kept armed until arm() rewrites it */
+        }
+        __atomic_store_n(&r->token, 0, __ATOMIC_SEQ_CST);
+        if (taken_by && __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == d->tok[c]) {
+            taken_by[c] = d->nxt[c]; /* made while we withdrew it */
+            __atomic_store_n(&r->token, d->tok[c], __ATOMIC_SEQ_CST);
+            continue;
+        }
         d->tok[c] = 0;
         d->nxt[c] = 0;
     }
@@ -387,6 +396,14 @@ static void arm(struct daemon *d)
     int idx[NTH_CPUMGR_MAX_SLOTS];
     struct cm_place pl[NTH_CPUMGR_MAX_SLOTS];
     hwloc_bitmap_t prev[NTH_CPUMGR_MAX_SLOTS];
+    /* The records kept for hand-offs already made end here: their
+     * receivers were just published to. */
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if (d->tok[c]) {
+            __atomic_store_n(&d->shm->cpu[c].token, 0, __ATOMIC_SEQ_CST);
+            d->tok[c] = 0;
+            d->nxt[c] = 0;
+        }
     hwloc_bitmap_t mine = hwloc_bitmap_alloc();
     if (!mine)
         return;
@@ -417,6 +434,9 @@ static void arm(struct daemon *d)
             __atomic_store_n(&r->owner, (uint32_t)j + 1u, __ATOMIC_RELAXED);
             __atomic_store_n(&r->next_slot, (uint32_t)to + 1u, __ATOMIC_RELAXED);
             __atomic_store_n(&r->next_gen, d->p[to].gen, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->next_aseq,
+                             __atomic_load_n(&d->shm->slots[to].aseq, __ATOMIC_RELAXED),
+                             __ATOMIC_RELAXED);
             __atomic_store_n(&r->token, t, __ATOMIC_SEQ_CST);
             d->tok[c] = t;
             d->nxt[c] = (uint8_t)(to + 1);

@@ -194,7 +194,9 @@ static int read_assignment(void)
     for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
         for (uint64_t b = owned[w] & ~m[w]; b; b &= b - 1) {
             unsigned c = w * 64u + (unsigned)__builtin_ctzll(b);
-            if (nth_cpumgr_handed_to(C.shm, c, (unsigned)C.slot, gen)) {
+            if (nth_cpumgr_handed_to(C.shm, c, (unsigned)C.slot, gen, q1)) {
+                if (!hwloc_bitmap_isset(C.handed, c))
+                    nth_cpumgr_stamp(&nth_cpumgr_probe.handoff_ns);
                 hwloc_bitmap_set(C.handed, c);
                 C.handed_aseq = q1;
             }
@@ -509,11 +511,17 @@ void nth_cpumgr_client_fini(void)
         uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;
         __atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-        /* Our CPUs go to their armed next owners now, the daemon confirms
-         * after: it is not on the path of the reallocation. */
+        /* Our CPUs go to their armed next owners now; the daemon confirms
+         * at its next period. Woken now, it would run its pass on the very
+         * CPU we leave before the receiver's VP does (its slice is short),
+         * so it is woken only for CPUs not handed off. */
+        unsigned have = 0, nh = 0;
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            have += (unsigned)__builtin_popcountll(m[w]);
         if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
-            (void)nth_cpumgr_handoff(C.shm, (unsigned)C.slot, m);
-        wake_daemon();
+            nh = nth_cpumgr_handoff(C.shm, (unsigned)C.slot, m);
+        if (nh == 0 || nh < have)
+            wake_daemon();
     }
     unmap_segment(1);
     C.cb = NULL;

@@ -28,12 +28,16 @@
  * application the daemon computed in advance: at each publication the
  * daemon arms, per CPU, the slot that would get it if its owner gave it up
  * (next_slot, next_gen) under a fresh token. The releaser writes the token
- * into handed and wakes the receiver's parked VPs itself (vp_wake) before it
- * wakes the daemon: the receiver counts the CPU as its own while
+ * into handed and wakes the receiver's parked VPs itself (vp_wake); the
+ * daemon, woken only for CPUs not handed off, confirms at its next period.
+ * The receiver counts the CPU as its own while
  * handed == token != 0, so the daemon is not on the path of the
- * reallocation. The daemon disarms (token 0) before it publishes anything,
- * re-arms after, and republishes to a receiver whose hand-off it did not
- * confirm, so it stays the authority and repairs a wrong or forged one.
+ * reallocation. A hand-off is good only while the receiver's aseq is the
+ * one recorded when it was armed (next_aseq): the daemon disarms the
+ * records not handed off (token 0) before it publishes anything, always
+ * publishes again to a receiver of a hand-off (which ends it: the CPU is
+ * in the new assignment, or not), and re-arms after, so it stays the
+ * authority and repairs a wrong or forged hand-off.
  *
  * Change LAYOUT_VERSION whenever a byte of this layout changes meaning: both
  * sides refuse a segment of another version with a clear message.
@@ -125,7 +129,10 @@ struct nth_cpumgr_cpu {
     uint32_t next_gen;                   /* that slot's gen */
     uint32_t handed;                     /* owner-written: == token once
                                             handed off */
-    uint32_t pad[3];
+    uint32_t next_aseq;                  /* the receiver's aseq when armed:
+                                            the hand-off is good until the
+                                            daemon publishes for it again */
+    uint32_t pad[2];
 };
 
 /* The segment: this header followed by nothing else. */
@@ -163,10 +170,11 @@ static inline void nth_cpumgr_mask_set(uint64_t *m, unsigned cpu)
         m[cpu / 64u] |= UINT64_C(1) << (cpu % 64u);
 }
 
-/* Is CPU c handed off to slot `slot` (index) of generation gen? Reads the
- * record under its token (see struct nth_cpumgr_cpu). */
+/* Is CPU c handed off to slot `slot` (index) of generation gen, whose
+ * assignment the caller read at aseq? Reads the record under its token
+ * (see struct nth_cpumgr_cpu). */
 static inline int nth_cpumgr_handed_to(const struct nth_cpumgr_shm *s, unsigned c,
-                                       unsigned slot, uint32_t gen)
+                                       unsigned slot, uint32_t gen, uint32_t aseq)
 {
     if (c >= NTH_CPUMGR_MAX_CPUS || slot >= NTH_CPUMGR_MAX_SLOTS || !gen)
         return 0;
@@ -178,14 +186,17 @@ static inline int nth_cpumgr_handed_to(const struct nth_cpumgr_shm *s, unsigned 
         return 0;
     int ok = __atomic_load_n(&r->next_slot, __ATOMIC_SEQ_CST) == slot + 1u &&
              __atomic_load_n(&r->next_gen, __ATOMIC_SEQ_CST) == gen &&
+             __atomic_load_n(&r->next_aseq, __ATOMIC_SEQ_CST) == aseq &&
              __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == t;
     return ok && __atomic_load_n(&r->token, __ATOMIC_SEQ_CST) == t;
 }
 
 /* Release every CPU in mask (slot `slot`'s, which the caller no longer runs
  * on) to its armed next owner, and wake each receiver's parked VPs: the
- * one-hop hand-off. The caller has already published its smaller request
- * and wakes the daemon afterwards (it confirms or repairs). Indices read
+ * one-hop hand-off. The caller has already published its smaller request.
+ * It wakes the daemon afterwards only if some CPU was not handed off: the
+ * daemon confirms the rest at its next period (woken now, it tends to run
+ * its pass on the CPU just released, before the receiver). Indices read
  * from the segment are range-checked; a CPU not owned by slot alone or not
  * armed is left to the daemon. Returns the number of CPUs handed off.
  * Thread-safe (atomics and futex wakes only); async-signal-safe. */
