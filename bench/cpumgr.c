@@ -6,7 +6,9 @@
  *
  *  realloc_latency_p50/p99: A's request drops from 1 CPU to 0; time from
  *    that request (slot write + futex wake of the daemon) until one of B's
- *    nano-threads runs on the CPU A gave up. Over --changes changes.
+ *    nano-threads runs on the CPU A gave up. Over --changes changes. A
+ *    makes the request bound to that CPU, as a libnth VP running there
+ *    would (--release-anywhere: unbound, as before).
  *  reclaim_latency: B runs a nano-thread that never reaches a scheduling
  *    point on CPU X; A asks for X (its affinity mask is X alone); time from
  *    that request until the spinning thread is running elsewhere (it reads
@@ -59,6 +61,7 @@ struct shared {
     uint64_t left;     /* ns: spinner seen off target */
     int breakdown;     /* --breakdown: B's probe on, stamps copied below */
     uint64_t notice, enable, unpark, bound; /* B's probe at t1 */
+    uint64_t handoff;  /* B's probe at t1: a hand-off taken */
     int notice_vp;
     /* wake-chain floor: A -> D -> F (futex words shared across fork) */
     uint64_t r_notice, r_move, r_moved; /* B's probe when the spinner left */
@@ -70,6 +73,7 @@ struct shared {
 };
 
 static struct shared *sh;
+static int release_anywhere; /* --release-anywhere: A unbound when it releases */
 
 static uint64_t now_ns(void)
 {
@@ -100,6 +104,7 @@ static void *poller(void *arg)
                 sh->enable = __atomic_load_n(&nth_cpumgr_probe.enable_ns, __ATOMIC_RELAXED);
                 sh->unpark = __atomic_load_n(&nth_cpumgr_probe.unpark_ns, __ATOMIC_RELAXED);
                 sh->bound = __atomic_load_n(&nth_cpumgr_probe.bound_ns, __ATOMIC_RELAXED);
+                sh->handoff = __atomic_load_n(&nth_cpumgr_probe.handoff_ns, __ATOMIC_RELAXED);
             }
         }
         __atomic_store_n(&sh->b_assigned, nth_cpus_assigned(), __ATOMIC_RELEASE);
@@ -224,10 +229,32 @@ static void wake_daemon(void)
     syscall(SYS_futex, &shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
+/* A release to 0 CPUs hands them to their armed next owners (the one-hop
+ * hand-off of nth/cpumgr_shm.h, as libnth does at detach); the daemon is
+ * woken only for what was not handed off (it confirms the rest at its
+ * next period), so that it does not take the freed CPU before the
+ * receiver. */
 static void a_request(int n)
 {
     __atomic_store_n(&slot->request, n, __ATOMIC_RELAXED);
     __atomic_add_fetch(&slot->req_seq, 1, __ATOMIC_RELEASE);
+    if (n == 0) {
+        uint64_t m[NTH_CPUMGR_MASK_WORDS];
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            m[w] = __atomic_load_n(&slot->assigned[w], __ATOMIC_ACQUIRE);
+        unsigned nh = nth_cpumgr_handoff(shm, (unsigned)(slot - shm->slots), m);
+        if (getenv("CPUMGR_BENCH_HANDOFF_DEBUG")) {
+            int c = m[0] ? __builtin_ctzll(m[0]) : 0;
+            fprintf(stderr, "A handed %u: cpu %d token %u owner %u next %u me %d\n", nh, c,
+                    shm->cpu[c].token, shm->cpu[c].owner, shm->cpu[c].next_slot,
+                    (int)(slot - shm->slots) + 1);
+        }
+        unsigned have = 0;
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            have += (unsigned)__builtin_popcountll(m[w]);
+        if (nh == have && nh > 0)
+            return;
+    }
     wake_daemon();
 }
 
@@ -333,6 +360,8 @@ static const char *const seg_name[NSEG] = {
     "rebound -> runs on CPU",
 };
 
+static int nhanded; /* changes where B ran before the daemon's pass */
+
 /* Add one change's segments; 0 if a stamp is missing (that step did not
  * happen for this change, e.g. the VP had not parked yet). */
 static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *slow_by,
@@ -345,6 +374,22 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
     uint64_t st[NSEG + 1] = {t0, __atomic_load_n(&shm->pass_ns, __ATOMIC_RELAXED), grant,
                              sh->notice, sh->enable, sh->unpark, sh->bound,
                              __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE)};
+    /* Handed off (B ran before any daemon pass after the request, or the
+     * pass came later): the first two segments are 0 and the third is
+     * request -> B notices. */
+    if (getenv("CPUMGR_BENCH_HANDOFF_DEBUG"))
+        fprintf(stderr, "t1 %.1f handoff %.1f pass %.1f notice %.1f (vp %d) enable %.1f unpark %.1f\n",
+                (st[NSEG] - t0) / 1e3, ((int64_t)sh->handoff - (int64_t)t0) / 1e3,
+                ((int64_t)st[1] - (int64_t)t0) / 1e3, ((int64_t)sh->notice - (int64_t)t0) / 1e3,
+                sh->notice_vp, ((int64_t)sh->enable - (int64_t)t0) / 1e3,
+                ((int64_t)sh->unpark - (int64_t)t0) / 1e3);
+    int handed = sh->handoff >= t0;
+    /* Ran before any daemon pass after the request: hand-off or not, the
+     * daemon's segments are not on this change's path. */
+    if (st[1] < t0 || st[1] > st[NSEG])
+        handed = 1;
+    if (handed)
+        st[1] = st[2] = t0;
     for (int k = 0; k < NSEG; k++)
         if (st[k + 1] < st[k])
             return 0;
@@ -360,6 +405,7 @@ static int breakdown_add(uint64_t t0, pid_t bpid, uint64_t **seg, int n, int *sl
     }
     if (sh->notice_vp < 0)
         (*by_watcher)++;
+    nhanded += handed;
     return 1;
 }
 
@@ -406,6 +452,8 @@ static void breakdown_print(uint64_t **seg, int n, int changes, const int *slow_
 {
     printf("realloc breakdown: %d of %d changes with every stamp; noticed by the watcher "
            "in %d, by a VP in %d\n", n, changes, by_watcher, n - by_watcher);
+    printf("handed off (B took a hand-off, or ran before the daemon's pass; their first two "
+           "segments count 0, the third is request -> B notices): %d of %d\n", nhanded, n);
     printf("%-26s %9s %9s %9s  %s\n", "segment", "p50 us", "p99 us", "max us",
            "largest in changes > 1 ms");
     for (int k = 0; k < NSEG; k++) {
@@ -428,10 +476,12 @@ int main(int argc, char **argv)
             reclaims = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--breakdown"))
             breakdown = 1;
+        else if (!strcmp(argv[i], "--release-anywhere"))
+            release_anywhere = 1;
         else if (!strcmp(argv[i], "--cpumgr") && i + 1 < argc)
             snprintf(daemon_path, sizeof daemon_path, "%s", argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH] [--breakdown]\n",
+            fprintf(stderr, "usage: %s [--json] [--changes N] [--reclaims N] [--cpumgr PATH] [--breakdown] [--release-anywhere]\n",
                     argv[0]);
             return 2;
         }
@@ -536,6 +586,15 @@ int main(int argc, char **argv)
         sleep_us(1000); /* B's VP on x parks at its next scheduling point */
         __atomic_store_n(&sh->t1, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&sh->target, x, __ATOMIC_RELEASE);
+        /* A releases from the CPU it gives up, as a VP of a libnth
+         * application does (it runs there): x is busy, not halted, when the
+         * release is made, and free once A sleeps. */
+        cpu_set_t all, one;
+        sched_getaffinity(0, sizeof all, &all);
+        CPU_ZERO(&one);
+        CPU_SET(x, &one);
+        if (!release_anywhere)
+            sched_setaffinity(0, sizeof one, &one);
         uint64_t t0 = now_ns();
         a_request(0);
         if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000)) {
@@ -544,6 +603,8 @@ int main(int argc, char **argv)
                 nseg++;
         } else
             miss_r++;
+        if (!release_anywhere)
+            sched_setaffinity(0, sizeof all, &all);
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->t1) {
             int y = -1, na = a_assigned(&y);
             fprintf(stderr, "realloc %d: x=%d t1=%s lat=%.1f us A=%d b=%d\n", i, x,

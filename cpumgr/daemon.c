@@ -46,6 +46,7 @@ struct slotpriv {
     uint64_t taken_ns;      /* when the last of them was taken */
     int client_ok;          /* 0 unknown, 1 maps our segment, 2 does not */
     int enforce_logged;     /* "moved its threads" already logged */
+    uint32_t gen;           /* occupant generation written to the slot */
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -128,6 +129,11 @@ struct daemon {
     unsigned rot;
     int dirty;
     uint64_t pass_ns;       /* when this pass began (its futex wait returned) */
+    /* Hand-off records as we armed them (the segment's copy may be
+     * scribbled on): token per CPU, 0 = disarmed, and the receiver. */
+    uint32_t token;                        /* last token given out */
+    uint32_t tok[NTH_CPUMGR_MAX_CPUS];
+    uint8_t nxt[NTH_CPUMGR_MAX_CPUS];      /* receiver slot index + 1 */
 };
 
 static void forget(struct daemon *d, int i, const char *reason)
@@ -256,6 +262,12 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         }
         p->primed = 0;
         p->force_publish = 1; /* the client waits for our first answer */
+        /* A new generation: a hand-off armed for the slot's previous
+         * occupant must not be taken by this one. */
+        p->gen = __atomic_load_n(&s->gen, __ATOMIC_RELAXED) + 1u;
+        if (p->gen == 0)
+            p->gen = 1;
+        __atomic_store_n(&s->gen, p->gen, __ATOMIC_RELEASE);
         fprintf(stderr, "cpumgr: application %s (pid %d) attached to slot %d\n",
                 p->name, (int)pid, i);
         d->dirty = 1;
@@ -273,33 +285,26 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     hwloc_bitmap_free(aff);
 }
 
-static void rebalance(struct daemon *d)
+/* Policy and placement for the known, valid slots, as rebalance() does;
+ * slot `zero` (an index, or -1) counted as asking for no CPU: who would get
+ * its CPUs if it gave them up. Fills idx, pl (out, shared allocated) and
+ * prev; the caller frees them with plan_free(). Returns the number of
+ * slots, or -1 (ENOMEM or a placement failure; nothing to free). */
+static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc_bitmap_t *prev)
 {
-    int idx[NTH_CPUMGR_MAX_SLOTS], n = 0;
     struct cm_demand dem[NTH_CPUMGR_MAX_SLOTS];
-    struct cm_place pl[NTH_CPUMGR_MAX_SLOTS];
-    int counts[NTH_CPUMGR_MAX_SLOTS];
+    int counts[NTH_CPUMGR_MAX_SLOTS], n = 0;
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
         struct slotpriv *p = &d->p[i];
-        if (!p->known)
+        if (!p->known || !p->valid)
             continue;
-        if (!p->valid) {
-            /* Ignored slot: it loses its CPUs, nobody else does. */
-            if (!hwloc_bitmap_iszero(p->assigned)) {
-                hwloc_bitmap_zero(p->assigned);
-                hwloc_bitmap_zero(p->shared);
-                publish(&d->shm->slots[i], p->assigned, p->shared);
-            }
-            continue;
-        }
         idx[n] = i;
-        dem[n].request = p->request;
+        dem[n].request = i == zero ? 0 : p->request;
         dem[n].priority = p->priority;
         dem[n].eligible = hwloc_bitmap_weight(p->allowed);
         n++;
     }
     cm_policy_counts(d->o->policy, dem, n, d->ncpus, d->rot, counts);
-    hwloc_bitmap_t prev[NTH_CPUMGR_MAX_SLOTS];
     int ok = 1;
     for (int k = 0; k < n; k++) {
         struct slotpriv *p = &d->p[idx[k]];
@@ -317,8 +322,154 @@ static void rebalance(struct daemon *d)
             ok = 0;
     }
     if (ok && cm_place_all(d->topo, d->owned, pl, n) == 0 &&
-        (!d->o->share || cm_share(d->topo, pl, n) == 0)) {
+        (!d->o->share || cm_share(d->topo, pl, n) == 0))
+        return n;
+    for (int k = 0; k < n; k++) {
+        hwloc_bitmap_free(prev[k]);
+        hwloc_bitmap_free(pl[k].out);
+        hwloc_bitmap_free(pl[k].shared);
+    }
+    return -1;
+}
+
+static void plan_free(struct cm_place *pl, hwloc_bitmap_t *prev, int n)
+{
+    for (int k = 0; k < n; k++) {
+        hwloc_bitmap_free(prev[k]);
+        hwloc_bitmap_free(pl[k].out);
+        hwloc_bitmap_free(pl[k].shared);
+    }
+}
+
+/* Before a publication: withdraw the hand-offs not made yet (token 0), so
+ * none is made against an assignment about to change. One already made
+ * (handed equals the token we armed: the segment's handed is
+ * client-written, our token and receiver are our own) stays good for its
+ * receiver, which may not have looked yet -- the releaser left the CPU
+ * counting on it -- until the receiver's next publication, which it must
+ * therefore get: taken_by[cpu] = receiver index + 1. The token store and
+ * the handed load are sequentially consistent, as are the releaser's
+ * loads and store: a hand-off made after our store sees token 0 first,
+ * one made before is seen here. taken_by NULL: withdraw all (stop). */
+static void disarm(struct daemon *d, uint8_t *taken_by)
+{
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++) {
+        if (taken_by)
+            taken_by[c] = 0;
+        if (!d->tok[c])
+            continue;
+        struct nth_cpumgr_cpu *r = &d->shm->cpu[c];
+        if (taken_by && __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == d->tok[c]) {
+            taken_by[c] = d->nxt[c];
+            continue; /* kept armed until arm() rewrites it */
+        }
+        __atomic_store_n(&r->token, 0, __ATOMIC_SEQ_CST);
+        if (taken_by && __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == d->tok[c]) {
+            taken_by[c] = d->nxt[c]; /* made while we withdrew it */
+            __atomic_store_n(&r->token, d->tok[c], __ATOMIC_SEQ_CST);
+            continue;
+        }
+        d->tok[c] = 0;
+        d->nxt[c] = 0;
+    }
+}
+
+/* Was a hand-off taken since the last publication? Then rebalance now:
+ * the releaser wakes us anyway, but one that did not (or a forged
+ * hand-off) is repaired within a period. */
+static int handoff_taken(struct daemon *d)
+{
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if (d->tok[c] &&
+            __atomic_load_n(&d->shm->cpu[c].handed, __ATOMIC_RELAXED) == d->tok[c])
+            return 1;
+    return 0;
+}
+
+/* After a publication: for each CPU one application owns alone, the
+ * application that would get it if that one gave up all its CPUs (the
+ * same policy and placement with its request at 0), armed under a fresh
+ * token. One plan per application holding CPUs, after the wake-ups: off
+ * the path of the grants. A CPU with no such receiver stays disarmed. */
+static void arm(struct daemon *d)
+{
+    int idx[NTH_CPUMGR_MAX_SLOTS];
+    struct cm_place pl[NTH_CPUMGR_MAX_SLOTS];
+    hwloc_bitmap_t prev[NTH_CPUMGR_MAX_SLOTS];
+    /* The records kept for hand-offs already made end here: their
+     * receivers were just published to. */
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        if (d->tok[c]) {
+            __atomic_store_n(&d->shm->cpu[c].token, 0, __ATOMIC_SEQ_CST);
+            d->tok[c] = 0;
+            d->nxt[c] = 0;
+        }
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+    if (!mine)
+        return;
+    for (int j = 0; j < (int)NTH_CPUMGR_MAX_SLOTS; j++) {
+        struct slotpriv *pj = &d->p[j];
+        if (!pj->known || !pj->valid)
+            continue;
+        hwloc_bitmap_andnot(mine, pj->assigned, pj->shared);
+        if (hwloc_bitmap_iszero(mine))
+            continue;
+        int n = plan(d, j, idx, pl, prev);
+        if (n < 0)
+            continue;
+        for (int c = hwloc_bitmap_first(mine); c >= 0; c = hwloc_bitmap_next(mine, c)) {
+            if ((unsigned)c >= NTH_CPUMGR_MAX_CPUS)
+                continue;
+            int to = -1;
+            for (int k = 0; k < n && to < 0; k++)
+                if (idx[k] != j && hwloc_bitmap_isset(pl[k].out, (unsigned)c) &&
+                    !hwloc_bitmap_isset(pl[k].shared, (unsigned)c))
+                    to = idx[k];
+            if (to < 0)
+                continue;
+            struct nth_cpumgr_cpu *r = &d->shm->cpu[c];
+            uint32_t t = ++d->token;
+            if (!t)
+                t = ++d->token;
+            __atomic_store_n(&r->owner, (uint32_t)j + 1u, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->next_slot, (uint32_t)to + 1u, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->next_gen, d->p[to].gen, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->next_aseq,
+                             __atomic_load_n(&d->shm->slots[to].aseq, __ATOMIC_RELAXED),
+                             __ATOMIC_RELAXED);
+            __atomic_store_n(&r->token, t, __ATOMIC_SEQ_CST);
+            d->tok[c] = t;
+            d->nxt[c] = (uint8_t)(to + 1);
+        }
+        plan_free(pl, prev, n);
+    }
+    hwloc_bitmap_free(mine);
+}
+
+static void rebalance(struct daemon *d)
+{
+    int idx[NTH_CPUMGR_MAX_SLOTS];
+    struct cm_place pl[NTH_CPUMGR_MAX_SLOTS];
+    hwloc_bitmap_t prev[NTH_CPUMGR_MAX_SLOTS];
+    static uint8_t taken_by[NTH_CPUMGR_MAX_CPUS];
+    disarm(d, taken_by);
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct slotpriv *p = &d->p[i];
+        /* Ignored slot: it loses its CPUs, nobody else does. */
+        if (p->known && !p->valid && !hwloc_bitmap_iszero(p->assigned)) {
+            hwloc_bitmap_zero(p->assigned);
+            hwloc_bitmap_zero(p->shared);
+            publish(&d->shm->slots[i], p->assigned, p->shared);
+        }
+    }
+    int n = plan(d, -1, idx, pl, prev);
+    if (n >= 0) {
         int changed = 0, nwake = 0, wake[NTH_CPUMGR_MAX_SLOTS], wake_loses[NTH_CPUMGR_MAX_SLOTS];
+        /* A receiver of a hand-off counts the CPU as its own until its next
+         * publication: it gets one even if nothing else changed for it. */
+        for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+            if (taken_by[c])
+                d->p[taken_by[c] - 1].force_publish = 1;
         /* Two passes: first the slots that lose a CPU, then the others, so
          * a CPU is never published as both the old and the new owner's.
          * Every assignment is written before anyone is woken: a futex wake
@@ -362,11 +513,8 @@ static void rebalance(struct daemon *d)
         for (int k = 0; k < nwake; k++)
             publish_wake(&d->shm->slots[wake[k]], wake_loses[k]);
         d->dirty = 0;
-    }
-    for (int k = 0; k < n; k++) {
-        hwloc_bitmap_free(prev[k]);
-        hwloc_bitmap_free(pl[k].out);
-        hwloc_bitmap_free(pl[k].shared);
+        plan_free(pl, prev, n);
+        arm(d);
     }
 }
 
@@ -511,6 +659,9 @@ static int setup_segment(struct daemon *d)
         fprintf(stderr, "cpumgr: rebuilt state from %s: %d application slot(s) in use\n",
                 d->o->name, n);
     }
+    /* A previous daemon's hand-offs are not ours to honour. */
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
+        __atomic_store_n(&s->cpu[c].token, 0, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&s->epoch, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->daemon_state, NTH_CPUMGR_DAEMON_RUNNING, __ATOMIC_RELEASE);
     return 0;
@@ -603,7 +754,7 @@ int cm_daemon_run(const struct cm_opts *o)
                 d.dirty = 1;
             }
         }
-        if (d.dirty)
+        if (d.dirty || handoff_taken(&d))
             rebalance(&d);
         /* Sleep until the next period or enforcement deadline. */
         wait_ns = (uint64_t)o->period_ms * 1000000u;
@@ -619,6 +770,7 @@ int cm_daemon_run(const struct cm_opts *o)
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
         if (d.p[i].known)
             forget(&d, i, "stop");
+    disarm(&d, NULL);
     __atomic_store_n(&d.shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
     __atomic_add_fetch(&d.shm->epoch, 1, __ATOMIC_RELEASE);
     shm_unlink(o->name);

@@ -50,6 +50,10 @@ static struct {
     hwloc_bitmap_t affinity;     /* process affinity mask (OS indices < MAX) */
     hwloc_bitmap_t assigned;
     hwloc_bitmap_t tmp;
+    hwloc_bitmap_t handed;       /* CPUs handed to us by their releaser
+                                    (one-hop hand-off), kept until the
+                                    daemon's next publication for us */
+    uint32_t handed_aseq;        /* the publication they were taken under */
     int naff;
     int count;                   /* atomic: CPUs in assigned */
     int request;                 /* -1: all of the affinity mask */
@@ -143,7 +147,12 @@ static int daemon_running(void)
     return pid > 0 && st && nth_cpumgr_proc_start_time(pid) == st;
 }
 
-/* Read our slot's assignment under its seqlock; apply it. Lock held. */
+/* Read our slot's assignment under its seqlock, add the CPUs handed to us
+ * (cpumgr_shm.h: one-hop hand-off), apply it. A handed CPU stays ours until
+ * the daemon publishes for us again: it disarms the hand-off before that
+ * publication and either includes the CPU or republishes without it, so
+ * the daemon decides, and in between we do not drop and retake it. Lock
+ * held. */
 static int read_assignment(void)
 {
     struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
@@ -176,6 +185,23 @@ static int read_assignment(void)
     for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
         if (nth_cpumgr_mask_test(m, c))
             hwloc_bitmap_set(C.tmp, c);
+    if (q1 != C.handed_aseq)
+        hwloc_bitmap_zero(C.handed);
+    uint32_t gen = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
+    uint64_t owned[NTH_CPUMGR_MASK_WORDS];
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        owned[w] = __atomic_load_n(&C.shm->cpus[w], __ATOMIC_RELAXED);
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        for (uint64_t b = owned[w] & ~m[w]; b; b &= b - 1) {
+            unsigned c = w * 64u + (unsigned)__builtin_ctzll(b);
+            if (nth_cpumgr_handed_to(C.shm, c, (unsigned)C.slot, gen, q1)) {
+                if (!hwloc_bitmap_isset(C.handed, c))
+                    nth_cpumgr_stamp(&nth_cpumgr_probe.handoff_ns);
+                hwloc_bitmap_set(C.handed, c);
+                C.handed_aseq = q1;
+            }
+        }
+    hwloc_bitmap_or(C.tmp, C.tmp, C.handed);
     /* Defensive: never run outside our own affinity mask. */
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
     if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
@@ -342,6 +368,18 @@ int nth_cpumgr_refresh(void)
     return changed;
 }
 
+int nth_cpumgr_refresh_handoff(void)
+{
+    if (!__atomic_load_n(&C.attached, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    int changed = 0;
+    if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.shm)
+        changed = read_assignment();
+    unlock();
+    return changed;
+}
+
 int nth_cpumgr_tick(void)
 {
     if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE) || C.off)
@@ -409,7 +447,8 @@ static int client_init(const char *name, int attach)
     C.affinity = hwloc_bitmap_alloc();
     C.assigned = hwloc_bitmap_alloc();
     C.tmp = hwloc_bitmap_alloc();
-    if (!C.affinity || !C.assigned || !C.tmp || nth_topology_load(&C.topo, 0) != 0) {
+    C.handed = hwloc_bitmap_alloc();
+    if (!C.affinity || !C.assigned || !C.tmp || !C.handed || nth_topology_load(&C.topo, 0) != 0) {
         unlock();
         return ENOMEM;
     }
@@ -465,17 +504,32 @@ void nth_cpumgr_client_fini(void)
         return;
     lock();
     if (C.shm && C.slot >= 0 && slot_is_ours(C.slot)) {
+        struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
+        uint64_t m[NTH_CPUMGR_MASK_WORDS];
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_ACQUIRE);
         uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;
-        __atomic_compare_exchange_n(&C.shm->slots[C.slot].state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
+        __atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-        wake_daemon();
+        /* Our CPUs go to their armed next owners now; the daemon confirms
+         * at its next period. Woken now, it would run its pass on the very
+         * CPU we leave before the receiver's VP does (its slice is short),
+         * so it is woken only for CPUs not handed off. */
+        unsigned have = 0, nh = 0;
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            have += (unsigned)__builtin_popcountll(m[w]);
+        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+            nh = nth_cpumgr_handoff(C.shm, (unsigned)C.slot, m);
+        if (nh == 0 || nh < have)
+            wake_daemon();
     }
     unmap_segment(1);
     C.cb = NULL;
     hwloc_bitmap_free(C.affinity);
     hwloc_bitmap_free(C.assigned);
     hwloc_bitmap_free(C.tmp);
-    C.affinity = C.assigned = C.tmp = NULL;
+    hwloc_bitmap_free(C.handed);
+    C.affinity = C.assigned = C.tmp = C.handed = NULL;
     if (C.topo)
         hwloc_topology_destroy(C.topo);
     C.topo = NULL;

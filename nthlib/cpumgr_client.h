@@ -70,6 +70,13 @@ static inline int nth_cpumgr_poll(void)
     return nth_cpumgr_refresh();
 }
 
+/* As nth_cpumgr_refresh(), but waits for the client's lock and reads the
+ * assignment even when the watched word did not change: a CPU handed to us
+ * by its releaser (one-hop hand-off, nth/cpumgr_shm.h) changes no word of
+ * ours but vp_wake. For a VP about to park or just woken from it. Returns
+ * nonzero when a change was applied (the callback ran). Thread-safe. */
+int nth_cpumgr_refresh_handoff(void);
+
 /* The slot's vp_wake futex word while attached, else NULL: VPs without a
  * CPU sleep on it (shared futex), the daemon wakes them after a grant. The
  * memory stays mapped while the runtime runs (a detached segment is retired,

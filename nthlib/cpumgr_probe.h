@@ -19,6 +19,7 @@ struct nth_cpumgr_probe {
     uint64_t bound_ns;   /* that VP's kernel thread was rebound */
     uint64_t move_ns;    /* bounded reclaim: the watcher starts a move */
     uint64_t moved_ns;   /* and its sched_setaffinity returned */
+    uint64_t handoff_ns; /* a CPU handed off by its releaser was taken */
 };
 
 __attribute__((visibility("hidden"))) extern struct nth_cpumgr_probe nth_cpumgr_probe;

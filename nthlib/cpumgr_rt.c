@@ -184,8 +184,9 @@ static void park_wait(struct nth_vp *vp)
     struct vp_state *s = &R.vps[vp->id];
     __atomic_store_n(&s->word, w, __ATOMIC_SEQ_CST);
     uint32_t v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
-    /* A grant published already: take it ourselves (it may enable us). */
-    if (nth_cpumgr_poll())
+    /* A grant published already, or a CPU handed to us by its releaser
+     * before we read the word: take it ourselves (it may enable us). */
+    if (nth_cpumgr_refresh_handoff())
         return;
     const uint32_t *aw = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&vp->disabled, __ATOMIC_SEQ_CST) &&
@@ -194,8 +195,9 @@ static void park_wait(struct nth_vp *vp)
             __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED))
         /* Shared futex: the daemon, another process, wakes it. */
         syscall(SYS_futex, w, FUTEX_WAIT_BITSET, v, NULL, NULL, vp_bit(vp));
-    /* Woken by a grant: read it on this thread, no other hop. */
-    nth_cpumgr_poll();
+    /* Woken by a grant or a hand-off: read it on this thread, no other
+     * hop (a hand-off bumps no word the poll watches). */
+    nth_cpumgr_refresh_handoff();
 }
 
 static void park_wake(struct nth_vp *vp)

@@ -13,11 +13,31 @@
  *   slot: state FREE->CLAIMING->ACTIVE, pid, start_time, name, priority,
  *         request, affinity, req_seq     client (the owner)
  *   slot: assigned_count, assigned, aseq, cpu_ns, grant_ns   daemon only
- *   slot: vp_wake       both: a futex counter, only ever bumped and waited
- *                       on, never read for a decision by the daemon
+ *   slot: gen           daemon only (bumped per new occupant)
+ *   slot: vp_wake       all: a futex counter, only ever bumped and waited
+ *                       on, never read for a decision by the daemon; a
+ *                       releasing client bumps the receiver's (hand-off)
  *   slot: state ACTIVE->FREE          client at detach, or daemon at death
+ *   cpu[]: token, owner, next_slot, next_gen       daemon only
+ *   cpu[]: handed       the CPU's owner, when it releases the CPU
  * The daemon treats every client-written word as untrusted input and range
- * checks it; clients trust the daemon (same user or group).
+ * checks it; clients trust the daemon (same user or group), but still
+ * range-check indices read from the segment before using them.
+ *
+ * One-hop hand-off (layout 3). A CPU released by its owner goes to the
+ * application the daemon computed in advance: at each publication the
+ * daemon arms, per CPU, the slot that would get it if its owner gave it up
+ * (next_slot, next_gen) under a fresh token. The releaser writes the token
+ * into handed and wakes the receiver's parked VPs itself (vp_wake); the
+ * daemon, woken only for CPUs not handed off, confirms at its next period.
+ * The receiver counts the CPU as its own while
+ * handed == token != 0, so the daemon is not on the path of the
+ * reallocation. A hand-off is good only while the receiver's aseq is the
+ * one recorded when it was armed (next_aseq): the daemon disarms the
+ * records not handed off (token 0) before it publishes anything, always
+ * publishes again to a receiver of a hand-off (which ends it: the CPU is
+ * in the new assignment, or not), and re-arms after, so it stays the
+ * authority and repairs a wrong or forged hand-off.
  *
  * Change LAYOUT_VERSION whenever a byte of this layout changes meaning: both
  * sides refuse a segment of another version with a clear message.
@@ -26,17 +46,20 @@
 #define NTH_CPUMGR_SHM_H
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
-#define NTH_CPUMGR_LAYOUT_VERSION 2u
+#define NTH_CPUMGR_LAYOUT_VERSION 3u
 #define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
 #define NTH_CPUMGR_MASK_WORDS     (NTH_CPUMGR_MAX_CPUS / 64u)
-#define NTH_CPUMGR_MAX_SLOTS      64u    /* attached applications at once */
+#define NTH_CPUMGR_MAX_SLOTS      64u    /* attached applications at once (at
+                                            most 64: a 64-bit set of slots) */
 #define NTH_CPUMGR_NAME_LEN       32u    /* bytes, NUL included */
 #define NTH_CPUMGR_PRIO_MIN       1
 #define NTH_CPUMGR_PRIO_MAX       1000
@@ -89,7 +112,28 @@ struct nth_cpumgr_slot {
     uint64_t cpu_ns;                     /* CPU-nanoseconds allocated so far */
     uint64_t grant_ns;                   /* CLOCK_MONOTONIC ns of the last
                                             publication (diagnostics) */
+    uint32_t gen;                        /* occupant generation, never 0 once
+                                            the daemon knows the occupant:
+                                            names it in cpu[].next_gen */
 } __attribute__((aligned(64)));
+
+/* One CPU's hand-off record (see the header comment). A reader takes token
+ * first and last (acquire) and uses the fields only when both are equal and
+ * nonzero; the daemon stores token 0, the fields, then the new token. */
+struct nth_cpumgr_cpu {
+    uint32_t token;                      /* arming token, 0 = not armed */
+    uint32_t owner;                      /* slot index + 1 owning this CPU
+                                            alone, 0 = none or shared */
+    uint32_t next_slot;                  /* slot index + 1 that gets it when
+                                            the owner releases it, 0 = none */
+    uint32_t next_gen;                   /* that slot's gen */
+    uint32_t handed;                     /* owner-written: == token once
+                                            handed off */
+    uint32_t next_aseq;                  /* the receiver's aseq when armed:
+                                            the hand-off is good until the
+                                            daemon publishes for it again */
+    uint32_t pad[2];
+};
 
 /* The segment: this header followed by nothing else. */
 struct nth_cpumgr_shm {
@@ -112,6 +156,7 @@ struct nth_cpumgr_shm {
                                             (diagnostics: wake-to-grant) */
     uint64_t reserved[7];
     struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
+    struct nth_cpumgr_cpu cpu[NTH_CPUMGR_MAX_CPUS]; /* indexed by OS CPU */
 };
 
 static inline int nth_cpumgr_mask_test(const uint64_t *m, unsigned cpu)
@@ -123,6 +168,70 @@ static inline void nth_cpumgr_mask_set(uint64_t *m, unsigned cpu)
 {
     if (cpu < NTH_CPUMGR_MAX_CPUS)
         m[cpu / 64u] |= UINT64_C(1) << (cpu % 64u);
+}
+
+/* Is CPU c handed off to slot `slot` (index) of generation gen, whose
+ * assignment the caller read at aseq? Reads the record under its token
+ * (see struct nth_cpumgr_cpu). */
+static inline int nth_cpumgr_handed_to(const struct nth_cpumgr_shm *s, unsigned c,
+                                       unsigned slot, uint32_t gen, uint32_t aseq)
+{
+    if (c >= NTH_CPUMGR_MAX_CPUS || slot >= NTH_CPUMGR_MAX_SLOTS || !gen)
+        return 0;
+    const struct nth_cpumgr_cpu *r = &s->cpu[c];
+    /* Sequentially consistent against the daemon's disarm (token 0, then
+     * it reads handed): a hand-off seen here is seen by the daemon. */
+    uint32_t t = __atomic_load_n(&r->token, __ATOMIC_SEQ_CST);
+    if (!t)
+        return 0;
+    int ok = __atomic_load_n(&r->next_slot, __ATOMIC_SEQ_CST) == slot + 1u &&
+             __atomic_load_n(&r->next_gen, __ATOMIC_SEQ_CST) == gen &&
+             __atomic_load_n(&r->next_aseq, __ATOMIC_SEQ_CST) == aseq &&
+             __atomic_load_n(&r->handed, __ATOMIC_SEQ_CST) == t;
+    return ok && __atomic_load_n(&r->token, __ATOMIC_SEQ_CST) == t;
+}
+
+/* Release every CPU in mask (slot `slot`'s, which the caller no longer runs
+ * on) to its armed next owner, and wake each receiver's parked VPs: the
+ * one-hop hand-off. The caller has already published its smaller request.
+ * It wakes the daemon afterwards only if some CPU was not handed off: the
+ * daemon confirms the rest at its next period (woken now, it tends to run
+ * its pass on the CPU just released, before the receiver). Indices read
+ * from the segment are range-checked; a CPU not owned by slot alone or not
+ * armed is left to the daemon. Returns the number of CPUs handed off.
+ * Thread-safe (atomics and futex wakes only); async-signal-safe. */
+static inline unsigned nth_cpumgr_handoff(struct nth_cpumgr_shm *s, unsigned slot,
+                                          const uint64_t *mask)
+{
+    uint64_t woken = 0; /* receivers already woken, bit = slot index (< 64) */
+    unsigned n = 0;
+    if (slot >= NTH_CPUMGR_MAX_SLOTS)
+        return 0;
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++) {
+        if (!nth_cpumgr_mask_test(mask, c))
+            continue;
+        struct nth_cpumgr_cpu *r = &s->cpu[c];
+        uint32_t t = __atomic_load_n(&r->token, __ATOMIC_ACQUIRE);
+        if (!t || __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE) != slot + 1u)
+            continue;
+        uint32_t nx = __atomic_load_n(&r->next_slot, __ATOMIC_ACQUIRE);
+        if (nx < 1 || nx > NTH_CPUMGR_MAX_SLOTS || nx == slot + 1u ||
+            __atomic_load_n(&r->token, __ATOMIC_ACQUIRE) != t)
+            continue;
+        __atomic_store_n(&r->handed, t, __ATOMIC_SEQ_CST);
+        n++;
+        unsigned k = nx - 1u;
+        uint64_t bit = UINT64_C(1) << (k % 64u);
+        if (woken & bit)
+            continue;
+        woken |= bit;
+        /* Any of its parked VPs re-reads its CPUs (the plain wake matches
+         * every bitset); the receiver's own binding puts the right one on
+         * this CPU, which we leave now. Shared futex: another process. */
+        __atomic_add_fetch(&s->slots[k].vp_wake, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, &s->slots[k].vp_wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    }
+    return n;
 }
 
 /* Start time of process pid: field 22 of /proc/PID/stat, in clock ticks

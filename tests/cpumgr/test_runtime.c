@@ -703,6 +703,73 @@ static void test_watcher_stays(void **state)
                   nr_migrations(a.pid, tid));
 }
 
+/* The slot of process pid in s, or -1. */
+static int slot_of(const struct nth_cpumgr_shm *s, pid_t pid)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (__atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+            __atomic_load_n(&s->slots[i].pid, __ATOMIC_RELAXED) == pid)
+            return (int)i;
+    return -1;
+}
+
+/* One-hop hand-off: b owns one CPU, armed for a (the daemon published that
+ * a gets it when b gives it up). The daemon is then stopped (SIGSTOP) and b
+ * exits: b's detach hands the CPU to a and wakes a's parked VP itself, so a
+ * runs on both CPUs with no daemon pass. Once continued, the daemon
+ * confirms the move (a's published assignment holds both CPUs). Without
+ * the hand-off a keeps one CPU until the daemon runs again. */
+static void test_handoff_without_daemon(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    start(&b, "client_app", "1", -1);
+    wait_state(&a, "A=1 N=1 EN=1 PK=1 OUT=0");
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    int sa = slot_of(s, a.pid), sb = slot_of(s, b.pid);
+    assert_true(sa >= 0 && sb >= 0);
+    /* b's CPU, and its record armed for a's slot and generation. */
+    uint64_t t0 = us();
+    int c = -1;
+    for (;;) {
+        uint64_t m = __atomic_load_n(&s->slots[sb].assigned[0], __ATOMIC_ACQUIRE);
+        c = m ? __builtin_ctzll(m) : -1;
+        if (c >= 0) {
+            const struct nth_cpumgr_cpu *r = &s->cpu[c];
+            if (__atomic_load_n(&r->token, __ATOMIC_ACQUIRE) &&
+                __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE) == (uint32_t)sb + 1 &&
+                __atomic_load_n(&r->next_slot, __ATOMIC_ACQUIRE) == (uint32_t)sa + 1 &&
+                __atomic_load_n(&r->next_gen, __ATOMIC_ACQUIRE) ==
+                    __atomic_load_n(&s->slots[sa].gen, __ATOMIC_ACQUIRE))
+                break;
+        }
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("CPU %d of b never armed for a", c);
+        sleep_ms(2);
+    }
+    uint32_t aseq = __atomic_load_n(&s->slots[sa].aseq, __ATOMIC_ACQUIRE);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    /* Really without the daemon: it published nothing for a meanwhile. */
+    assert_int_equal(__atomic_load_n(&s->slots[sa].aseq, __ATOMIC_ACQUIRE), aseq);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    t0 = us();
+    while (__atomic_load_n(&s->slots[sa].assigned_count, __ATOMIC_ACQUIRE) != 2) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("the daemon did not confirm the hand-off");
+        sleep_ms(2);
+    }
+    sleep_ms(50);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    cm_seg_unmap(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -715,6 +782,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_without_daemon, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
