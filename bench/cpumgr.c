@@ -225,6 +225,10 @@ static struct nth_cpumgr_slot *slot;
 
 static void wake_daemon(void)
 {
+    /* Dated as libnth dates its wakes (nth/cpumgr_shm.h, wake_ns). */
+    uint64_t zero = 0;
+    (void)__atomic_compare_exchange_n(&shm->wake_ns, &zero, now_ns(), 0, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED);
     __atomic_add_fetch(&shm->wake, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

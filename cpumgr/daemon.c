@@ -68,6 +68,10 @@ static uint64_t now_ns(void)
 
 /* Write one slot's assignment under its seqlock and stamp the grant; the
  * client learns of it at its next poll or from publish_wake(). */
+/* Start of the reclaim budget of what this pass takes away (budget_ns):
+ * set at the top of each pass. The daemon is one thread. */
+static uint64_t budget_from_ns;
+
 static void publish_write(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
                           hwloc_const_bitmap_t shared)
 {
@@ -80,7 +84,10 @@ static void publish_write(struct nth_cpumgr_slot *s, hwloc_const_bitmap_t cpus,
     cm_bitmap_to_mask(cpus, s->assigned);
     cm_bitmap_to_mask(shared, s->shared);
     __atomic_store_n(&s->assigned_count, (uint32_t)hwloc_bitmap_weight(cpus), __ATOMIC_RELAXED);
-    __atomic_store_n(&s->grant_ns, now_ns(), __ATOMIC_RELAXED);
+    uint64_t t = now_ns();
+    __atomic_store_n(&s->grant_ns, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->budget_ns, budget_from_ns && budget_from_ns <= t ? budget_from_ns : t,
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&s->aseq, q + 1, __ATOMIC_RELEASE);
 }
 
@@ -725,6 +732,11 @@ int cm_daemon_run(const struct cm_opts *o)
         int woken = seen != was; /* a client's request, not our timeout */
         uint64_t tns = now_ns(), tms = tns / 1000000u;
         d.pass_ns = tns;
+        /* The earliest request this pass answers dates the reclaim budget
+         * of what it takes away (the new owner has waited since then);
+         * client-written, so taken only within BUDGET_BACK_NS before now. */
+        uint64_t asked = __atomic_exchange_n(&d.shm->wake_ns, 0, __ATOMIC_ACQ_REL);
+        budget_from_ns = asked && asked <= tns && tns - asked <= NTH_CPUMGR_BUDGET_BACK_NS ? asked : tns;
         uint64_t dt = tns - last_ns;
         last_ns = tns;
         for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {

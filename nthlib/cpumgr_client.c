@@ -40,7 +40,8 @@ static struct {
     int attached;                /* atomic: daemon running and our slot live */
     int waiting_first;           /* claimed, the daemon has not answered yet */
     uint32_t claim_aseq;
-    uint64_t grant_ns;           /* daemon's publication time of `assigned` */
+    uint64_t budget_ns;          /* start of the reclaim budget of what
+                                    the last applied assignment took */
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
@@ -81,6 +82,13 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int effective_request(void)
@@ -125,6 +133,11 @@ static void wake_daemon(void)
 {
     if (!C.shm)
         return;
+    /* The earliest unanswered wake dates the reclaim budget of what the
+     * daemon's answer takes from others (nth/cpumgr_shm.h, budget_ns). */
+    uint64_t zero = 0;
+    (void)__atomic_compare_exchange_n(&C.shm->wake_ns, &zero, now_ns(), 0, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED);
     __atomic_add_fetch(&C.shm->wake, 1, __ATOMIC_RELEASE);
     /* Shared futex: the waiter is another process. */
     syscall(SYS_futex, &C.shm->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
@@ -170,7 +183,7 @@ static int read_assignment(void)
          * GCC's ThreadSanitizer rejects fences). */
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_ACQUIRE);
-        g = __atomic_load_n(&s->grant_ns, __ATOMIC_ACQUIRE);
+        g = __atomic_load_n(&s->budget_ns, __ATOMIC_ACQUIRE);
         q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
         if (q1 == q2)
             break;
@@ -205,7 +218,7 @@ static int read_assignment(void)
     /* Defensive: never run outside our own affinity mask. */
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
     if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
-        __atomic_store_n(&C.grant_ns, g, __ATOMIC_RELAXED);
+        __atomic_store_n(&C.budget_ns, g, __ATOMIC_RELAXED);
     return apply(C.tmp);
 }
 
@@ -607,10 +620,10 @@ NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
     return *out ? 0 : ENOMEM;
 }
 
-uint64_t nth_cpumgr_grant_ns(void)
+uint64_t nth_cpumgr_budget_ns(void)
 {
     return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
-           __atomic_load_n(&C.grant_ns, __ATOMIC_RELAXED) : 0;
+           __atomic_load_n(&C.budget_ns, __ATOMIC_RELAXED) : 0;
 }
 
 int nth_cpumgr_client_attached(void)

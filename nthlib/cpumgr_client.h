@@ -87,11 +87,13 @@ extern uint32_t *nth_cpumgr_vp_word;
  * or came back (re-attach). Returns nonzero if the assignment changed. */
 int nth_cpumgr_tick(void);
 
-/* CLOCK_MONOTONIC ns at which the daemon published the assignment last
- * applied, 0 when not attached. Read it in the assignment callback: the
- * bounded-reclaim clock starts when the CPU was taken, not when we noticed.
- * Daemon-written, so a caller sanity-checks it against its own clock. */
-uint64_t nth_cpumgr_grant_ns(void);
+/* CLOCK_MONOTONIC ns from which the CPUs the assignment last applied took
+ * away count their reclaim budget (the slot's budget_ns: the request that
+ * caused the change, else the daemon's pass), 0 when not attached. Read it
+ * in the assignment callback: the bounded-reclaim clock starts when the new
+ * owner asked, not when we noticed. Daemon-written, so a caller
+ * sanity-checks it against its own clock. */
+uint64_t nth_cpumgr_budget_ns(void);
 
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);

@@ -154,9 +154,10 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
         disable_all(); /* no CPU of ours (EINVAL: none in our topology) */
     nth_futex_lock(&R.lock);
     hwloc_bitmap_copy(R.assigned, cpus);
-    /* The reclaim budget runs from the daemon's grant: by the time we see
-     * it, part of it is spent (daemon pass, our wake-up). */
-    int64_t t = now_ns(), g = (int64_t)nth_cpumgr_grant_ns();
+    /* The reclaim budget runs from the new owner's request (budget_ns): by
+     * the time we see it, part of it is spent (the daemon's wake-up and
+     * pass, ours). */
+    int64_t t = now_ns(), g = (int64_t)nth_cpumgr_budget_ns();
     int started = note_vps(g > 0 && g <= t && t - g < R.reclaim_ns ? g : t);
     nth_futex_unlock(&R.lock);
     /* Only a new reclaim deadline needs the watcher now (the daemon wakes

@@ -12,7 +12,9 @@
  *   header          daemon only
  *   slot: state FREE->CLAIMING->ACTIVE, pid, start_time, name, priority,
  *         request, affinity, req_seq     client (the owner)
- *   slot: assigned_count, assigned, aseq, cpu_ns, grant_ns   daemon only
+ *   slot: assigned_count, assigned, aseq, cpu_ns, grant_ns, budget_ns
+ *                       daemon only
+ *   header: wake, wake_ns  any client (wake_ns untrusted: range-checked)
  *   slot: gen           daemon only (bumped per new occupant)
  *   slot: vp_wake       all: a futex counter, only ever bumped and waited
  *                       on, never read for a decision by the daemon; a
@@ -55,8 +57,14 @@
 #include <unistd.h>
 
 #define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
-#define NTH_CPUMGR_LAYOUT_VERSION 3u
+#define NTH_CPUMGR_LAYOUT_VERSION 4u
 #define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
+/* How far before a pass a client's wake_ns may date the reclaim budget of
+ * what that pass takes away (ns). The daemon's own wake-up on a busy
+ * machine is part of the time a new owner waits, so the budget runs from
+ * the request; the bound keeps a wrong or hostile wake_ns from cutting
+ * another application's budget by more than this. */
+#define NTH_CPUMGR_BUDGET_BACK_NS 1000000u
 #define NTH_CPUMGR_MASK_WORDS     (NTH_CPUMGR_MAX_CPUS / 64u)
 #define NTH_CPUMGR_MAX_SLOTS      64u    /* attached applications at once (at
                                             most 64: a 64-bit set of slots) */
@@ -115,6 +123,13 @@ struct nth_cpumgr_slot {
     uint32_t gen;                        /* occupant generation, never 0 once
                                             the daemon knows the occupant:
                                             names it in cpu[].next_gen */
+    uint64_t budget_ns;                  /* CLOCK_MONOTONIC ns from which a
+                                            CPU this publication takes away
+                                            counts its reclaim budget: the
+                                            request that caused it (wake_ns,
+                                            at most NTH_CPUMGR_BUDGET_BACK_NS
+                                            before the pass), else the pass;
+                                            layout 4 */
 } __attribute__((aligned(64)));
 
 /* One CPU's hand-off record (see the header comment). A reader takes token
@@ -154,7 +169,13 @@ struct nth_cpumgr_shm {
     uint64_t pass_ns;                    /* CLOCK_MONOTONIC ns at which the
                                             last pass that published began
                                             (diagnostics: wake-to-grant) */
-    uint64_t reserved[7];
+    uint64_t wake_ns;                    /* client-written: CLOCK_MONOTONIC ns
+                                            of the earliest wake not yet
+                                            answered (a client sets it from
+                                            0 before it bumps wake; the
+                                            daemon takes it back to 0 at
+                                            each pass); layout 4 */
+    uint64_t reserved[6];
     struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
     struct nth_cpumgr_cpu cpu[NTH_CPUMGR_MAX_CPUS]; /* indexed by OS CPU */
 };

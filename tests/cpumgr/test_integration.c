@@ -303,7 +303,17 @@ static void test_three_clients(void **state)
     send(&a, "request 8\n");
     wait_state(&a, 1, ncpus);
     cm_seg_unmap(s);
-    /* Both departures are in the accounting file. */
+    /* Both departures are in the accounting file. The daemon writes them
+     * at the pass that sees the slots freed; with the hand-off (layout 3)
+     * the CPUs reach A and B before that pass, so wait for it. */
+    uint64_t t1 = ms();
+    while (count_in(acctf, ",detach") < 2 && ms() - t1 < 3000)
+        sleep_ms(5);
+    if (count_in(acctf, ",detach") != 2) {
+        char cmd[2 * PATH_MAX + 64];
+        snprintf(cmd, sizeof cmd, "cat %s %s >&2", acctf, logf);
+        (void)!system(cmd);
+    }
     assert_int_equal(count_in(acctf, ",detach"), 2);
     assert_int_equal(count_in(acctf, "end_unix_s,name"), 1);
 }
@@ -435,6 +445,110 @@ static void test_garbage(void **state)
     char cmd[PATH_MAX * 3 + 256];
     snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
     assert_int_equal(system(cmd), 0);
+    cm_seg_unmap(s);
+}
+
+static uint64_t ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* pid's slot, or NULL. */
+static struct nth_cpumgr_slot *slot_of(struct nth_cpumgr_shm *s, pid_t pid)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (__atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+            __atomic_load_n(&s->slots[i].pid, __ATOMIC_RELAXED) == pid)
+            return &s->slots[i];
+    return NULL;
+}
+
+/* The raw slot r asks for n CPUs, its wake dated `asked` (0: not dated);
+ * then wait until a's slot shows `want` CPUs. Returns a's budget_ns and
+ * grant_ns of that publication. */
+static void raw_ask(struct nth_cpumgr_shm *s, struct nth_cpumgr_slot *r, int n, uint64_t asked,
+                    pid_t apid, int want, uint64_t *budget, uint64_t *grant)
+{
+    if (asked)
+        __atomic_store_n(&s->wake_ns, asked, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->request, n, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&r->req_seq, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->wake, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &s->wake, FUTEX_WAKE, 1, NULL, NULL, 0);
+    uint64_t t0 = ms();
+    while (slot_count(s, apid, NULL) != want && ms() - t0 < 3000)
+        sleep_ms(1);
+    assert_int_equal(slot_count(s, apid, NULL), want);
+    struct nth_cpumgr_slot *a = slot_of(s, apid);
+    assert_non_null(a);
+    for (;;) {
+        uint32_t q = __atomic_load_n(&a->aseq, __ATOMIC_ACQUIRE);
+        if (q & 1u)
+            continue;
+        *budget = __atomic_load_n(&a->budget_ns, __ATOMIC_ACQUIRE);
+        *grant = __atomic_load_n(&a->grant_ns, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&a->aseq, __ATOMIC_RELAXED) == q)
+            break;
+    }
+}
+
+/* Bounded reclaim counts from the new owner's request: the slot that
+ * loses a CPU gets, as the start of its reclaim budget (budget_ns), the
+ * time the request that caused it was made (the header's wake_ns), not the
+ * daemon's later pass -- the daemon's own wake-up is part of what the new
+ * owner waits. A wake_ns in the future, or further back than
+ * NTH_CPUMGR_BUDGET_BACK_NS, is not trusted: the pass dates it. */
+static void test_budget_from_request(void **state)
+{
+    (void)state;
+    start_daemon(NULL); /* sets ncpus */
+    if (ncpus < 2) skip();
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *r = NULL;
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS && !r; i++) {
+        uint32_t exp = NTH_CPUMGR_SLOT_FREE;
+        if (__atomic_compare_exchange_n(&s->slots[i].state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            r = &s->slots[i];
+    }
+    assert_non_null(r);
+    r->pid = getpid();
+    r->start_time = nth_cpumgr_proc_start_time(getpid());
+    memset(r->affinity, 0xff, sizeof r->affinity);
+    r->request = 0;
+    r->priority = 1;
+    snprintf(r->name, sizeof r->name, "raw");
+    __atomic_store_n(&r->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    uint64_t budget, grant;
+    int dated = 0;
+    for (int round = 0; round < 3; round++) {
+        uint64_t asked = ns() - 300000; /* the request was made 300 us ago */
+        raw_ask(s, r, 1, asked, a.pid, ncpus - 1, &budget, &grant);
+        /* A periodic pass between our stores may answer the request
+         * undated (once in a while): the budget then starts at that pass. */
+        if (budget == asked)
+            dated++;
+        else
+            assert_true(budget > asked && budget <= grant);
+        assert_true(grant >= asked && grant - asked < 3000000000u);
+        raw_ask(s, r, 0, 0, a.pid, ncpus, &budget, &grant);
+    }
+    assert_true(dated >= 2);
+    /* Not trusted: in the future, and too far back. */
+    uint64_t bad[2] = { ns() + 5000000000u, ns() - 2u * NTH_CPUMGR_BUDGET_BACK_NS };
+    for (int k = 0; k < 2; k++) {
+        uint64_t before = ns();
+        raw_ask(s, r, 1, bad[k], a.pid, ncpus - 1, &budget, &grant);
+        assert_true(budget != bad[k]);
+        assert_true(budget >= before && budget <= grant);
+        raw_ask(s, r, 0, 0, a.pid, ncpus, &budget, &grant);
+    }
     cm_seg_unmap(s);
 }
 
@@ -598,6 +712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_from_request, setup, teardown),
         cmocka_unit_test_setup_teardown(test_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_user, setup, teardown),
