@@ -259,9 +259,12 @@ static int start_writer(void)
     create = nth_libc_pthread_create();
     detach = nth_libc_pthread_detach();
 #endif
+    /* The system call, not sigprocmask: under the pthread shim that is the
+     * shim's, which starts the runtime -- whose start-up is what called us
+     * (a traced shim program spun forever in nth_ensure_started). */
     sigset_t all, old;
     sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));
     pthread_t tid;
     /* The rescuer first, by this thread: created by the writer it would
      * inherit SCHED_BATCH. */
@@ -272,7 +275,7 @@ static int start_writer(void)
         if (!rc)       /* else the rescuer sleeps on, never kicked: harmless */
             detach(tid);
     }
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
     return rc;
 }
 

@@ -59,6 +59,19 @@ if [ "${NTH_SHIM_BUILT:-no}" = yes ] && ldd "$shim_lib" 2>/dev/null | grep -E 'l
 elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
   ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 "$nthrun" -- env >/tmp/nthrun-test.$$.out 2>/tmp/nthrun-test.$$.err
   grep -q "^LD_PRELOAD=.*/\.libs/libnth-pthread\.so$" /tmp/nthrun-test.$$.out && ok "build-tree library found" || { bad "build-tree library not used"; cat /tmp/nthrun-test.$$.err; }
+  # A traced program that starts threads: the runtime's trace writer once
+  # set its mask through the shim's sigprocmask, which restarted the
+  # runtime's own start-up, and the program spun there for ever.
+  seq 300000 | shuf >/tmp/nthrun-test.$$.in
+  timeout -s KILL 60 "$nthrun" --trace /tmp/nthrun-test.$$.json -- sort --parallel=2 -S 100M /tmp/nthrun-test.$$.in \
+      >/tmp/nthrun-test.$$.out 2>/tmp/nthrun-test.$$.err; st=$?
+  if [ "$st" = 0 ] && sort /tmp/nthrun-test.$$.in | cmp -s - /tmp/nthrun-test.$$.out &&
+     jq -e '.traceEvents | length > 0' /tmp/nthrun-test.$$.json >/dev/null 2>&1; then
+    ok "traced threaded program (sort --parallel=2) runs, sorts and writes its trace"
+  else
+    bad "traced threaded program: status $st"; sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5
+  fi
+  rm -f /tmp/nthrun-test.$$.in /tmp/nthrun-test.$$.json /tmp/nthrun-test.$$.json.*.bin
 else
   echo "note: libnth-pthread.so is not part of the build yet: build-tree lookup not checked"
 fi
