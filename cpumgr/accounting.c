@@ -12,6 +12,20 @@
 
 #include "accounting.h"
 
+int cm_account_check(const char *path, int *created)
+{
+    *created = 0;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        *created = 1;
+    else if (errno == EEXIST)
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
 int cm_account(const char *path, const char *name, int32_t pid, int priority,
                int request, uint64_t cpu_ns, const char *reason)
 {

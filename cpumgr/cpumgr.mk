@@ -6,7 +6,8 @@ cpumgr_libcpumgr_core_la_SOURCES = cpumgr/policy.c cpumgr/policy.h \
 	cpumgr/placement.c cpumgr/placement.h cpumgr/segment.c cpumgr/segment.h \
 	cpumgr/accounting.c cpumgr/accounting.h cpumgr/daemon.c cpumgr/daemon.h \
 	cpumgr/status.c cpumgr/status.h cpumgr/trace.c cpumgr/trace.h \
-	cpumgr/enforce.c cpumgr/enforce.h cpumgr/masks.c cpumgr/masks.h
+	cpumgr/enforce.c cpumgr/enforce.h cpumgr/masks.c cpumgr/masks.h \
+	cpumgr/cpulist.c cpumgr/cpulist.h
 cpumgr_libcpumgr_core_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 cpumgr_libcpumgr_core_la_LIBADD = $(HWLOC_LIBS) -lm -lrt
 cpumgr_cpumgr_SOURCES = cpumgr/main.c

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "accounting.h"
+#include "cpulist.h"
 #include "enforce.h"
 #include "trace.h"
 #include "daemon.h"
@@ -593,8 +594,8 @@ static int setup_cpus(struct daemon *d)
         hwloc_bitmap_copy(d->owned, hwloc_topology_get_allowed_cpuset(d->topo));
     hwloc_bitmap_and(d->owned, d->owned, hwloc_topology_get_allowed_cpuset(d->topo));
     if (d->o->cpus) {
-        if (hwloc_bitmap_list_sscanf(want, d->o->cpus) != 0 || hwloc_bitmap_iszero(want)) {
-            fprintf(stderr, "cpumgr: --cpus: bad list '%s' (accepted: a CPU list such as 0-7,9)\n",
+        if (cm_cpulist_parse(d->o->cpus, want) != 0) {
+            fprintf(stderr, "cpumgr: --cpus: bad value '%s' (accepted: " CM_CPULIST_SYNTAX ")\n",
                     d->o->cpus);
             hwloc_bitmap_free(want);
             return -1;
@@ -674,6 +675,17 @@ static int setup_segment(struct daemon *d)
     return 0;
 }
 
+/* Tell the clients to run alone and remove the segment: the clean stop's
+ * end, and a start that fails once the segment is set up. */
+static void teardown_segment(struct daemon *d)
+{
+    __atomic_store_n(&d->shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
+    shm_unlink(d->o->name);
+    cm_seg_unmap(d->shm);
+    d->shm = NULL;
+}
+
 int cm_daemon_run(const struct cm_opts *o)
 {
     static struct daemon d; /* large; one per process */
@@ -689,20 +701,32 @@ int cm_daemon_run(const struct cm_opts *o)
             return 1;
         }
     }
-    if (setup_cpus(&d) != 0 || setup_segment(&d) != 0)
+    if (setup_cpus(&d) != 0)
         return 1;
+    /* The files are checked before the segment exists: a daemon that does
+     * not start leaves no segment behind (a stale one makes `cpumgr status`
+     * say "NOT running" until `cpumgr stop`), and no file it created. */
+    int acct_created = 0, trace_created = 0, e;
+    if (o->accounting && (e = cm_account_check(o->accounting, &acct_created)) != 0) {
+        fprintf(stderr, "cpumgr: --accounting %s: cannot open for append: %s\n", o->accounting, strerror(e));
+        return 1;
+    }
+    if (o->trace && (e = cm_trace_open(o->trace, &trace_created)) != 0) {
+        fprintf(stderr, "cpumgr: --trace %s: cannot open for writing: %s\n", o->trace, strerror(e));
+        goto fail;
+    }
+    if (setup_segment(&d) != 0)
+        goto fail;
+    if (o->trace && (e = cm_trace_begin()) != 0) {
+        fprintf(stderr, "cpumgr: --trace %s: %s\n", o->trace, strerror(e));
+        teardown_segment(&d);
+        goto fail;
+    }
     /* A request wakes us on a CPU that clients' VPs keep busy; with the
      * default EEVDF slice the answer would wait for theirs to end (up to
      * 1.4 ms on 2 CPUs). A pass is tens of us, so a short slice costs
      * nothing (sched_slice.h). */
     (void)nth_sched_short_slice(NTH_SHORT_SLICE_NS);
-    if (o->trace) {
-        int e = cm_trace_open(o->trace);
-        if (e) {
-            fprintf(stderr, "cpumgr: --trace %s: %s\n", o->trace, strerror(e));
-            return 1;
-        }
-    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -783,10 +807,7 @@ int cm_daemon_run(const struct cm_opts *o)
         if (d.p[i].known)
             forget(&d, i, "stop");
     disarm(&d, NULL);
-    __atomic_store_n(&d.shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&d.shm->epoch, 1, __ATOMIC_RELEASE);
-    shm_unlink(o->name);
-    cm_seg_unmap(d.shm);
+    teardown_segment(&d);
     cm_trace_close();
     fprintf(stderr, "cpumgr: stopped, %s removed\n", o->name);
     hwloc_topology_destroy(d.topo);
@@ -798,4 +819,11 @@ int cm_daemon_run(const struct cm_opts *o)
         hwloc_bitmap_free(d.p[i].taken);
     }
     return 0;
+fail:
+    cm_trace_close();
+    if (trace_created)
+        unlink(o->trace);
+    if (acct_created)
+        unlink(o->accounting);
+    return 1;
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 
+#include "cpulist.h"
 #include "daemon.h"
 #include "segment.h"
 #include "status.h"
@@ -38,6 +39,29 @@ static int parse_ms(const char *opt, const char *v, unsigned lo, unsigned hi, un
     }
     *out = (unsigned)x;
     return 0;
+}
+
+/* path made absolute against the current directory: the background daemon
+ * runs in / (so that it holds no directory busy), where a relative
+ * --accounting or --trace name would land. NULL if out of memory or the
+ * current directory is gone (reported). */
+static const char *absolute(const char *opt, const char *path)
+{
+    if (path[0] == '/')
+        return path;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr, "cpumgr: %s %s: cannot read the current directory: %s\n", opt, path, strerror(errno));
+        return NULL;
+    }
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *a = malloc(n);
+    if (!a) {
+        fprintf(stderr, "cpumgr: out of memory\n");
+        return NULL;
+    }
+    snprintf(a, n, "%s/%s", cwd, path);
+    return a;   /* lives as long as the process */
 }
 
 int main(int argc, char **argv)
@@ -102,10 +126,29 @@ int main(int argc, char **argv)
             o.gid = g->gr_gid;
             break;
         }
-        case 'c': o.cpus = optarg; break;
-        case 'a': o.accounting = optarg; break;
-        case 't': o.trace = optarg; break;
-        case 'w': watch = 1000; if (optarg && parse_ms("--watch", optarg, 10, 3600000, &watch)) return 2; break;
+        case 'c': {
+            /* Checked here as well as in the daemon: a typo is reported
+             * before anything starts, with the usage's exit status. */
+            hwloc_bitmap_t b = hwloc_bitmap_alloc();
+            int bad = !b || cm_cpulist_parse(optarg, b) != 0;
+            hwloc_bitmap_free(b);
+            if (bad) {
+                fprintf(stderr, "cpumgr: --cpus: bad value '%s' (accepted: " CM_CPULIST_SYNTAX ")\n", optarg);
+                return 2;
+            }
+            o.cpus = optarg;
+            break;
+        }
+        case 'a': if (!(o.accounting = absolute("--accounting", optarg))) return 1; break;
+        case 't': if (!(o.trace = absolute("--trace", optarg))) return 1; break;
+        case 'w':
+            /* An optional argument of getopt_long is only taken as
+             * --watch=MS; take `--watch MS` too when a number follows. */
+            if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+                optarg = argv[optind++];
+            watch = 1000;
+            if (optarg && parse_ms("--watch", optarg, 10, 3600000, &watch)) return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -15,6 +15,7 @@
 #include "trace.h"
 
 static int fd = -1;
+static int begun;    /* header written: the end record is due */
 static struct { int32_t pid; char name[NTH_CPUMGR_NAME_LEN]; } named[NTH_CPUMGR_MAX_SLOTS];
 
 static uint64_t now(clockid_t c)
@@ -29,11 +30,25 @@ static int put(const void *p, size_t n)
     return write(fd, p, n) == (ssize_t)n ? 0 : (errno ? errno : EIO);
 }
 
-int cm_trace_open(const char *path)
+int cm_trace_open(const char *path, int *created)
 {
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return errno;
+    *created = 0;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        *created = 1;
+    else if (errno == EEXIST)
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    return fd < 0 ? errno : 0;
+}
+
+int cm_trace_begin(void)
+{
+    if (ftruncate(fd, 0) != 0) {
+        int e = errno;
+        close(fd);
+        fd = -1;
+        return e;
+    }
     struct nth_trace_file_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, NTH_TRACE_MAGIC, sizeof h.magic);
@@ -48,6 +63,8 @@ int cm_trace_open(const char *path)
     if (rc) {
         close(fd);
         fd = -1;
+    } else {
+        begun = 1;
     }
     return rc;
 }
@@ -84,8 +101,11 @@ void cm_trace_close(void)
 {
     if (fd < 0)
         return;
-    struct nth_trace_rec r = { .ts = now(CLOCK_MONOTONIC), .type = NTH_REC_END, .vp = NTH_TRACE_NO_VP };
-    (void)put(&r, sizeof r);
+    if (begun) {
+        struct nth_trace_rec r = { .ts = now(CLOCK_MONOTONIC), .type = NTH_REC_END, .vp = NTH_TRACE_NO_VP };
+        (void)put(&r, sizeof r);
+    }
     close(fd);
     fd = -1;
+    begun = 0;
 }

@@ -42,3 +42,8 @@ tests_cpumgr_rt_app_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 tests_cpumgr_test_runtime_SOURCES = tests/cpumgr/test_runtime.c
 tests_cpumgr_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_runtime_LDADD = $(CPUMGR_TEST_LIBS) -lrt
+
+# The command line as a new user meets it: --help, --cpus syntax, files
+# checked at start with nothing left behind, --watch MS.
+TESTS += tests/cpumgr/cli.sh
+EXTRA_DIST += tests/cpumgr/cli.sh

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# cli.sh -- the cpumgr command line as a new user meets it (a fresh-user
+# trial of the release): --help on stdout with status 0; malformed --cpus
+# lists refused with one line naming --cpus; --trace and --accounting files
+# that cannot be opened refused at start with nothing left behind (no
+# segment, no file); a second daemon refused on a running one's segment
+# neither clobbers that one's trace nor leaves files it created; relative
+# file names are taken from the starting directory although the daemon
+# runs in /; `status --watch MS` as well as `--watch=MS`.
+set -uo pipefail
+top_builddir=${top_builddir:-$(pwd)}
+cm=$top_builddir/cpumgr/cpumgr
+[ -x "$cm" ] || { echo "FAIL: $cm is not built"; exit 1; }
+seg=/nth-clitest-$$
+tmp=$(mktemp -d /tmp/nth-clitest.XXXXXX)
+fail=0
+ok()  { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fail=1; }
+cleanup() { "$cm" stop --name "$seg" >/dev/null 2>&1; rm -f "/dev/shm$seg"; rm -rf "$tmp"; }
+trap cleanup EXIT
+run() {   # run WANT DESCRIPTION cmd...: status, stdout in $tmp/out, stderr in $tmp/err
+  local want=$1 what=$2; shift 2
+  timeout -s KILL 60 "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  if [ "$got" = "$want" ]; then ok "$what: status $got"; else bad "$what: status $got, want $want"; sed 's/^/  | /' "$tmp/err"; fi
+}
+one_line() {   # one_line DESCRIPTION PATTERN: stderr is one line matching PATTERN
+  if [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "$2" "$tmp/err"; then ok "$1"; else bad "$1: $(cat "$tmp/err")"; fi
+}
+no_segment() {
+  if [ ! -e "/dev/shm$seg" ]; then ok "$1: no segment left"; else bad "$1: segment $seg left behind"; rm -f "/dev/shm$seg"; fi
+}
+
+# --help: the usage on stdout, status 0, for every form
+for args in "--help" "status --help" "stop --help" "run --help"; do
+  # shellcheck disable=SC2086
+  run 0 "cpumgr $args" "$cm" $args
+  grep -q '^usage: cpumgr' "$tmp/out" && ok "cpumgr $args: usage on stdout" || bad "cpumgr $args: no usage on stdout"
+done
+
+# --cpus: strict list syntax; refused before anything starts
+for list in "0-1,,3" "0-1," ",0" "3-1" "1x" "0-" " 1" "0x1" "" "1-2-3" "0,a" "99999"; do
+  run 2 "--cpus '$list' refused" "$cm" --foreground --name "$seg" --cpus "$list"
+  one_line "--cpus '$list': one line naming --cpus and the syntax" "^cpumgr: --cpus: bad value '$list' (accepted: .*LO-HI"
+  no_segment "--cpus '$list'"
+done
+run 0 "--cpus 0 accepted" "$cm" --name "$seg" --cpus 0
+"$cm" status --name "$seg" >"$tmp/out" 2>&1
+grep -q "running" "$tmp/out" && ok "daemon on --cpus 0 runs" || bad "daemon on --cpus 0: $(cat "$tmp/out")"
+"$cm" stop --name "$seg" >/dev/null 2>&1
+
+# --trace that cannot be opened: status 1, one line, no segment
+run 1 "--trace /nonexistent/dir/t.bin" "$cm" --name "$seg" --trace /nonexistent/dir/t.bin
+one_line "--trace: one line naming the option and the file" "^cpumgr: --trace /nonexistent/dir/t.bin: "
+no_segment "--trace /nonexistent/dir/t.bin"
+run 1 "status after the refused start says there is no daemon" "$cm" status --name "$seg"
+
+# --accounting that cannot be opened for append: the same
+run 1 "--accounting /nonexistent/dir/x" "$cm" --name "$seg" --accounting /nonexistent/dir/x
+one_line "--accounting: one line naming the option and the file" "^cpumgr: --accounting /nonexistent/dir/x: cannot open for append"
+no_segment "--accounting /nonexistent/dir/x"
+touch "$tmp/ro.csv"; chmod 0444 "$tmp/ro.csv"
+if [ ! -w "$tmp/ro.csv" ]; then   # root writes a read-only file anyway
+  run 1 "--accounting on a read-only file" "$cm" --name "$seg" --accounting "$tmp/ro.csv"
+  no_segment "--accounting on a read-only file"
+fi
+
+# Relative names: from the directory cpumgr was started in (the daemon runs in /)
+(cd "$tmp" && run 0 "relative --accounting and --trace" "$cm" --name "$seg" --accounting acct.csv --trace grants.bin)
+[ -f "$tmp/acct.csv" ] && ok "relative --accounting created in the starting directory" || bad "relative --accounting: no $tmp/acct.csv"
+[ -s "$tmp/grants.bin" ] && ok "relative --trace written in the starting directory" || bad "relative --trace: no $tmp/grants.bin"
+size=$(stat -c %s "$tmp/grants.bin" 2>/dev/null || echo 0)
+
+# A second daemon on the same segment is refused: it leaves no file it
+# created and does not truncate the running daemon's trace.
+run 1 "second daemon on a running segment" "$cm" --name "$seg" --accounting "$tmp/new.csv" --trace "$tmp/grants.bin"
+grep -q "another cpumgr" "$tmp/err" && ok "second daemon: says another runs" || bad "second daemon: $(cat "$tmp/err")"
+[ ! -e "$tmp/new.csv" ] && ok "second daemon left no accounting file" || bad "second daemon created $tmp/new.csv"
+[ "$(stat -c %s "$tmp/grants.bin")" -ge "$size" ] && [ "$size" -gt 0 ] && ok "running daemon's trace not truncated" \
+  || bad "running daemon's trace truncated ($size -> $(stat -c %s "$tmp/grants.bin"))"
+run 1 "second daemon with a new trace file" "$cm" --name "$seg" --trace "$tmp/other.bin"
+[ ! -e "$tmp/other.bin" ] && ok "second daemon left no trace file" || bad "second daemon created $tmp/other.bin"
+
+# status --watch MS and --watch=MS: both parsed (the watch ends at once
+# when there is no segment, so no timing is involved)
+"$cm" stop --name "$seg" >/dev/null 2>&1
+run 1 "status --watch 500 (no daemon)" "$cm" status --name "$seg" --watch 500
+grep -q "no daemon" "$tmp/err" && ok "status --watch 500: parsed, reports no daemon" || bad "status --watch 500: $(cat "$tmp/err")"
+run 1 "status --watch=500 (no daemon)" "$cm" status --name "$seg" --watch=500
+run 1 "status --watch (no daemon)" "$cm" status --name "$seg" --watch
+run 2 "status --watch 5 (below 10 ms)" "$cm" status --name "$seg" --watch 5
+one_line "status --watch 5: one line" "^cpumgr: --watch: bad value '5'"
+run 2 "status --watch x: not a number, an unexpected argument" "$cm" status --name "$seg" --watch x
+exit $fail
