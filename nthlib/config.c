@@ -5,6 +5,7 @@
  * environment should not take a job down).
  */
 #include "internal.h"
+#include "env_msg.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -82,9 +83,19 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
     return 0;
 }
 
+int nth_cpumgr_name_check(const char *v)
+{
+    size_t n = v ? strlen(v) : 0;
+    if (n && !strcmp(v, "off"))
+        return 0;
+    if (n < 2 || n > 200 || v[0] != '/' || strchr(v + 1, '/'))
+        return EINVAL;
+    return 0;
+}
+
 static void bad(const char *var, const char *val, const char *accepted)
 {
-    fprintf(stderr, "nthlib: %s='%s' is not valid; accepted values: %s\n", var, val, accepted);
+    nth_env_bad(var, val, accepted);
 }
 
 int nth_config_from_env(nth_config_t *cfg)
@@ -153,8 +164,17 @@ int nth_config_from_env(nth_config_t *cfg)
         bad("NTH_MUTEX_BIAS", v, "1 (biased locking, the default) or 0 (off)");
         r = EINVAL;
     }
-    if ((v = getenv("NTH_CPUMGR")) && *v)
-        cfg->cpumgr = v;
+    if ((v = getenv("NTH_CPUMGR")) && *v) {
+        if (nth_cpumgr_name_check(v)) {
+            /* Alone rather than on the default segment: the user meant
+             * some other daemon, or none (the client's rule too). */
+            bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
+            cfg->cpumgr = "off";
+            r = EINVAL;
+        } else {
+            cfg->cpumgr = v;
+        }
+    }
     if ((v = getenv("NTH_TRACE")) && *v)
         cfg->trace = v;
     if ((v = getenv("NTH_TRACE_BUFFER")) && *v) {

@@ -25,6 +25,7 @@
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "internal.h"
+#include "env_msg.h"
 #include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
@@ -442,19 +443,14 @@ static int client_init(const char *name, int attach)
         nth_cpumgr_default_name(C.name, (unsigned long)getuid());
     } else if (strcmp(name, "off") == 0) {
         C.off = 1;
+    } else if (nth_cpumgr_name_check(name)) {
+        /* Reached with a bad name only on a lazy start from the API
+         * (nth_init() turns a bad NTH_CPUMGR into "off", reported once). */
+        nth_env_bad("NTH_CPUMGR", name, NTH_CPUMGR_ACCEPTED);
+        C.off = 1;
+        rc = EINVAL;
     } else {
-        size_t n = strlen(name);
-        const char *base = name[0] == '/' ? name + 1 : name;
-        if (n > 200 || !*base || strchr(base, '/')) {
-            char def[40];
-            nth_cpumgr_default_name(def, (unsigned long)getuid());
-            fprintf(stderr, "nthlib: NTH_CPUMGR: bad value '%s' (accepted: off, or a "
-                    "shared-memory name such as %s)\n", name, def);
-            C.off = 1;
-            rc = EINVAL;
-        } else {
-            snprintf(C.name, sizeof C.name, "/%s", base);
-        }
+        snprintf(C.name, sizeof C.name, "%s", name);
     }
     C.start_time = nth_cpumgr_proc_start_time(getpid());
     C.affinity = hwloc_bitmap_alloc();

@@ -113,6 +113,12 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
 int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out);
 int nth_tr_write_stats(struct nth_tr_file *f, FILE *out);
 
+/* The first word of the converter's warning lines: "nth-trace" for the
+ * tool; the runtime sets "nthlib" before it converts at exit, since every
+ * line a program under nthlib prints starts with "nthlib:". Set before
+ * converting, from one thread. */
+extern const char *nth_tr_msg_prefix;
+
 /* Load `n` binary files and write `out` in the format its suffix names
  * (.json, .json.gz, .prv). Returns 0, EINVAL for an unknown suffix or a file
  * that is no trace, or the load/write error; *warnings (may be NULL) gets

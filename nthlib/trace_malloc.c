@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "nth/trace.h"
+#include "env_msg.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -116,7 +117,12 @@ static void memory_init(void)
     if (!v)
         return;
     if (strcmp(v, "1") && strcmp(v, "0")) {
-        fprintf(stderr, "NTH_TRACE_MALLOC: bad value '%s' (accepted: 0, 1)\n", v);
+        nth_env_bad("NTH_TRACE_MALLOC", v, "1 (malloc counter tracks in the trace) or 0 (off, the default)");
+        /* Said once per process tree: the value is taken as 0, and so it
+         * reaches the children (nthrun itself runs with the preload, then
+         * execs the program: the line came twice). A constructor runs
+         * before main, with no other thread to race setenv(). */
+        (void)setenv("NTH_TRACE_MALLOC", "0", 1);
         return;
     }
     if (!strcmp(v, "0"))

@@ -33,6 +33,7 @@
 #include <elfutils/libdwfl.h>
 #endif
 #include "nth/trace.h"
+#include "env_msg.h"
 
 #define NOI __attribute__((no_instrument_function))
 #define CACHE 4096               /* functions remembered per kernel thread */
@@ -192,7 +193,7 @@ static NOI void probes_init(void)
         char *end;
         unsigned long long v = strtoull(mn, &end, 10);
         if (end == mn || *end || *mn == '-')
-            fprintf(stderr, "NTH_PROBES_MIN_NS: bad value '%s' (accepted: nanoseconds, an integer >= 0)\n", mn);
+            nth_env_bad("NTH_PROBES_MIN_NS", mn, "nanoseconds, an integer >= 0");
         else
             min_ns = v;
     }

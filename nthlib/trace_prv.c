@@ -266,8 +266,8 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     }
     if (p.oom) { free(p.v); free(p.types); return ENOMEM; }
     if (p.dropped)
-        fprintf(stderr, "nth-trace: warning: Paraver keeps %u nano-threads per process; %" PRIu64
-                " records of the others dropped\n", NTH_PRV_MAX_THREADS, p.dropped);
+        fprintf(stderr, "%s: warning: Paraver keeps %u nano-threads per process; %" PRIu64
+                " records of the others dropped\n", nth_tr_msg_prefix, NTH_PRV_MAX_THREADS, p.dropped);
     qsort(p.v, p.n, sizeof *p.v, pe_cmp);
 
     static struct nth_out o;   /* 64 KiB: kept off a crashing stack */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include "trace_convert.h"
 
+const char *nth_tr_msg_prefix = "nth-trace";
+
 static void warnf(struct nth_tr_file *f, FILE *warn, const char *fmt, ...)
 {
     f->warnings++;
@@ -15,7 +17,7 @@ static void warnf(struct nth_tr_file *f, FILE *warn, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(warn, "nth-trace: warning: %s: ", f->path);
+    fprintf(warn, "%s: warning: %s: ", nth_tr_msg_prefix, f->path);
     vfprintf(warn, fmt, ap);
     fputc('\n', warn);
     va_end(ap);
@@ -160,7 +162,8 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
         f->hdr.version != NTH_TRACE_VERSION || f->hdr.record_size != sizeof(struct nth_trace_rec)) {
         fclose(in);
         if (warn)
-            fprintf(warn, "nth-trace: %s: not an nthlib binary trace (version %u)\n", path, NTH_TRACE_VERSION);
+            fprintf(warn, "%s: %s: not an nthlib binary trace (version %u)\n", nth_tr_msg_prefix, path,
+                    NTH_TRACE_VERSION);
         return EINVAL;
     }
     f->hdr.host[sizeof f->hdr.host - 1] = 0;

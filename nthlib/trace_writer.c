@@ -23,6 +23,7 @@
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
+#include "env_msg.h"
 #endif
 #include <dlfcn.h>
 #include <errno.h>
@@ -293,8 +294,8 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
         return EBUSY;
     if (!path || !(has_suffix(path, ".json") || has_suffix(path, ".json.gz") ||
                    has_suffix(path, ".prv") || has_suffix(path, ".bin"))) {
-        fprintf(stderr, "NTH_TRACE: '%s' has no known suffix (accepted: *.json, *.json.gz, *.prv, *.bin)\n",
-                path ? path : "(null)");
+        nth_env_bad("NTH_TRACE", path ? path : "(null)",
+                    "a file name ending in .json, .json.gz (Perfetto), .prv (Paraver) or .bin");
         return EINVAL;
     }
     if (buffer_bytes) {
@@ -389,6 +390,7 @@ int nth_trace_finish(void)
         return 0;
     const char *in[1] = { wr_bin_path };
     unsigned warnings = 0;
+    nth_tr_msg_prefix = "nthlib";
     int rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
     struct stat st;
     if (rc)
@@ -448,18 +450,18 @@ static int env_settings(int report_buffer, uint64_t *bytes, uint64_t *ms)
     *bytes = *ms = 0;
     if (buf && parse_bytes(buf, 4096, 1ull << 30, bytes)) {
         if (report_buffer)
-            fprintf(stderr, "NTH_TRACE_BUFFER: bad value '%s' (accepted: bytes per VP, 4096..1G, suffix K, M or G)\n", buf);
+            nth_env_bad("NTH_TRACE_BUFFER", buf, "bytes 4096..1073741824, optionally with a K, M or G suffix");
         *bytes = 0;
         rc = EINVAL;
     }
     if (flush && parse_bytes(flush, 1, 60000, ms)) {
-        fprintf(stderr, "NTH_TRACE_FLUSH_MS: bad value '%s' (accepted: milliseconds, 1..60000)\n", flush);
+        nth_env_bad("NTH_TRACE_FLUSH_MS", flush, "milliseconds 1..60000");
         *ms = 0;
         rc = EINVAL;
     }
     if (limit) {
         if (parse_bytes(limit, 65536, UINT64_MAX >> 1, &lim)) {
-            fprintf(stderr, "NTH_TRACE_LIMIT: bad value '%s' (accepted: bytes, at least 64K, suffix K, M or G)\n", limit);
+            nth_env_bad("NTH_TRACE_LIMIT", limit, "bytes, at least 65536, optionally with a K, M or G suffix");
             rc = EINVAL;
         } else {
             wr_limit = lim;

@@ -26,7 +26,7 @@ void *shim_real(const char *name)
     }
     void *f = dlsym(h, name);
     if (!f) {
-        static const char msg[] = "libnth-pthread: a libc function is missing\n";
+        static const char msg[] = "nthlib: pthread shim: a libc function is missing\n";
         (void)!write(2, msg, sizeof msg - 1);
         abort();
     }
@@ -90,7 +90,7 @@ static void make_key(void)
     int s = 0;
     if (__atomic_compare_exchange_n(&self_key_state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         if (nth_key_create(&self_key, NULL) != 0) {
-            static const char msg[] = "libnth-pthread: cannot create the thread key\n";
+            static const char msg[] = "nthlib: pthread shim: cannot create the thread key\n";
             (void)!write(2, msg, sizeof msg - 1);
             abort();
         }
@@ -118,7 +118,7 @@ struct shim_thread *shim_self(void)
     /* A nano-thread the shim did not start: main's, or the runtime's. */
     st = calloc(1, sizeof *st);
     if (!st) {
-        static const char msg[] = "libnth-pthread: out of memory for a thread record\n";
+        static const char msg[] = "nthlib: pthread shim: out of memory for a thread record\n";
         (void)!write(2, msg, sizeof msg - 1);
         abort();
     }

@@ -477,7 +477,7 @@ static void kick_install(void)
         /* No SA_RESTART: the point is to end the call. */
         struct kernel_sigaction ka = { kick_handler, KICK_SA_RESTORER, KICK_RESTORER, 0 };
         if (syscall(SYS_rt_sigaction, KICK_SIG, &ka, NULL, sizeof ka.mask) != 0) {
-            static const char msg[] = "libnth-pthread: cannot install the wake-up signal\n";
+            static const char msg[] = "nthlib: pthread shim: cannot install the wake-up signal\n";
             (void)!write(2, msg, sizeof msg - 1);
             abort();
         }

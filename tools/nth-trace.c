@@ -22,11 +22,21 @@
 
 static void report(const char *out, const char **in, int nin);
 
+static void usage_to(FILE *f)
+{
+    fprintf(f, "usage: nth-trace convert FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
+               "       nth-trace merge A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
+               "       nth-trace stats FILE.bin\n"
+               "       nth-trace --help\n"
+               "Exit status: 0 done; 1 done, input truncated or damaged (warnings say what was\n"
+               "skipped); 2 usage error; 3 an input cannot be read or is no trace, or the\n"
+               "output cannot be written.\n");
+}
+
+/* A usage error: the usage on stderr, exit status 2. */
 static int usage(void)
 {
-    fprintf(stderr, "usage: nth-trace convert FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
-                    "       nth-trace merge A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
-                    "       nth-trace stats FILE.bin\n");
+    usage_to(stderr);
     return 2;
 }
 
@@ -82,6 +92,16 @@ static int run(int argc, char **argv, const char **in)
         fprintf(stderr, "nth-trace: %s: unknown output format (accepted: .json, .json.gz, .prv)\n", out);
         return 2;
     }
+    /* An input that cannot be read is named here: the converter's error
+     * code alone would be reported against the output. */
+    for (int i = 0; i < nin; i++) {
+        FILE *f = fopen(in[i], "rb");
+        if (!f) {
+            fprintf(stderr, "nth-trace: %s: cannot read: %s\n", in[i], strerror(errno));
+            return 3;
+        }
+        fclose(f);
+    }
     unsigned warnings = 0;
     int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
     if (rc)
@@ -109,6 +129,11 @@ static void report(const char *out, const char **in, int nin)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage_to(stdout);
+            return 0;
+        }
     if (argc < 3)
         return usage();
     const char **in = calloc((size_t)argc, sizeof *in);

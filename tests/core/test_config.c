@@ -73,6 +73,17 @@ static void test_env_bad(void **s)
     bad_value("NTH_RECLAIM_US", "10000001");
     bad_value("NTH_MUTEX_BIAS", "off");
     bad_value("NTH_MUTEX_BIAS", "2");
+    /* NTH_CPUMGR: "off" or a name as cpumgr --name takes it; a bad one
+     * runs the application alone, said once (the client then says nothing). */
+    static const char *const bad_seg[] = { "foo", "/", "/a/b", "nth-cpumgr-0", "off/" };
+    for (size_t i = 0; i < sizeof bad_seg / sizeof bad_seg[0]; i++) {
+        nth_config_t c;
+        char err[512];
+        bad_value("NTH_CPUMGR", bad_seg[i]);
+        assert_int_equal(env_case("NTH_CPUMGR", bad_seg[i], &c, err, sizeof err), EINVAL);
+        assert_non_null(strstr(err, "nthlib: NTH_CPUMGR='"));
+        assert_string_equal(c.cpumgr, "off");
+    }
 }
 
 static void test_env_good(void **s)
@@ -103,6 +114,9 @@ static void test_env_good(void **s)
     assert_string_equal(err, "");
     assert_int_equal(env_case("NTH_CPUMGR", "off", &c, err, sizeof err), 0);
     assert_string_equal(c.cpumgr, "off");
+    assert_int_equal(env_case("NTH_CPUMGR", "/nth-cpumgr-test", &c, err, sizeof err), 0);
+    assert_string_equal(c.cpumgr, "/nth-cpumgr-test");
+    assert_string_equal(err, "");
     nth_config_default(&c);
     assert_int_equal(c.vps, 0);
     assert_int_equal(c.bind, 1);

@@ -110,6 +110,12 @@ static void test_bad_env(void **state)
     assert_int_equal(nth_cpumgr_attached(), 0);
     assert_int_equal(nth_cpus_assigned(), affinity_cpus());
     nth_cpumgr_client_fini();
+    /* Without the leading '/': refused as cpumgr --name refuses it (it
+     * was taken silently as "/foo"). */
+    setenv("NTH_CPUMGR", "foo", 1);
+    assert_int_equal(nth_cpumgr_client_init(NULL), EINVAL);
+    assert_int_equal(nth_cpumgr_attached(), 0);
+    nth_cpumgr_client_fini();
     unsetenv("NTH_CPUMGR");
     /* Lazy start from the public API with the default name works too. */
     setenv("NTH_CPUMGR", "off", 1);

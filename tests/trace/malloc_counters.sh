@@ -20,5 +20,10 @@ jq -e '[.traceEvents[]|select(.ph=="C" and .name=="malloc calls")|.args.calls] a
 NTH_TRACE=o.json LD_PRELOAD="$lib" "$top_builddir/tests/trace/malloc_demo" || fail "demo (off) exited $?"
 [ ! -e o.json ] || fail "traced without NTH_TRACE_MALLOC"
 NTH_TRACE_MALLOC=yes LD_PRELOAD="$lib" "$top_builddir/tests/trace/malloc_demo" 2>err.txt || fail "demo (bad) exited $?"
-grep -q "^NTH_TRACE_MALLOC: bad value 'yes' (accepted: 0, 1)$" err.txt || fail "bad value message: $(cat err.txt)"
+grep -q "^nthlib: NTH_TRACE_MALLOC='yes' is not valid; accepted values: 1 .* or 0 " err.txt || fail "bad value message: $(cat err.txt)"
+[ "$(wc -l <err.txt)" = 1 ] || fail "bad value message not one line: $(cat err.txt)"
+# Once per process tree: a child (here the demo run by sh, both under the
+# preload) is not told again.
+NTH_TRACE_MALLOC=2 LD_PRELOAD="$lib" sh -c '"$1"; "$1"' sh "$top_builddir/tests/trace/malloc_demo" 2>err.txt || fail "demo (bad, children) exited $?"
+[ "$(grep -c "NTH_TRACE_MALLOC='2'" err.txt)" = 1 ] || fail "NTH_TRACE_MALLOC=2 reported $(grep -c "NTH_TRACE_MALLOC='2'" err.txt) times in one process tree: $(cat err.txt)"
 exit 0

@@ -1,0 +1,38 @@
+#!/bin/bash
+# What a new user reads (a fresh-user trial): every line the runtime prints
+# about a bad trace variable starts with "nthlib:", in config.c's wording
+# (variable, value, accepted values), once each; nth-trace names an input
+# it cannot read (not the output) and prints its usage for --help.
+. "$top_srcdir/tests/trace/lib.sh"
+DEMO=$top_builddir/tests/trace/rt_demo
+
+NTH_VPS=1 NTH_TRACE=e.json NTH_TRACE_FLUSH_MS=0 NTH_TRACE_LIMIT=1 NTH_TRACE_BUFFER=10 \
+    "$DEMO" return >e.out 2>e.err || fail "rt_demo exited $?: $(cat e.err)"
+for v in "NTH_TRACE_FLUSH_MS='0'" "NTH_TRACE_LIMIT='1'" "NTH_TRACE_BUFFER='10'"; do
+    n=$(grep -c "^nthlib: $v is not valid; accepted values: " e.err)
+    [ "$n" = 1 ] || fail "$v reported $n times in config.c's wording: $(cat e.err)"
+done
+grep -v '^nthlib: ' e.err && fail "lines without the nthlib: prefix (above)"
+[ -s e.json ] || fail "no trace written with the defaults kept"
+
+NTH_VPS=1 NTH_TRACE=e.txt "$DEMO" return >e.out 2>e.err || fail "rt_demo (bad NTH_TRACE) exited $?: $(cat e.err)"
+grep -q "^nthlib: NTH_TRACE='e.txt' is not valid; accepted values: .*\.json" e.err || fail "bad NTH_TRACE: $(cat e.err)"
+grep -v '^nthlib: ' e.err && fail "lines without the nthlib: prefix (above)"
+
+# nth-trace: an unreadable input is named as the input
+"$TOOL" convert "$work/nonexistent.bin" -o x.json >t.out 2>t.err; st=$?
+[ "$st" = 3 ] || fail "convert of a missing input: status $st, want 3"
+grep -q "nonexistent.bin" t.err || fail "missing input not named: $(cat t.err)"
+grep -q "x.json" t.err && fail "missing input blamed on the output: $(cat t.err)"
+[ ! -e x.json ] || fail "output written for a missing input"
+"$TOOL" merge "$work/nonexistent.bin" "$work/other.bin" -o y.json >t.out 2>t.err
+grep -q "nonexistent.bin" t.err || fail "merge: missing input not named: $(cat t.err)"
+# --help: usage on stdout, status 0; no arguments is still a usage error
+for h in --help -h "convert --help"; do
+    # shellcheck disable=SC2086
+    "$TOOL" $h >h.out 2>h.err; st=$?
+    [ "$st" = 0 ] && grep -q '^usage: nth-trace' h.out && [ ! -s h.err ] || fail "nth-trace $h: status $st, stdout '$(head -c 80 h.out)'"
+done
+"$TOOL" >h.out 2>h.err; st=$?
+[ "$st" = 2 ] && grep -q '^usage: nth-trace' h.err || fail "nth-trace without arguments: status $st"
+exit 0
