@@ -204,6 +204,23 @@ static int load_topology(void)
     return 0;
 }
 
+/* "More VPs than CPUs", once per process, unless nthrun said it already
+ * for the program it runs: it leaves NTH_VPS_TOLD=VPS/CPUS in the
+ * environment, and every process under it (a shell script, make, a pyenv
+ * shim: each threaded process starts its own runtime) with the same
+ * figures stays quiet. A new-user trial got the line 14 times from one
+ * `nthrun --vps 2 -- python3 ...` on 1 CPU. */
+static void oversubscribed_notice(int vps, int npus)
+{
+    char told[32];
+    snprintf(told, sizeof told, "%d/%d", vps, npus);
+    const char *was = getenv("NTH_VPS_TOLD");
+    if (was && !strcmp(was, told))
+        return;
+    fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPUs this process may use; VPs will share CPUs\n",
+            vps, npus);
+}
+
 int nth_vps_start(const nth_config_t *cfg)
 {
     int r = load_topology();
@@ -220,8 +237,7 @@ int nth_vps_start(const nth_config_t *cfg)
     if (cfg->vps) {
         n = (int)cfg->vps;
         if (n > npus)
-            fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPUs this process may use; VPs will share CPUs\n",
-                    n, npus);
+            oversubscribed_notice(n, npus);
     }
     struct nth_vp **vps = calloc((size_t)n, sizeof(*vps));
     hwloc_obj_t *pus = calloc((size_t)n, sizeof(*pus));

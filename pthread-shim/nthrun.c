@@ -5,6 +5,8 @@
  *   nthrun [--vps N] [--trace FILE] [--cpumgr NAME|off] -- prog args...
  *
  * It sets NTH_VPS, NTH_TRACE and NTH_CPUMGR (see the README's table),
+ * says once if NTH_VPS is more than the CPUs the program may use (and sets
+ * NTH_VPS_TOLD so that the processes under it do not say it again),
  * prepends libnth-pthread.so to LD_PRELOAD and execs prog, so the exit
  * status (or the death by a signal) is the program's own.
  *
@@ -22,6 +24,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +40,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: nthrun [--vps N] [--trace FILE] [--cpumgr NAME|off] -- prog [args...]\n"
             "Run an unmodified pthread program on nano-threads (LD_PRELOAD=" SHIM_SO ").\n"
-            "  --vps N            virtual processors, 1..4096 (NTH_VPS; default: one per CPU)\n"
+            "  --vps N            virtual processors, 1..4096, or 0 for the default: one per\n"
+            "                     CPU this process may use (NTH_VPS); more than those CPUs\n"
+            "                     is said once for the whole run (NTH_VPS_TOLD)\n"
             "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver (NTH_TRACE)\n"
             "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
             "  -h, --help         this text\n"
@@ -76,14 +81,35 @@ static const char *find_shim(char *buf, size_t len, char *tried, size_t tlen)
     return file_exists(buf) ? buf : NULL;
 }
 
-/* N in 1..4096, the range nth_init() accepts. */
+/* N in 0..4096, what NTH_VPS accepts (0: one VP per allowed CPU). */
 static int parse_vps(const char *s)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > 4096) return -1;
+    if (errno || end == s || *end || *s == '-' || *s == '+' || v < 0 || v > 4096) return -1;
     return (int)v;
+}
+
+/* More VPs than the CPUs of our affinity mask (which the program
+ * inherits): said here, once for the whole run, and NTH_VPS_TOLD=VPS/CPUS
+ * tells the runtime of every process under us with the same figures not to
+ * say it again (a script or a pyenv shim starts many threaded processes;
+ * one run printed the runtime's line 14 times). */
+static void tell_oversubscribed(const char *vps_s)
+{
+    cpu_set_t set;
+    int vps = vps_s && *vps_s ? parse_vps(vps_s) : -1;
+    if (vps <= 0 || sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    int ncpus = CPU_COUNT(&set);
+    if (vps <= ncpus)
+        return;
+    char told[32];
+    snprintf(told, sizeof told, "%d/%d", vps, ncpus);
+    fprintf(stderr, "nthrun: NTH_VPS=%d is more than the %d CPUs this program may use; VPs will share CPUs\n",
+            vps, ncpus);
+    (void)setenv("NTH_VPS_TOLD", told, 1);
 }
 
 int main(int argc, char **argv)
@@ -102,7 +128,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 'v':
             if (parse_vps(optarg) < 0) {
-                fprintf(stderr, "nthrun: --vps '%s': accepted values are integers 1..4096\n", optarg);
+                fprintf(stderr, "nthrun: --vps '%s': accepted values are integers 1..4096, or 0 for one VP per allowed CPU\n", optarg);
                 usage(stderr);
                 return 2;
             }
@@ -162,6 +188,7 @@ int main(int argc, char **argv)
         perror("nthrun: setenv");
         return 127;
     }
+    tell_oversubscribed(vps ? vps : getenv("NTH_VPS"));
     execvp(argv[optind], &argv[optind]);
     int e = errno;
     fprintf(stderr, "nthrun: cannot run '%s': %s\n", argv[optind], strerror(e));

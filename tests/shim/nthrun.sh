@@ -23,10 +23,13 @@ export NTH_PTHREAD_LIB=$probe
 expect_status 2 "no arguments" "$nthrun"
 grep -q '^usage: nthrun' /tmp/nthrun-test.$$.err && ok "usage printed on stderr" || bad "no usage on stderr"
 expect_status 2 "no program" "$nthrun" --vps 2
-expect_status 2 "--vps 0" "$nthrun" --vps 0 -- true
+# --vps 0 is NTH_VPS=0: the default, one VP per allowed CPU
+NTHRUN_PROBE=1 LD_PRELOAD= expect_status 0 "--vps 0 (the default, as NTH_VPS=0)" "$nthrun" --vps 0 -- env
+grep -qx NTH_VPS=0 /tmp/nthrun-test.$$.out && ok "--vps 0 sets NTH_VPS=0" || bad "--vps 0 did not set NTH_VPS=0"
+expect_status 2 "--vps -1" "$nthrun" --vps -1 -- true
 expect_status 2 "--vps abc" "$nthrun" --vps abc -- true
 expect_status 2 "--vps 5000" "$nthrun" --vps 5000 -- true
-grep -q "accepted values are integers 1..4096" /tmp/nthrun-test.$$.err && ok "--vps message names the accepted values" || bad "--vps message"
+grep -q "accepted values are integers 1..4096, or 0 for one VP per allowed CPU" /tmp/nthrun-test.$$.err && ok "--vps message names the accepted values" || bad "--vps message"
 expect_status 2 "unknown option" "$nthrun" --bogus -- true
 expect_status 2 "--cpumgr without value" "$nthrun" --cpumgr
 expect_status 0 "--help" "$nthrun" --help
@@ -70,6 +73,21 @@ elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
     ok "traced threaded program (sort --parallel=2) runs, sorts and writes its trace"
   else
     bad "traced threaded program: status $st"; sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5
+  fi
+  # More VPs than allowed CPUs: nthrun says it once for the run, not each
+  # threaded process under it (a pyenv shim gave 14 lines).
+  if command -v taskset >/dev/null; then
+    NTH_VPS_TOLD= timeout -s KILL 120 taskset -c 0 "$nthrun" --vps 2 -- sh -c \
+        'sort --parallel=2 "$1" >/dev/null && sort --parallel=2 "$1" >/dev/null' sh /tmp/nthrun-test.$$.in \
+        >/dev/null 2>/tmp/nthrun-test.$$.err; st=$?
+    n=$(grep -c "NTH_VPS=2 is more than the 1 CPUs" /tmp/nthrun-test.$$.err)
+    [ "$n" = 1 ] && ! grep -q '^nthlib: NTH_VPS=2' /tmp/nthrun-test.$$.err || n="$n (runtime's own: $(grep -c '^nthlib: NTH_VPS=2' /tmp/nthrun-test.$$.err))"
+    [ "$st" = 0 ] && [ "$n" = 1 ] && ok "more VPs than CPUs said once for two threaded processes" \
+      || { bad "more VPs than CPUs: status $st, said $n times"; sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5; }
+    # The runtime of a process with other figures (here 3 VPs) says its own.
+    NTH_VPS_TOLD=2/1 NTH_VPS=3 LD_PRELOAD=$shim_lib timeout -s KILL 120 taskset -c 0 sort --parallel=2 /tmp/nthrun-test.$$.in \
+        >/dev/null 2>/tmp/nthrun-test.$$.err
+    grep -q "^nthlib: NTH_VPS=3 is more than the 1 CPUs" /tmp/nthrun-test.$$.err && ok "other figures are told again" || bad "NTH_VPS=3 not told"
   fi
   rm -f /tmp/nthrun-test.$$.in /tmp/nthrun-test.$$.json /tmp/nthrun-test.$$.json.*.bin
 else
