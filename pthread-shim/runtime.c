@@ -78,6 +78,7 @@ __attribute__((constructor)) static void shim_start(void)
     if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+    shim_tls_init();
 }
 
 /* ---- the per-thread record ---------------------------------------------- */
