@@ -516,14 +516,17 @@ NTH_API int nth_switch_data_set(void *data);
  * its kernel thread's own; alloc gives VP 0's idle context a TCB (VP 0's
  * kernel thread's own stays main's). The runtime's own TLS (it describes
  * the kernel thread) is copied into each TCB before it is loaded. Call
- * before the runtime starts. Returns 0; EBUSY once the runtime started or
- * is starting; ENOTSUP where unsupported (then nothing changes); EINVAL
- * for a NULL alloc. Not thread-safe (start-up, one caller).
+ * before the runtime starts, or from main while it runs on VP 0 with its
+ * kernel thread's TCB (nano-threads made before run with their VP's).
+ * Returns 0; EBUSY when the runtime is starting, or started and the caller
+ * is not main so placed; ENOMEM when alloc failed; ENOTSUP where
+ * unsupported (then nothing changes); EINVAL for a NULL alloc. Not
+ * thread-safe (start-up, one caller).
  *
  * nth_tls_carry(addr, len): also copy the caller's TLS bytes [addr,
  * addr+len) (of the calling kernel thread; in static TLS or glibc's TCB)
  * into each TCB before it is loaded: data that describes the kernel
- * thread. Call before the runtime starts. 0; EBUSY after start; EINVAL
+ * thread. Call before nth_tls_enable. 0; EBUSY after it; EINVAL
  * for an address outside the static TLS area; ENOSPC beyond 16 ranges.
  *
  * nth_tls_adopt(tp): the calling nano-thread runs with thread pointer tp

@@ -326,7 +326,7 @@ NTH_HIDDEN struct nth_vp *nth_vp_self(void);
 NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
 
 /* Per-nano-thread thread pointers (tls_switch.c; nth_tls_enable in nth.h).
- * nth_tp_on is set once, before the runtime starts. */
+ * nth_tp_on is set once (release), at start-up. */
 NTH_HIDDEN extern int nth_tp_on;
 NTH_HIDDEN void nth_tp_load(struct nth_vp *vp, void *tp);
 NTH_HIDDEN void *nth_tp_current(void);

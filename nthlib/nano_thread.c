@@ -416,7 +416,8 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
      * (the pthread shim's signal masks are switched by it), nor with
      * per-nano-thread thread pointers (loaded by the switch). */
     if ((t->flags & NTH_TF_FRESH) && __atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) == 0 &&
-        !__atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED) && !nth_tp_on) {
+        !__atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&nth_tp_on, __ATOMIC_RELAXED)) {
         call_child(vp, self, t);
         vp = nth_vp_self();
         /* Our CPU was taken away while t ran: leave it, as at the switch

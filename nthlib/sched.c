@@ -375,7 +375,7 @@ void switch_to(struct nth_vp *vp, struct nth_thread *next, int action, int dying
     int e = *vp->errno_loc;
     tool_before(self, next, dying);
     /* Per-nano-thread TLS (the pthread shim): one predictable branch when off. */
-    if (__builtin_expect(nth_tp_on, 0))
+    if (__builtin_expect(__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE), 0))
         nth_tp_switch(vp, next);
     if (next->flags & NTH_TF_FRESH) {
         /* First run: its context is made here, not by nth_create (a

@@ -84,7 +84,7 @@ static int carry_add(const void *addr, size_t len)
 
 int nth_tls_carry(void *addr, size_t len)
 {
-    if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE))
         return EBUSY;
     return carry_add(addr, len);
 }
@@ -97,20 +97,36 @@ int nth_tls_enable(nth_tls_alloc_fn alloc)
     (void)alloc;
     return ENOTSUP;
 #else
+    static int core_carried;
     if (!alloc)
         return EINVAL;
-    if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE))
-        return EBUSY;
-    if (__atomic_load_n(&nth_tp_on, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE))
         return 0;
     /* The runtime's TLS, all of it: it describes the kernel thread. */
-    if (carry_add(&nth_tls_vp, sizeof nth_tls_vp) || carry_add(&nth_bias_me, sizeof nth_bias_me) ||
-        nth_trace_tls_carry(carry_add)) {
-        ncarry = 0;
-        return ENOSPC;
+    if (!core_carried) {
+        if (carry_add(&nth_tls_vp, sizeof nth_tls_vp) || carry_add(&nth_bias_me, sizeof nth_bias_me) ||
+            nth_trace_tls_carry(carry_add))
+            return ENOSPC;
+        core_carried = 1;
     }
     use_wrfsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
     vp_tp_alloc = alloc;
+    if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE)) {
+        /* Started already (a library's constructor took a lock through
+         * the pthread shim before the shim's own constructor ran): fine
+         * while main runs on VP 0 with its kernel thread's TCB, which it
+         * keeps; VP 0's idle context, not running now, gets its own. Any
+         * other nano-thread made so far runs with its VP's. */
+        struct nth_vp *vp = nth_vp_self();
+        if (!__atomic_load_n(&nth_rt.started, __ATOMIC_ACQUIRE) || !vp || vp != nth_rt.vps[0] ||
+            vp->current != &nth_main_thread || vp->tp_loaded != vp->tp_own)
+            return EBUSY;
+        void *own = alloc();
+        if (!own)
+            return ENOMEM;
+        nth_main_thread.tp = vp->tp_own;
+        vp->tp_own = own;
+    }
     __atomic_store_n(&nth_tp_on, 1, __ATOMIC_RELEASE);
     return 0;
 #endif

@@ -180,7 +180,9 @@ void shim_tls_init(void)
     }
     int r = nth_tls_enable(tcb_new);
     if (r == EBUSY)
-        say("the runtime started before the shim's set-up");
+        say("a library started threads before the shim's set-up");
+    else if (r == ENOMEM)
+        say("no memory for a thread control block");
     shim_tls_on = r == 0;        /* ENOTSUP: a sanitizer build, silently */
 }
 #else

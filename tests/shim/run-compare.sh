@@ -62,11 +62,10 @@ declare -A vps=([errno_migrate]=2 [tls]=2)
 # Known gaps of the shim, each with its reason (the README's limits): these
 # still run under the shim and their differences are shown, as XFAIL; one
 # that passes is reported as XPASS so that the list gets shortened.
-declare -A xfail=(
-  [signals]="errno is per kernel thread and glibc declares __errno_location const: main() reads errno through an address the compiler took once; when an earlier call (a join, a sem_wait, a sleep) resumed main on another VP, a later sigtimedwait EAGAIN/EINVAL is set on the new kernel thread and read on the old one (about 1 run in 30 with 2 VPs; a wrapper can only go back to the kernel thread it was entered on, not to the one where the caller took the address: errno_migrate covers that case)."
-  [sem]="errno is per kernel thread, as for signals: a named semaphore's EAGAIN/ENOENT comes from libc on main's current kernel thread and is read through an address main() took before an earlier migration (sem_wait, join); about 1 run in 2 with 2 VPs"
-  [blocking]="errno is per kernel thread, as for signals: waitpid's ECHILD (set by the first, WNOHANG, try on main's current kernel thread) read through an address main() took before an earlier migration; about 1 run in 4 with 2 VPs"
-)
+# (None now: sem, signals and blocking read errno through an address taken
+# before a migration; with a TLS block per thread, NTH_SHIM_TLS=thread, that
+# address stays the thread's.)
+declare -A xfail=()
 
 fail=0
 for name in "${names[@]}"; do
