@@ -193,8 +193,9 @@ struct nth_vp {
      * anyone (relaxed atomics: plain moves). */
     uint64_t id_next, id_end;
     uint64_t ncreated, nexited;
-    /* errno of the kernel thread that runs this VP (set by nth_vp_self_set):
-     * the switch saves and restores errno through it without calls. */
+    /* errno of the kernel thread that runs this VP (set by nth_vp_self_set;
+     * with per-nano-thread thread pointers, of the loaded TCB): the switch
+     * saves and restores errno through it without calls. */
     int *errno_loc;
     /* Thread pointers (tls_switch.c): its kernel thread's own, the one its
      * idle context runs with, and the one loaded now (owner only). */

@@ -40,6 +40,11 @@ int nth_tp_on;
 static struct { ptrdiff_t off; size_t len; } carry[CARRY_MAX];
 static int ncarry;
 static int use_wrfsbase;
+/* errno's offset from the thread pointer (libc's static TLS): the switch
+ * saves and restores errno through vp->errno_loc, which must follow the
+ * loaded TCB (a nano-thread without a TCB of its own shares its VP's, and
+ * keeps its errno by that save and restore, as without TLS switching). */
+static ptrdiff_t errno_off;
 static nth_tls_alloc_fn vp_tp_alloc;
 
 #ifndef HWCAP2_FSGSBASE
@@ -110,6 +115,7 @@ int nth_tls_enable(nth_tls_alloc_fn alloc)
         core_carried = 1;
     }
     use_wrfsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
+    errno_off = (char *)&errno - tp_now();
     vp_tp_alloc = alloc;
     if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE)) {
         /* Started already (a library's constructor took a lock through
@@ -181,6 +187,7 @@ void nth_tp_load(struct nth_vp *vp, void *tp)
     else
         syscall(SYS_arch_prctl, ARCH_SET_FS, tp);
     vp->tp_loaded = tp;
+    vp->errno_loc = (int *)(to + errno_off);
 #else
     (void)vp;
     (void)tp;
