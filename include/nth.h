@@ -502,6 +502,47 @@ NTH_API int nth_switch_hook_set(nth_switch_hook_fn fn);
  * the caller sets its own. */
 NTH_API int nth_switch_data_set(void *data);
 
+/* --- per-nano-thread thread pointers (TLS) ------------------------------- */
+
+/* For a layer that gives nano-threads their own static TLS block and TCB
+ * (the pthread shim: errno and __thread data per pthread, as BLT/ULP-style
+ * M:N runtimes do). x86-64 only; not in sanitizer builds (their runtimes
+ * keep per-thread state in TLS and follow kernel threads).
+ *
+ * nth_tls_enable(alloc): from now on a switch loads the incoming
+ * nano-thread's thread pointer (%fs) when it differs from the loaded one
+ * (a system call, about 4 us, or wrfsbase where the kernel allows it); a
+ * nano-thread that adopted none, and every VP's idle context, runs with
+ * its kernel thread's own; alloc gives VP 0's idle context a TCB (VP 0's
+ * kernel thread's own stays main's). The runtime's own TLS (it describes
+ * the kernel thread) is copied into each TCB before it is loaded. Call
+ * before the runtime starts, or from main while it runs on VP 0 with its
+ * kernel thread's TCB (nano-threads made before run with their VP's).
+ * Returns 0; EBUSY when the runtime is starting, or started and the caller
+ * is not main so placed; ENOMEM when alloc failed; ENOTSUP where
+ * unsupported (then nothing changes); EINVAL for a NULL alloc. Not
+ * thread-safe (start-up, one caller).
+ *
+ * nth_tls_carry(addr, len): also copy the caller's TLS bytes [addr,
+ * addr+len) (of the calling kernel thread; in static TLS or glibc's TCB)
+ * into each TCB before it is loaded: data that describes the kernel
+ * thread. Call before nth_tls_enable. 0; EBUSY after it; EINVAL
+ * for an address outside the static TLS area; ENOSPC beyond 16 ranges.
+ *
+ * nth_tls_adopt(tp): the calling nano-thread runs with thread pointer tp
+ * from now on (loaded at once, and at each switch to it). The descriptor
+ * keeps tp after the nano-thread ends, for its next use: the caller owns
+ * the TCB and may recycle it (nth_tls_adopted). 0; EPERM when not enabled
+ * or the caller is no nano-thread; EINVAL for NULL. Only for the caller.
+ *
+ * nth_tls_adopted(): the calling nano-thread's thread pointer, or NULL
+ * (none adopted, by it or by an earlier nano-thread on its descriptor). */
+typedef void *(*nth_tls_alloc_fn)(void);
+NTH_API int nth_tls_enable(nth_tls_alloc_fn alloc);
+NTH_API int nth_tls_carry(void *addr, size_t len);
+NTH_API int nth_tls_adopt(void *tp);
+NTH_API void *nth_tls_adopted(void);
+
 /* --- blocking system calls ---------------------------------------------- */
 
 /* Bracket a system call that may block in the kernel (read on a pipe or

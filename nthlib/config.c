@@ -164,6 +164,12 @@ int nth_config_from_env(nth_config_t *cfg)
         bad("NTH_MUTEX_BIAS", v, "1 (biased locking, the default) or 0 (off)");
         r = EINVAL;
     }
+    /* Read by the pthread shim (pthread-shim/tls.c), which takes anything
+     * but "vp" for the default; checked here to name a typo. */
+    if ((v = getenv("NTH_SHIM_TLS")) && *v && strcmp(v, "thread") && strcmp(v, "vp")) {
+        bad("NTH_SHIM_TLS", v, "thread (each pthread its own __thread data and errno, the default) or vp (per kernel thread, no thread-pointer change at a switch)");
+        r = EINVAL;
+    }
     if ((v = getenv("NTH_CPUMGR")) && *v) {
         if (nth_cpumgr_name_check(v)) {
             /* Alone rather than on the default segment: the user meant

@@ -99,6 +99,10 @@ struct nth_thread {
     size_t asan_size;
     void *tsan_fiber;
     unsigned vg_stack_id;
+    /* The thread pointer it runs with (tls_switch.c), NULL for its VP's
+     * own; kept when the descriptor is reused (the pthread shim recycles
+     * the TCB with it). */
+    void *tp;
 };
 
 enum {
@@ -189,9 +193,13 @@ struct nth_vp {
      * anyone (relaxed atomics: plain moves). */
     uint64_t id_next, id_end;
     uint64_t ncreated, nexited;
-    /* errno of the kernel thread that runs this VP (set by nth_vp_self_set):
-     * the switch saves and restores errno through it without calls. */
+    /* errno of the kernel thread that runs this VP (set by nth_vp_self_set;
+     * with per-nano-thread thread pointers, of the loaded TCB): the switch
+     * saves and restores errno through it without calls. */
     int *errno_loc;
+    /* Thread pointers (tls_switch.c): its kernel thread's own, the one its
+     * idle context runs with, and the one loaded now (owner only). */
+    void *tp_own, *tp_loaded;
     struct nth_thread idle;           /* the idle/scheduler context */
     int *steal_order;                 /* other VPs, nearest first */
     int nsteal;
@@ -317,6 +325,22 @@ static inline struct nth_vp *nth_vp_self(void)
 NTH_HIDDEN struct nth_vp *nth_vp_self(void);
 #endif
 NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
+
+/* Per-nano-thread thread pointers (tls_switch.c; nth_tls_enable in nth.h).
+ * nth_tp_on is set once (release), at start-up. */
+NTH_HIDDEN extern int nth_tp_on;
+NTH_HIDDEN void nth_tp_load(struct nth_vp *vp, void *tp);
+NTH_HIDDEN void *nth_tp_current(void);
+/* VP 0 at start-up: main keeps the kernel thread's TCB, the idle context
+ * gets its own. */
+NTH_HIDDEN void nth_tp_vp0(struct nth_vp *vp0);
+/* At a switch to next, with the per-nano-thread thread pointers on. */
+static inline void nth_tp_switch(struct nth_vp *vp, struct nth_thread *next)
+{
+    void *want = next->tp ? next->tp : vp->tp_own;
+    if (want != vp->tp_loaded)
+        nth_tp_load(vp, want);
+}
 
 #define NTH_ID_BLOCK 1024
 /* A fresh nano-thread id for a creator on vp (NULL: not a VP); ids are

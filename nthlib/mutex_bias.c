@@ -19,11 +19,12 @@
 
 __thread struct nth_bias_slot *nth_bias_me __attribute__((tls_model("initial-exec")));
 
-/* Slot of a kernel thread that has no id (biasing off, or ids used up):
- * its own, in TLS, as nobody else ever reads it. */
-static __thread struct nth_bias_slot noid_slot __attribute__((tls_model("initial-exec"))) = {
-    NULL, NTH_BIAS_NOID
-};
+/* Slot of the kernel threads that have no id (biasing off, or ids used
+ * up): one for all, as nobody ever reads its announcement (no bias word
+ * holds NTH_BIAS_NOID); its stores are atomic. Not in TLS: with
+ * per-nano-thread thread pointers (tls_switch.c) the TCB whose copy
+ * nth_bias_me pointed at could be a nano-thread's, reused or freed. */
+static struct nth_bias_slot noid_slot = { NULL, NTH_BIAS_NOID };
 
 static struct nth_bias_slot slots[NTH_BIAS_MAX_IDS + 1];   /* [id]; 0 unused */
 static uint32_t next_id = 1;

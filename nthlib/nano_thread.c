@@ -413,9 +413,11 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
 #ifdef NTH_CTX_HAVE_CALL
     /* Not when a tool annotates stacks (sanitizers, valgrind: their fiber
      * and stack records follow real switches), nor with a switch hook
-     * (the pthread shim's signal masks are switched by it). */
+     * (the pthread shim's signal masks are switched by it), nor with
+     * per-nano-thread thread pointers (loaded by the switch). */
     if ((t->flags & NTH_TF_FRESH) && __atomic_load_n(&nth_tool_active, __ATOMIC_RELAXED) == 0 &&
-        !__atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED)) {
+        !__atomic_load_n(&nth_switch_hook, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&nth_tp_on, __ATOMIC_RELAXED)) {
         call_child(vp, self, t);
         vp = nth_vp_self();
         /* Our CPU was taken away while t ran: leave it, as at the switch

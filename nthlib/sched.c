@@ -44,8 +44,10 @@ __attribute__((noinline)) struct nth_vp *nth_vp_self(void)
 void nth_vp_self_set(struct nth_vp *vp)
 {
     nth_tls_vp = vp;
-    if (vp)
+    if (vp) {
         vp->errno_loc = &errno;
+        vp->tp_own = vp->tp_loaded = nth_tp_current();
+    }
 }
 
 /* ---- tooling ------------------------------------------------------------ */
@@ -372,6 +374,9 @@ void switch_to(struct nth_vp *vp, struct nth_thread *next, int action, int dying
     nth_trace_rt_switch(vp, self, next);
     int e = *vp->errno_loc;
     tool_before(self, next, dying);
+    /* Per-nano-thread TLS (the pthread shim): one predictable branch when off. */
+    if (__builtin_expect(__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE), 0))
+        nth_tp_switch(vp, next);
     if (next->flags & NTH_TF_FRESH) {
         /* First run: its context is made here, not by nth_create (a
          * nano-thread joined at once never needs the frame stored). */

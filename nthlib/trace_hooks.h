@@ -150,4 +150,8 @@ static inline void nth_trace_region_end(uint64_t id, uint64_t region)
 static inline void nth_trace_rq_len(unsigned vp, uint64_t len) { NTH_TRACE_IF_ON nth_trace__counter(NTH_CTR_RQ_LEN, (int)vp, len); }
 static inline void nth_trace_cpus(uint64_t cpus) { NTH_TRACE_IF_ON nth_trace__counter(NTH_CTR_CPUS, -1, cpus); }
 
+/* The recorder's per-kernel-thread state (its TLS), for add: carried
+ * from TCB to TCB with per-nano-thread thread pointers (tls_switch.c). */
+int nth_trace_tls_carry(int (*add)(const void *addr, __SIZE_TYPE__ len));
+
 #endif

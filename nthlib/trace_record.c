@@ -28,6 +28,10 @@ struct tl_state {
     uint16_t vp;
 };
 static __thread struct tl_state tl __attribute__((tls_model("initial-exec"))) = { NULL, 0, NTH_TRACE_NO_VP };
+int nth_trace_tls_carry(int (*add)(const void *addr, size_t len))
+{
+    return add(&tl, sizeof tl);
+}
 #define tl_buf (tl.buf)
 #define tl_vp (tl.vp)
 #define tl_running (tl.running)

@@ -297,6 +297,8 @@ int nth_vps_start(const nth_config_t *cfg)
     vp0->current = &nth_main_thread;
     nth_main_thread.vp = vp0;
     nth_vp_self_set(vp0);
+    if (__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE))
+        nth_tp_vp0(vp0);
     __atomic_store_n(&vp0->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     if (!initial_mask)
         save_initial_mask();

@@ -46,6 +46,8 @@ static void usage(FILE *f)
             "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver (NTH_TRACE)\n"
             "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
             "  -h, --help         this text\n"
+            "Environment: NTH_SHIM_TLS=thread (default: __thread data and errno per thread,\n"
+            "  a thread-pointer change at each switch between threads) or vp (per VP, faster).\n"
             "The library is $NTH_PTHREAD_LIB, else the build tree's, else " NTH_LIBDIR "/" SHIM_SO ".\n"
             "Exit status: the program's; 2 bad usage; 126/127 cannot execute/find.\n");
 }

@@ -70,7 +70,7 @@ int shim_runtime_caller(const void *ra)
 
 /* Before main: remember the CPUs the process may use (the VPs are bound to
  * one CPU each later, so sched_getaffinity then tells only a VP's). */
-__attribute__((constructor)) static void shim_start(void)
+static void shim_start(void)
 {
     static int done;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
@@ -78,6 +78,15 @@ __attribute__((constructor)) static void shim_start(void)
     if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+}
+
+/* The per-thread TLS only from the constructor, never from the lazy
+ * shim_start above: that one may run inside the runtime's start-up (its
+ * first read()), which is no time to change how switches work. */
+__attribute__((constructor)) static void shim_constructor(void)
+{
+    shim_start();
+    shim_tls_init();
 }
 
 /* ---- the per-thread record ---------------------------------------------- */

@@ -174,6 +174,16 @@ int shim_kwait_end(void);
  * before the call starts is seen only when it returns. */
 int shim_kwait_open(void);
 void shim_kwait_close(void);
+/* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
+ * and enables it (shim_tls_on); shim_tls_thread_begin is a created
+ * thread's first call (its TCB: new, or a used one reset);
+ * shim_tls_thread_end runs its C++ thread_local destructors.
+ * shim_sig_tls_carry registers signal.c's kernel-thread state. */
+extern int shim_tls_on;
+void shim_tls_init(void);
+void shim_tls_thread_begin(void);
+void shim_tls_thread_end(void);
+int shim_sig_tls_carry(void);
 /* In a fork child: the calling kernel thread's cached id is the parent's. */
 void shim_kick_forget(void);
 /* Signal state of a new record: st's mask is the creator's (creator NULL:

@@ -501,6 +501,14 @@ static __attribute__((noinline)) int kick_arm(void)
     return kick_tid;
 }
 
+/* The kernel-thread state above, for nth_tls_carry (tls.c): with a TCB
+ * per thread it must follow the kernel thread, not the nano-thread. */
+int shim_sig_tls_carry(void)
+{
+    return nth_tls_carry(&kmask, sizeof kmask) || nth_tls_carry(&kick_tid, sizeof kick_tid) ||
+           nth_tls_carry((void *)&kick_seen, sizeof kick_seen);
+}
+
 void shim_kick_forget(void)
 {
     kick_tid = 0;                 /* the child's kernel thread has another id */

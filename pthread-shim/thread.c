@@ -72,6 +72,7 @@ static int zombie_claim(struct shim_thread *st)
 static void *thread_start(void *arg)
 {
     struct shim_thread *st = arg;
+    shim_tls_thread_begin();     /* its own TLS, before anything reads it */
     __atomic_store_n(&st->nt, nth_self(), __ATOMIC_RELEASE);
     st->nid = nth_id(st->nt);
     shim_set_self(st);
@@ -99,6 +100,7 @@ __attribute__((noreturn)) void shim_finish(struct shim_thread *self)
     }
     void *value = self->exit_value;
     if (self->created) {
+        shim_tls_thread_end();   /* thread_local destructors, as glibc's threads */
         __atomic_store_n(&self->done, 1, __ATOMIC_SEQ_CST);
         nth_sem_post(&self->done_sem);
         if (zombie_claim(self))

@@ -121,6 +121,13 @@ tests_shim_posix_errno_migrate_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_errno_migrate_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_errno_migrate_LDADD =
 
+check_PROGRAMS += tests/shim/posix-tls
+tests_shim_posix_tls_SOURCES = tests/shim/tls.c tests/shim/check.h
+tests_shim_posix_tls_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_tls_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_tls_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_tls_LDADD =
+
 check_PROGRAMS += tests/shim/posix-sigwake
 tests_shim_posix_sigwake_SOURCES = tests/shim/sigwake.c tests/shim/check.h
 tests_shim_posix_sigwake_CPPFLAGS = $(shim_posix_cppflags)

@@ -10,6 +10,9 @@
  *   readcpu N  one thread sleeps in read() on a pipe nobody writes until
  *              the end while 2 threads each do N units of arithmetic
  *              (the computing threads must not wait for the reader)
+ *   yield N    2 threads, each N sched_yield (with NTH_VPS=1 every yield is
+ *              a switch between the two threads: the per-switch cost, and
+ *              with NTH_SHIM_TLS=thread a thread-pointer change each)
  *   semsig N   N rounds of: a thread blocked in sem_wait gets pthread_kill,
  *              its handler runs and sem_wait returns EINTR (latency of a
  *              signal to a semaphore waiter)
@@ -100,6 +103,15 @@ static volatile sig_atomic_t handled;
 
 static void on_usr1(int s) { (void)s; handled++; }
 
+static void *yielder(void *a)
+{
+    (void)a;
+    for (long i = 0; i < n; i++)
+        sched_yield();
+    __atomic_add_fetch(&count, n, __ATOMIC_RELAXED);
+    return NULL;
+}
+
 static void *sem_waiter(void *a)
 {
     (void)a;
@@ -117,7 +129,7 @@ static void *sem_waiter(void *a)
 int main(int argc, char **argv)
 {
     if (argc != 3 || (n = atol(argv[2])) <= 0) {
-        fprintf(stderr, "usage: %s create|mutex|cond|pipe|readcpu|semsig N\n", argv[0]);
+        fprintf(stderr, "usage: %s create|mutex|cond|pipe|readcpu|semsig|yield N\n", argv[0]);
         return 2;
     }
     pthread_t t[2];
@@ -132,6 +144,12 @@ int main(int argc, char **argv)
         void *(*fn)(void *) = argv[1][0] == 'm' ? locker : player;
         for (long i = 0; i < 2; i++)
             if (pthread_create(&t[i], NULL, fn, (void *)i) != 0)
+                return 1;
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+    } else if (!strcmp(argv[1], "yield")) {
+        for (long i = 0; i < 2; i++)
+            if (pthread_create(&t[i], NULL, yielder, NULL) != 0)
                 return 1;
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);

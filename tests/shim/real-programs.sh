@@ -62,9 +62,9 @@ run_in() {
 }
 # Known gaps under the shim, with their reason; reported XFAIL (XPASS when
 # they pass, so that the list gets shortened).
-declare -A xfail=(
-  ["shim:sysbench mutex event count"]="sysbench mutex reports 1 event instead of 4: sysbench keeps its thread id in a __thread variable (sb_tls_thread_id), which is per VP under the shim, not per thread"
-)
+# (None now: sysbench mutex's __thread thread id is per thread with
+# NTH_SHIM_TLS=thread, the default.)
+declare -A xfail=()
 check() {   # check MODE NAME STATUS: record a verdict
   local known=${xfail["$1:$2"]:-}
   if [ "$3" = 0 ]; then

@@ -17,7 +17,7 @@ progdir=$top_builddir/tests/shim
 out=$progdir/compare-out
 mkdir -p "$out"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork static_init first_call errno_migrate sigwake restart)
+[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork static_init first_call errno_migrate sigwake restart tls)
 
 lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
 preload=
@@ -55,17 +55,17 @@ run() {
 }
 
 # VPs for the default shim run where the program needs a number (else the
-# runtime's default): errno_migrate forces migrations between two VPs.
-declare -A vps=([errno_migrate]=2)
+# runtime's default): errno_migrate forces migrations between two VPs,
+# tls needs two to move threads between kernel threads.
+declare -A vps=([errno_migrate]=2 [tls]=2)
 
 # Known gaps of the shim, each with its reason (the README's limits): these
 # still run under the shim and their differences are shown, as XFAIL; one
 # that passes is reported as XPASS so that the list gets shortened.
-declare -A xfail=(
-  [signals]="errno is per kernel thread and glibc declares __errno_location const: main() reads errno through an address the compiler took once; when an earlier call (a join, a sem_wait, a sleep) resumed main on another VP, a later sigtimedwait EAGAIN/EINVAL is set on the new kernel thread and read on the old one (about 1 run in 30 with 2 VPs; a wrapper can only go back to the kernel thread it was entered on, not to the one where the caller took the address: errno_migrate covers that case)."
-  [sem]="errno is per kernel thread, as for signals: a named semaphore's EAGAIN/ENOENT comes from libc on main's current kernel thread and is read through an address main() took before an earlier migration (sem_wait, join); about 1 run in 2 with 2 VPs"
-  [blocking]="errno is per kernel thread, as for signals: waitpid's ECHILD (set by the first, WNOHANG, try on main's current kernel thread) read through an address main() took before an earlier migration; about 1 run in 4 with 2 VPs"
-)
+# (None now: sem, signals and blocking read errno through an address taken
+# before a migration; with a TLS block per thread, NTH_SHIM_TLS=thread, that
+# address stays the thread's.)
+declare -A xfail=()
 
 fail=0
 for name in "${names[@]}"; do
