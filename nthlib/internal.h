@@ -77,10 +77,11 @@ struct nth_thread {
     uint64_t id;                    /* never reused; main = 1 */
     struct nth_vp *vp;              /* VP it last ran on */
     int home_vp;                    /* NTH_VP_ANY or the VP it was created for */
-    int move_to;                    /* 1 + the VP nth_move_to_vp sends it to, 0 none:
+    int move_to;                    /* 1 + the VP nth_move_to_vp or a home wake-up
+                                       (nth__to_rq_home) sends it to, 0 none:
                                        thieves leave it in that VP's queue (atomic) */
-    int64_t move_since;             /* CLOCK_MONOTONIC ns of that move (atomic):
-                                       thieves wait NTH_MOVE_GRACE_NS at most */
+    int64_t move_until;             /* CLOCK_MONOTONIC ns until which thieves leave
+                                       it there while that VP runs (atomic) */
     unsigned flags;                 /* NTH_TF_* */
     char *stack_lo;                 /* lowest usable byte (above the guard) */
     size_t stack_size;              /* usable bytes below the descriptor */
@@ -259,6 +260,17 @@ struct nth_peek {
  * VP in a computation without scheduling points (perhaps spinning until
  * the mover does something) cannot hold it. */
 #define NTH_MOVE_GRACE_NS 10000000
+
+/* The same for a team member or a region's caller woken back to the VP it
+ * last ran on (nth__to_rq_home, parallel.c). At a region's join the last
+ * member's VP goes idle right after the wake-up and would steal the caller
+ * before the caller's own VP (spinning, or being unparked: a futex wake-up
+ * of an idle vCPU takes tens of µs here) takes it; the members then swap
+ * VPs, and the caches holding their columns, at the next region (LU 1000:
+ * the caller changed CPU up to 8 times per factorisation, bench/RESULTS.md
+ * "lu2"). Short: a home VP whose kernel thread the OS does not run loses
+ * it to a thief after this, as before. */
+#define NTH_HOME_GRACE_NS 100000
 
 /* How long thieves leave a running victim's next_local alone (steal.c
  * says why), and how often at most a thief looks at those slots: each

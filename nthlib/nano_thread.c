@@ -693,8 +693,18 @@ static void make_ready(struct nth_thread *t, int home)
         /* Back to the VP it last ran on (parallel.c: a team member keeps
          * its VP and the data it touched there), if that VP may run. */
         struct nth_vp *h = t->vp;
-        if (h && h->id >= 0 && !__atomic_load_n(&h->disabled, __ATOMIC_RELAXED))
+        if (h && h->id >= 0 && !__atomic_load_n(&h->disabled, __ATOMIC_RELAXED)) {
             vp = h;
+            /* Kept there for thieves a moment (NTH_HOME_GRACE_NS); the
+             * woken one clears it (parallel.c, home_arrived). Stored before the
+             * enqueue publishes t. */
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            __atomic_store_n(&t->move_until,
+                             (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + NTH_HOME_GRACE_NS,
+                             __ATOMIC_RELAXED);
+            __atomic_store_n(&t->move_to, h->id + 1, __ATOMIC_RELAXED);
+        }
         nth_sched_enqueue(vp, t);
         return;
     }
@@ -799,7 +809,8 @@ int nth_move_to_vp(int id)
     struct nth_thread *self = vp->current;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    __atomic_store_n(&self->move_since, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, __ATOMIC_RELAXED);
+    __atomic_store_n(&self->move_until, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + NTH_MOVE_GRACE_NS,
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&self->move_to, id + 1, __ATOMIC_RELAXED);
     vp->prev_target = to;
     nth_sched_switch(vp, next, NTH_PS_MOVE);

@@ -141,6 +141,15 @@ static int spin_while_left(const long *w)
     return spin_until(none_left, w, 0);
 }
 
+/* A nano-thread woken by nth__to_rq_home() is marked for thieves to leave
+ * in its VP's queue for a moment (NTH_HOME_GRACE_NS); running again, it
+ * clears the mark, which would otherwise keep it next time it is queued
+ * on that VP for another reason while the VP is parked. */
+static void home_arrived(void)
+{
+    __atomic_store_n(&nth_vp_self()->current->move_to, 0, __ATOMIC_RELAXED);
+}
+
 /* ---- barrier ------------------------------------------------------------- */
 
 /* Centralised counter barrier with a generation number (sense reversal,
@@ -172,11 +181,14 @@ static void barrier_wait(struct team *tm, int id)
         if (__atomic_load_n(&tm->gen, __ATOMIC_SEQ_CST) != g) {
             /* Released meanwhile. If the releaser took our flag, its
              * nth_to_rq() is on its way: consume it here. */
-            if (!__atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
+            if (!__atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL)) {
                 nth_wait();
+                home_arrived();
+            }
             break;
         }
         nth_wait();
+        home_arrived();
         if (__atomic_load_n(&tm->gen, __ATOMIC_ACQUIRE) != g) {
             __atomic_store_n(&s->sleep, 0, __ATOMIC_RELAXED);
             break;
@@ -257,6 +269,7 @@ static void join_members(struct team *tm)
             do
                 nth_wait();
             while (__atomic_load_n(&tm->left, __ATOMIC_ACQUIRE) & LEFT_COUNT);
+            home_arrived();
             nth_trace_rt_wait_obj_self(0, 0);
             return;
         }

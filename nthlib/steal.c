@@ -133,9 +133,10 @@ static struct nth_thread *steal_next_local(struct nth_vp *vp, struct nth_vp *vic
 
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 
-/* 1 while t moves to victim (nth_move_to_vp) and victim will take it: not
- * disabled, and parked (it was woken for t; the wake-up can take
- * milliseconds on a loaded machine) or within the grace time. */
+/* 1 while t moves to victim (nth_move_to_vp, or woken home by
+ * nth__to_rq_home) and victim will take it: not disabled, and parked (it
+ * was woken for t; the wake-up can take milliseconds on a loaded machine)
+ * or within the grace time (move_until). */
 static int moving_to(struct nth_thread *t, struct nth_vp *victim)
 {
     if (__atomic_load_n(&t->move_to, __ATOMIC_RELAXED) != victim->id + 1 ||
@@ -143,7 +144,7 @@ static int moving_to(struct nth_thread *t, struct nth_vp *victim)
         return 0;
     if (__atomic_load_n(&victim->parked, __ATOMIC_ACQUIRE))
         return 1;
-    return now_ns() - __atomic_load_n(&t->move_since, __ATOMIC_RELAXED) < NTH_MOVE_GRACE_NS;
+    return now_ns() < __atomic_load_n(&t->move_until, __ATOMIC_RELAXED);
 }
 
 struct nth_thread *nth_steal(struct nth_vp *vp)
@@ -167,7 +168,7 @@ struct nth_thread *nth_steal(struct nth_vp *vp)
         if (!nth_rq_empty(&victim->rq))
             t = nth_rq_trypop(&victim->rq);
         if (t && moving_to(t, victim)) {
-            /* Moving there on purpose (nth_move_to_vp): taking it would
+            /* Moving there on purpose (nth_move_to_vp, a home wake-up): taking it would
              * undo the move. Put back, with the enqueue's Dekker: the
              * victim may have looked at its empty queue while we held t,
              * and parked. */
