@@ -28,6 +28,8 @@
  * Timestamps are CLOCK_MONOTONIC, shared by the processes of one machine.
  * CPUMGR_BENCH_DEBUG=1 prints each change on stderr, with B's threads
  * (state, CPU, affinity) when one times out.
+ * CPUMGR_BENCH_STAMPS=US prints the CLOCK_MONOTONIC start of every reclaim
+ * and of each reallocation over US microseconds (to find them in a trace).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,9 +72,15 @@ struct shared {
     int f_cpu;         /* CPU F binds to */
     int f_ready;       /* CPU F is bound to, about to sleep; -1 none */
     uint64_t f_t1;     /* ns: F woke on f_cpu */
+    int spin_tid;      /* the spinner's kernel thread (its VP's) */
 };
 
 static struct shared *sh;
+/* CPUMGR_BENCH_STAMPS=US: print on stderr the CLOCK_MONOTONIC start (s.us,
+ * the "mono" clock of ftrace) of every reclaim and of each reallocation
+ * slower than US microseconds, to find the sample in a kernel trace. */
+static int stamps;
+static uint64_t stamp_realloc_ns;
 static int release_anywhere; /* --release-anywhere: A unbound when it releases */
 
 static uint64_t now_ns(void)
@@ -117,6 +125,7 @@ static void *poller(void *arg)
 static void *spinner(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&sh->spin_tid, (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
     while (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 2) {
         int c = sched_getcpu();
         __atomic_store_n(&sh->spin_cpu, c, __ATOMIC_RELAXED);
@@ -490,6 +499,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    const char *st_env = getenv("CPUMGR_BENCH_STAMPS");
+    if (st_env && *st_env) {
+        stamps = 1;
+        stamp_realloc_ns = strtoull(st_env, NULL, 10) * 1000u;
+    }
     if (changes < 1 || reclaims < 1) {
         fprintf(stderr, "cpumgr-bench: --changes and --reclaims take a positive count\n");
         return 2;
@@ -603,6 +617,10 @@ int main(int argc, char **argv)
         a_request(0);
         if (WAIT_FOR(__atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) != 0, 1000)) {
             rl[nrl++] = __atomic_load_n(&sh->t1, __ATOMIC_ACQUIRE) - t0;
+            if (stamps && rl[nrl - 1] > stamp_realloc_ns)
+                fprintf(stderr, "slow realloc %d: t0 %llu.%06llu lat %.1f us cpu %d\n", i,
+                        (unsigned long long)(t0 / 1000000000u),
+                        (unsigned long long)(t0 % 1000000000u / 1000u), rl[nrl - 1] / 1e3, x);
             if (breakdown && breakdown_add(t0, bpid, seg_ns, nseg, slow_by, &nslow, &by_watcher))
                 nseg++;
         } else
@@ -648,6 +666,11 @@ int main(int argc, char **argv)
         a_request(1);
         if (WAIT_FOR(__atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) != 0, 1000)) {
             cl[ncl++] = __atomic_load_n(&sh->left, __ATOMIC_ACQUIRE) - t0;
+            if (stamps)
+                fprintf(stderr, "reclaim %d: t0 %llu.%06llu lat %.1f us cpu %d spinner tid %d\n",
+                        i, (unsigned long long)(t0 / 1000000000u),
+                        (unsigned long long)(t0 % 1000000000u / 1000u), cl[ncl - 1] / 1e3, x,
+                        __atomic_load_n(&sh->spin_tid, __ATOMIC_RELAXED));
             if (breakdown && rbreakdown_add(t0, bpid, rseg_ns, nrseg)) {
                 if (getenv("CPUMGR_BENCH_DEBUG"))
                     fprintf(stderr, "reclaim %d: us %.1f %.1f %.1f %.1f %.1f total %.1f free at %.1f noticed by %d\n", i,
