@@ -16,11 +16,7 @@
 #include <stdint.h>
 
 #define NTH_TRACE_MAGIC   "NTHTRACE"
-/* Version 2 (trace8) adds NTH_NAME_STRING and the name key in
- * THREAD_CREATE's arg; readers take 1 and 2 (1 is a subset: no keys) and
- * refuse others, naming the versions they read. */
-#define NTH_TRACE_VERSION 2u
-#define NTH_TRACE_VERSION_MIN 1u
+#define NTH_TRACE_VERSION 1u
 
 /* The 64-byte file header. Times are CLOCK_MONOTONIC ns (for the timeline,
  * comparable between processes of one boot: `merge`) and CLOCK_REALTIME ns
@@ -63,12 +59,7 @@ struct nth_trace_rec {
 enum nth_trace_rec_type {
     NTH_REC_VP_START = 1,      /* vp */
     NTH_REC_VP_STOP = 2,       /* vp */
-    NTH_REC_THREAD_CREATE = 3, /* id = new nano-thread, value = creator,
-                                  arg = creator's OVERHEAD ns before it
-                                  (NTH_CREATE_OVH_MASK, saturated; 0 = none,
-                                  and in version 1 files, which write it as a
-                                  STATE_PUSH/POP pair) | name key <<
-                                  NTH_CREATE_KEY_SHIFT (0 = none) */
+    NTH_REC_THREAD_CREATE = 3, /* id = new nano-thread, value = creator */
     NTH_REC_THREAD_END = 4,    /* id */
     NTH_REC_SWITCH = 5,        /* vp now runs id (0 = idle loop), value = previous,
                                   arg = why | overhead ns << NTH_SWITCH_OVH_SHIFT */
@@ -123,15 +114,6 @@ enum nth_trace_switch_why {
 #define NTH_SWITCH_OVH_SHIFT 4
 #define NTH_SWITCH_OVH_MAX ((1u << (32 - NTH_SWITCH_OVH_SHIFT)) - 1u)
 
-/* The rest of a THREAD_CREATE arg: the new nano-thread's name as the key
- * of an NTH_NAME_STRING the same kernel thread wrote earlier (a team's
- * members all share one name: one record per create instead of a NAME
- * record and its bytes). Keys are 1..255 per process; past 255 distinct
- * names the name goes as a NAME record again. */
-#define NTH_CREATE_OVH_MASK 0xffffffu
-#define NTH_CREATE_KEY_SHIFT 24
-#define NTH_CREATE_KEY_MAX 255u
-
 /* What a nano-thread waits on (NTH_REC_WAIT_OBJ arg). */
 enum nth_trace_obj_kind {
     NTH_OBJ_NONE = 0,
@@ -158,8 +140,6 @@ enum nth_trace_name_kind {
     NTH_NAME_OBJECT = 5,       /* id = object address */
     NTH_NAME_FUNCTION = 6,     /* id = function address; "name (file:line)" */
     NTH_NAME_APP = 7,          /* id = pid of an application (cpumgr --trace) */
-    NTH_NAME_STRING = 8,       /* id = name key (THREAD_CREATE arg), version 2 */
-    NTH_NAME_KIND_MAX = 8
 };
 
 #endif

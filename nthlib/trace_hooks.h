@@ -97,10 +97,9 @@ struct nth_trace_sw {
 };
 NTH_HIDDEN void nth_trace__switch_rt(const struct nth_trace_sw *s);
 /* The runtime's create (trace_core.h), in one reservation and one clock
- * read: the name (if any) and THREAD_CREATE (id, creator), whose arg
- * carries, when creator and since are nonzero, the creator's OVERHEAD from
- * since to now in ns (the converters show it as nth_trace__overhead's
- * slice; no records of its own). */
+ * read: the name (if any), THREAD_CREATE (id, creator), and, when creator
+ * and since are nonzero, the creator's OVERHEAD slice from since to now
+ * (as nth_trace__overhead). */
 NTH_HIDDEN void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
 /* An OVERHEAD slice on nano-thread id from since_ns to now: a push stamped

@@ -151,24 +151,6 @@ static void sort_recs(struct nth_trace_rec *a, struct nth_trace_rec *tmp, size_t
     }
 }
 
-/* Append name s (taken over; freed on failure) to f's names, in file order. */
-static int add_name(struct nth_tr_file *f, size_t *ncap, uint16_t kind, uint64_t key, uint64_t key2, char *s)
-{
-    if (f->nnames == *ncap) {
-        size_t nc = *ncap ? *ncap * 2 : 64;
-        struct nth_tr_name *nn = realloc(f->names, nc * sizeof *nn);
-        if (!nn) {
-            free(s);
-            return ENOMEM;
-        }
-        f->names = nn;
-        *ncap = nc;
-    }
-    f->names[f->nnames] = (struct nth_tr_name){ kind, key, key2, s, f->nnames };
-    f->nnames++;
-    return 0;
-}
-
 int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
 {
     memset(f, 0, sizeof *f);
@@ -177,19 +159,11 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     if (!in)
         return errno;
     if (fread(&f->hdr, sizeof f->hdr, 1, in) != 1 || memcmp(f->hdr.magic, NTH_TRACE_MAGIC, 8) ||
-        f->hdr.record_size != sizeof(struct nth_trace_rec)) {
+        f->hdr.version != NTH_TRACE_VERSION || f->hdr.record_size != sizeof(struct nth_trace_rec)) {
         fclose(in);
         if (warn)
             fprintf(warn, "%s: %s: not an nthlib binary trace (version %u)\n", nth_tr_msg_prefix, path,
                     NTH_TRACE_VERSION);
-        return EINVAL;
-    }
-    if (f->hdr.version < NTH_TRACE_VERSION_MIN || f->hdr.version > NTH_TRACE_VERSION) {
-        fclose(in);
-        if (warn)
-            fprintf(warn, "nth-trace: %s: binary trace format version %u; this nth-trace reads versions %u to %u "
-                          "(convert it with the nth-trace of the nthlib that wrote it)\n",
-                    path, f->hdr.version, NTH_TRACE_VERSION_MIN, NTH_TRACE_VERSION);
         return EINVAL;
     }
     f->hdr.host[sizeof f->hdr.host - 1] = 0;
@@ -214,52 +188,37 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     }
     fclose(in);
 
-    /* Names first, in file order; timed records are compacted in place.
-     * keys[k]: the NTH_NAME_STRING of key k, which the THREAD_CREATE
-     * records after it (same kernel thread, so later in the file) name
-     * their nano-thread by. */
+    /* Names first, in file order; timed records are compacted in place. */
     size_t ncap = 0, tcap = 0, nt = 0;
-    char *keys[NTH_CREATE_KEY_MAX + 1] = { 0 };
-    int rc = 0;
     uint64_t start = f->hdr.mono_start_ns;
-    unsigned bad_type = 0, bad_vp = 0, bad_ts = 0, bad_key = 0;
+    unsigned bad_type = 0, bad_vp = 0, bad_ts = 0;
     for (size_t i = 0; i < n; i++) {
         struct nth_trace_rec r = all[i];
         if (r.type == NTH_REC_NAME) {
             uint32_t len = r.arg & 0xffff, kind = r.arg >> 16;
             size_t payload = (len + sizeof r - 1) / sizeof r;
-            if (len > NTH_TRACE_NAME_MAX || kind < NTH_NAME_THREAD || kind > NTH_NAME_KIND_MAX ||
-                (kind == NTH_NAME_STRING && (r.id == 0 || r.id > NTH_CREATE_KEY_MAX)) ||
+            if (len > NTH_TRACE_NAME_MAX || kind < NTH_NAME_THREAD || kind > NTH_NAME_APP ||
                 payload > n - i - 1) {
                 warnf(f, warn, "record %zu: bad name record (kind %u, length %u); rest of file skipped", i, kind, len);
                 break;
             }
+            if (f->nnames == ncap) {
+                size_t nc = ncap ? ncap * 2 : 64;
+                struct nth_tr_name *nn = realloc(f->names, nc * sizeof *nn);
+                if (!nn) { free(all); nth_tr_free(f); return ENOMEM; }
+                f->names = nn;
+                ncap = nc;
+            }
             char *s = malloc(len + 1);
-            if (!s) { rc = ENOMEM; break; }
+            if (!s) { free(all); nth_tr_free(f); return ENOMEM; }
             memcpy(s, &all[i + 1], len);
             s[len] = 0;
             for (char *c = s; *c; c++)   /* names reach JSON and Paraver text */
                 if ((unsigned char)*c < 0x20) *c = ' ';
+            f->names[f->nnames] = (struct nth_tr_name){ (uint16_t)kind, r.id, r.value, s, f->nnames };
+            f->nnames++;
             i += payload;
-            if (kind == NTH_NAME_STRING) {
-                free(keys[r.id]);
-                keys[r.id] = s;
-            } else if ((rc = add_name(f, &ncap, (uint16_t)kind, r.id, r.value, s))) {
-                break;
-            }
             continue;
-        }
-        if (r.type == NTH_REC_THREAD_CREATE && r.arg >> NTH_CREATE_KEY_SHIFT) {
-            const char *k = keys[r.arg >> NTH_CREATE_KEY_SHIFT];
-            if (!k) {
-                bad_key++;
-            } else {
-                char *s = strdup(k);
-                if (!s || (rc = add_name(f, &ncap, NTH_NAME_THREAD, r.id, 0, s))) {
-                    rc = ENOMEM;
-                    break;
-                }
-            }
         }
         if (r.type < NTH_REC_VP_START || r.type > NTH_REC_TYPE_MAX) { bad_type++; continue; }
         if (r.vp != NTH_TRACE_NO_VP && (r.vp & ~NTH_TRACE_LOAN_VP) >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
@@ -267,13 +226,6 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
         if (r.type == NTH_REC_COUNTER && r.arg == NTH_CTR_RQ_LEN && r.id >= NTH_TRACE_MAX_VPS) { bad_vp++; continue; }
         if (r.ts < start || r.ts - start > 1000000ull * 1000000000ull) { bad_ts++; continue; }
         all[nt++] = r;
-    }
-    for (size_t k = 0; k <= NTH_CREATE_KEY_MAX; k++)
-        free(keys[k]);
-    if (rc) {
-        free(all);
-        nth_tr_free(f);
-        return rc;
     }
     int ended = 0;
     for (size_t i = 0; i < nt; i++)
@@ -284,7 +236,6 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     if (bad_type) warnf(f, warn, "%u records of unknown type skipped", bad_type);
     if (bad_vp) warnf(f, warn, "%u records with a VP out of range skipped", bad_vp);
     if (bad_ts) warnf(f, warn, "%u records with a timestamp outside the trace skipped", bad_ts);
-    if (bad_key) warnf(f, warn, "%u nano-thread names by an undefined key left out", bad_key);
     /* Later registrations win: sort by key, then newest first, keep the first. */
     if (f->nnames) {
         qsort(f->names, f->nnames, sizeof *f->names, name_cmp_seq);

@@ -26,14 +26,8 @@ struct tl_state {
     struct nth_trace_buf *buf;
     uint64_t running;                 /* nano-thread on this VP, for the API */
     uint16_t vp;
-    /* The last nano-thread name this kernel thread wrote as an
-     * NTH_NAME_STRING, and its key (0 = none): creates that repeat it
-     * (a team's members) refer to the key. */
-    uint8_t name_key, name_len;
-    char name[sizeof(struct nth_trace_rec)];
 };
-static __thread struct tl_state tl __attribute__((tls_model("initial-exec"))) = { .vp = NTH_TRACE_NO_VP };
-static unsigned name_keys;            /* keys handed out so far (process) */
+static __thread struct tl_state tl __attribute__((tls_model("initial-exec"))) = { NULL, 0, NTH_TRACE_NO_VP };
 int nth_trace_tls_carry(int (*add)(const void *addr, size_t len))
 {
     return add(&tl, sizeof tl);
@@ -230,22 +224,7 @@ void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint6
 {
     size_t len = 0;
     uint64_t nslots = name && *name ? name_slots(name, &len) : 0;
-    /* A name that fits one record of bytes (every nano-thread name does:
-     * NTH_NAME_MAX is 32 with its NUL) travels as a key: the last one this
-     * kernel thread defined, or a new one, defined here, once. */
-    unsigned key = 0, define = 0;
-    if (nslots == 2) {
-        if (tl.name_key && tl.name_len == len && !memcmp(tl.name, name, len)) {
-            key = tl.name_key;
-            nslots = 0;
-        } else if (__atomic_load_n(&name_keys, __ATOMIC_RELAXED) < NTH_CREATE_KEY_MAX) {
-            key = __atomic_add_fetch(&name_keys, 1, __ATOMIC_RELAXED);
-            define = key <= NTH_CREATE_KEY_MAX;
-            if (!define)
-                key = 0;
-        }
-    }
-    uint64_t n = nslots + 1;
+    uint64_t n = nslots + 1 + (creator && since ? 2 : 0);
     struct nth_trace_buf *b = buf_get();
     if (!b) {
         __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
@@ -256,25 +235,13 @@ void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint6
     if (h == UINT64_MAX)
         return;
     if (nslots)
-        name_put(b, h, ts, define ? NTH_NAME_STRING : NTH_NAME_THREAD, define ? key : id, 0, name, len, nslots);
-    if (define) {   /* written: later creates may refer to it */
-        tl.name_key = (uint8_t)key;
-        tl.name_len = (uint8_t)len;
-        memcpy(tl.name, name, len);
-    }
-    /* The creator's OVERHEAD (since .. ts) rides in the create record's arg,
-     * as the switch path's does in SWITCH: a push/pop pair cost two more
-     * records (with the name key, 5 records per team member became 1;
-     * bench/RESULTS.md trace8). 1 ns at least, so that a nonzero value
-     * always means a slice. */
-    uint64_t ovh = 0;
+        name_put(b, h, ts, NTH_NAME_THREAD, id, 0, name, len, nslots);
+    uint64_t i = h + nslots;
+    b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_THREAD_CREATE, tl_vp, 0, id, creator };
     if (creator && since) {
-        ovh = since < ts ? ts - since : 1;
-        if (ovh > NTH_CREATE_OVH_MASK)
-            ovh = NTH_CREATE_OVH_MASK;
+        b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ since, NTH_REC_STATE_PUSH, tl_vp, NTH_TRACE_OVERHEAD, creator, 0 };
+        b->ring[i & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_STATE_POP, tl_vp, 0, creator, 0 };
     }
-    b->ring[(h + nslots) & (b->cap - 1)] = (struct nth_trace_rec){
-        ts, NTH_REC_THREAD_CREATE, tl_vp, (uint32_t)ovh | (uint32_t)key << NTH_CREATE_KEY_SHIFT, id, creator };
     publish(b, h, n);
 }
 

@@ -223,24 +223,10 @@ static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth
     case NTH_REC_VP_STOP:
         vp_end(r, x->ts, (unsigned)x->value);
         break;
-    case NTH_REC_THREAD_CREATE: {
-        /* The creator's OVERHEAD before the create (arg ns; older files
-         * wrote it as a push/pop pair and arg 0), from no earlier than its
-         * last record so that its track never goes back. */
-        uint64_t ovh = x->arg & NTH_CREATE_OVH_MASK;
-        struct nth_tr_thread *c = ovh && x->value ? nth_tr_thread(f, x->value) : NULL;
-        if (c && c != t) {
-            uint64_t ob = ovh < x->ts ? x->ts - ovh : 0;
-            if (ob < c->last)
-                ob = c->last;
-            push_state(r, ob, c, NTH_TRACE_OVERHEAD, 0, 0, 0);
-            pop_state(r, x->ts, c);
-            c->last = x->ts;
-        }
+    case NTH_REC_THREAD_CREATE:
         if (t && t->depth == 0)
             set_state(r, x->ts, t, NTH_TRACE_READY, 0);
         break;
-    }
     case NTH_REC_THREAD_END:
         if (t) {
             top_end(r, x->ts, t);

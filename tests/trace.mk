@@ -32,7 +32,7 @@ tests_trace_rt_demo_LDFLAGS = -static
 tests_trace_rt_demo_LDADD = libnth.la $(HWLOC_LIBS) -lrt -lpthread
 TRACE_RT_TESTS = tests/trace/runtime.sh tests/trace/runtime_exit.sh tests/trace/runtime_cpumgr.sh \
 	tests/trace/env_messages.sh \
-	tests/trace/runtime_grouped.sh tests/trace/format_version.sh
+	tests/trace/runtime_grouped.sh
 TESTS += $(TRACE_RT_TESTS)
 dist_check_SCRIPTS += $(TRACE_RT_TESTS)
 
