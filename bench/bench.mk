@@ -20,7 +20,15 @@ bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
 # team backend; the multiprogrammed workload driver and its plots. ----------
 # -ffp-contract=off: no fused multiply-add, so every build rounds alike and
 # SOR's parallel Gtotal equals the sequential one bit for bit.
-KERNEL_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -ffp-contract=off
+# -falign-loops=64: the hot loops (LU's daxpy is 28 bytes) start on a
+# 64-byte line in every build, so where they land does not depend on the
+# code linked before them. Found chasing a merged build whose lu-nth ran
+# LU 1000 2x slower than another build's (0.305 s against 0.13-0.15 s, one
+# thread, interleaved) with identical update_columns code, 88% of the time
+# in it; its inner loop sat at 0x3ff0, its store across 0x4000. The cause
+# was NOT established (a rebuild with the loop at the same address ran
+# 0.15 s minutes later); aligning only removes code placement as a factor.
+KERNEL_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -ffp-contract=off -falign-loops=64
 KERNEL_LIBS = $(HWLOC_LIBS) -lm
 kernel_common = bench/kernels/harness.c bench/kernels/harness.h bench/kernels/jrandom.h \
 	bench/kernels/team.h bench/kernels/team_cpus.c
