@@ -569,6 +569,17 @@ NTH_API void *nth_tls_adopted(void);
 NTH_API int nth_blocking_enter(void);
 NTH_API int nth_blocking_leave(void);
 
+/* For a layer that makes a blocking system call itself when the caller
+ * holds no VP (the pthread shim, where nth_vp_id() is -1): if the caller is
+ * a nano-thread run by a stand-in (its VP's kernel thread being in a
+ * system call), hand that VP on to another stand-in, as
+ * nth_blocking_enter() does there, so that the call does not carry the
+ * VP's only stand-in into the kernel. Returns 0 (also for any other
+ * caller, where it does nothing; it never starts the runtime); EAGAIN when
+ * no further stand-in could be had (the stall watchdog tries again).
+ * Any thread. Go's entersyscall hands its P on in the same way. */
+NTH_API int nth_blocking_handoff(void);
+
 /* ------------------------------------------------------------------------
  * CPU manager
  *

@@ -29,10 +29,13 @@
 
 int nth_blocking_enter(void)
 {
-    nth_ensure_started();         /* main becomes a nano-thread on VP 0 */
     struct nth_vp *vp = nth_vp_self();
-    if (!vp || vp->id < 0)
-        return 0;                 /* a plain kernel thread or a stand-in: no VP to lend */
+    if (vp && vp->id < 0)
+        return nth_blocking_handoff();
+    nth_ensure_started();         /* main becomes a nano-thread on VP 0 */
+    vp = nth_vp_self();
+    if (!vp)
+        return 0;                 /* a plain kernel thread: no VP to lend */
     if (__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED))
         return EBUSY;             /* already entered */
     int e = errno;
@@ -53,6 +56,19 @@ int nth_blocking_enter(void)
     }
     errno = e;
     return 0;
+}
+
+int nth_blocking_handoff(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp || vp->id >= 0)
+        return 0;                 /* not on a stand-in */
+    /* The call then holds only this kernel thread, whose lease ends at the
+     * nano-thread's next scheduling point (nth_standin_handoff). */
+    int e = errno;
+    int r = nth_standin_handoff(vp);
+    errno = e;
+    return r;
 }
 
 int nth_blocking_leave(void)

@@ -620,6 +620,16 @@ NTH_HIDDEN void nth_next_local_plain_init(int nvps);
  * 0 (also when one already serves vp), EAGAIN (no memory, no thread, or vp
  * is no real VP). Any kernel thread. */
 NTH_HIDDEN int nth_standin_lend(struct nth_vp *vp);
+/* The nano-thread a stand-in runs (shell: the stand-in's VP, id -1) is
+ * about to block in the kernel: the stand-in gives up its lease on the
+ * stalled VP and lends the VP to a fresh stand-in if work is waiting, as
+ * Go's entersyscall hands its P on. Otherwise the stand-in would carry the
+ * lease into the kernel, and with each VP's kernel thread and its one
+ * stand-in blocked no kernel thread would be left for the ready
+ * nano-threads (M threads blocked in read() on 2 VPs deadlocked for M >= 3).
+ * 0, or EAGAIN when no stand-in could be had (the backstop tries again).
+ * Called on the stand-in's own kernel thread. */
+NTH_HIDDEN int nth_standin_handoff(struct nth_vp *shell);
 /* Stand-ins started so far, and nano-threads they ran (tests, bench). */
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);

@@ -251,7 +251,10 @@ static void *standin_main(void *arg)
         int traced = 0;            /* lease begun on the trace */
         standin_mask(1);
     serve:
-        while (still_stalled(s)) {
+        /* Until the VP is back, or we handed the lease on because the
+         * nano-thread we ran blocked in the kernel (nth_standin_handoff):
+         * then its successor serves the VP and we only finish that one. */
+        while (still_stalled(s) && __atomic_load_n(&w->busy, __ATOMIC_SEQ_CST) == s) {
             struct nth_thread *t = nth_next_local_take(&vp->next_local);
             if (!t)
                 t = nth_rq_pop(&vp->rq);
@@ -273,9 +276,10 @@ static void *standin_main(void *arg)
          * enqueuer: it publishes its node, then reads busy; we clear busy,
          * then look at the queues again. One of us sees the other, so a
          * nano-thread made ready for a VP still in the kernel is served. */
-        __atomic_store_n(&w->busy, NULL, __ATOMIC_SEQ_CST);
-        nth_full_fence();
-        if (still_stalled(s) && __atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST) && vp_has_work(vp)) {
+        struct standin *mine = s;
+        if (__atomic_compare_exchange_n(&w->busy, &mine, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED) &&
+            (nth_full_fence(), 1) &&
+            still_stalled(s) && __atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST) && vp_has_work(vp)) {
             struct standin *none = NULL;
             if (__atomic_compare_exchange_n(&w->busy, &none, s, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
                 goto serve;
@@ -356,6 +360,23 @@ int nth_standin_lend(struct nth_vp *vp)
     __atomic_add_fetch(&W.nstalls, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->word, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&s->word, 1);
+    return 0;
+}
+
+int nth_standin_handoff(struct nth_vp *shell)
+{
+    struct standin *s = (struct standin *)shell; /* the shell comes first */
+    struct nth_vp *vp = s->target;
+    if (!W.vps || !vp || vp->id < 0)
+        return 0;
+    struct vp_watch *w = &W.vps[vp->id];
+    struct standin *mine = s;
+    if (!__atomic_compare_exchange_n(&w->busy, &mine, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return 0;                /* not (or no longer) the VP's lessee */
+    /* Dekker with an enqueuer's nth_standin_lend(), as at a lease's end. */
+    nth_full_fence();
+    if (still_stalled(s) && vp_has_work(vp))
+        return nth_standin_lend(vp);
     return 0;
 }
 

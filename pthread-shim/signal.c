@@ -60,7 +60,15 @@
 
 int shim_on_vp(void)
 {
-    return nth_vp_id() >= 0;
+    if (nth_vp_id() >= 0)
+        return 1;
+    /* Every caller now makes its call in the kernel as libc does. On a
+     * stall watchdog's stand-in that would take the stalled VP's lease into
+     * the kernel too, leaving its other ready nano-threads no kernel thread
+     * (threads blocked in read() outnumbering the VPs deadlocked): hand it
+     * on first. Nothing on any other thread. */
+    (void)nth_blocking_handoff();
+    return 0;
 }
 
 /* A nano-thread runs on this kernel thread (a VP's, or a stand-in's of the

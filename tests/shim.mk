@@ -121,6 +121,12 @@ tests_shim_posix_errno_migrate_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_errno_migrate_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_errno_migrate_LDADD =
 
+check_PROGRAMS += tests/shim/posix-manyread
+tests_shim_posix_manyread_SOURCES = tests/shim/manyread.c tests/shim/check.h
+tests_shim_posix_manyread_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_manyread_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_manyread_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_manyread_LDADD =
 check_PROGRAMS += tests/shim/posix-tls
 tests_shim_posix_tls_SOURCES = tests/shim/tls.c tests/shim/check.h
 tests_shim_posix_tls_CPPFLAGS = $(shim_posix_cppflags)
