@@ -191,8 +191,11 @@ SHIM_EXPORT(pthread_create)
 SHIM_DECL(pthread_exit)
 void nth_shim_pthread_exit(void *value)
 {
-    if (FROM_RUNTIME() || !shim_on_vp())
-        REAL(pthread_exit)(value);   /* a kernel thread, not a nano-thread */
+    /* A kernel thread, not a nano-thread. Not "off a VP": a thread that a
+     * stand-in runs (its VP in the kernel) is a nano-thread all the same,
+     * and libc's pthread_exit ended the stand-in under it. */
+    if (FROM_RUNTIME() || (!shim_on_vp() && !nth_self()))
+        REAL(pthread_exit)(value);
     shim_exit(value);
 }
 SHIM_EXPORT(pthread_exit)

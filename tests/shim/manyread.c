@@ -9,6 +9,9 @@
  * stand-in: otherwise, with each VP's kernel thread and its one stand-in
  * in the kernel, main (ready) had no kernel thread left and the program
  * hung for 8 or more readers on 2 VPs (and 3 or more; 2 with one VP).
+ * Odd readers end with pthread_exit(): one resumed on a stand-in is still
+ * a thread and must end as one (the shim took it for a foreign kernel
+ * thread and ended the stand-in's kernel thread with it).
  * Run with 2 VPs and with one (run-compare.sh's shim-vps1 mode).
  */
 #include <pthread.h>
@@ -27,7 +30,10 @@ static void *reader(void *arg)
     char c = 0;
     __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
     ssize_t r = read(pipes[i][0], &c, 1);
-    return (void *)(intptr_t)(r == 1 && c == 'a' + i % 26);
+    void *ok = (void *)(intptr_t)(r == 1 && c == 'a' + i % 26);
+    if (i % 2)
+        pthread_exit(ok);  /* also after resuming on a stand-in */
+    return ok;
 }
 
 int main(void)
