@@ -21,9 +21,9 @@
  *  - Bounded reclaim: a VP disabled for reclaim_us that has not parked runs
  *    a nano-thread that does not reach a scheduling point. Its kernel thread
  *    is rebound (sched_setaffinity on its tid, through hwloc) onto the CPUs
- *    the application still owns, so the CPU's new owner has it at once; the
- *    VP's own binding comes back at its next scheduling point (rebind flag)
- *    or when its CPU is given back. No signal reaches user code. With no CPU
+ *    the application still owns, so the CPU's new owner has it at once; it
+ *    stays there, parked, until the VP gets a CPU again, and binds to that
+ *    one then (enable()'s rebind, or note_vps() if it is still running). No signal reaches user code. With no CPU
  *    left at all there is nowhere to move it: it stays until it yields.
  */
 #include "internal.h"
@@ -286,8 +286,11 @@ static int64_t reclaim_pass(void)
         }
         if (hwloc_bitmap_iszero(R.assigned))
             continue; /* nowhere to go: it stays until its next scheduling point */
-        /* Bind first, then ask for the VP's own binding back: the VP may
-         * rebind (to its old CPU, where it will only park) at any moment. */
+        /* Bind first, then ask for the VP's own binding back: it is
+         * carried out only once the VP is enabled again (a disabled VP
+         * that bound itself back would park on the CPU just taken, one
+         * more migration), and if that happens while we bind, note_vps()
+         * runs after us (R.lock) and binds it to its CPU. */
         if (R.no_reclaim)
             continue;
         nth_cpumgr_stamp(&nth_cpumgr_probe.move_ns);

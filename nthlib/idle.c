@@ -107,7 +107,9 @@ static void park(struct nth_vp *vp, int was_spinning)
 void nth_idle_loop(struct nth_vp *vp)
 {
     for (;;) {
-        if (__atomic_load_n(&vp->rebind, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&vp->rebind, __ATOMIC_ACQUIRE) &&
+            !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            /* Not while disabled: nth_vp_rebind_if_due() says why. */
             __atomic_store_n(&vp->rebind, 0, __ATOMIC_RELAXED);
             nth_vp_bind(vp);
             nth_cpumgr_stamp(&nth_cpumgr_probe.bound_ns);

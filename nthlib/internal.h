@@ -211,7 +211,7 @@ struct nth_vp {
      * likely to come soon, so the idle loop spins NTH_TEAM_SPIN_US rather
      * than NTH_SPIN_US before parking (owner only). */
     int team_linger;
-    int rebind;                       /* rebind to cpu at next idle loop */
+    int rebind;                       /* rebind to cpu at a scheduling point, once enabled */
     /* 1 + the CPU nth_vp_bind() last bound its kernel thread to, 0 when
      * unknown: another thread moved it (bounded reclaim) or it never was.
      * Lets a rebind to the same CPU skip sched_setaffinity, 5-15 us on a
@@ -515,6 +515,25 @@ NTH_HIDDEN int nth_topology_load(hwloc_topology_t *topo, unsigned long flags);
 
 NTH_HIDDEN int nth_vps_start(const nth_config_t *cfg);
 NTH_HIDDEN void nth_vp_bind(struct nth_vp *vp);
+
+/* At a scheduling point: bind the VP's kernel thread to vp->cpu if a
+ * rebind was asked for (enable(), bounded reclaim) and the VP has a CPU.
+ * A disabled VP leaves the request pending: it is about to park, and a
+ * thread that bounded reclaim moved off the taken CPU would otherwise bind
+ * itself back onto that CPU -- the other application's -- only to park
+ * there: two migrations per reclaim and its drain run on a CPU that is no
+ * longer ours. enable() renews the request when the VP gets a CPU again,
+ * and the cpumgr watcher rebinds a moved VP it finds enabled (note_vps).
+ * Owner only. */
+static inline void nth_vp_rebind_if_due(struct nth_vp *vp)
+{
+    /* Acquire on disabled: enable() stores cpu and rebind before it clears
+     * disabled, so an enabled VP binds to its new CPU. */
+    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
+        !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) &&
+        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
+        nth_vp_bind(vp);
+}
 NTH_HIDDEN int nth_overflow_install(void);
 NTH_HIDDEN int nth_overflow_vp_altstack(struct nth_vp *vp);
 

@@ -407,9 +407,7 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
         nth_thread_try_run(t);
     /* Tracing was off: no SYNCH to name, no leave time to take (a trace
      * started just now records this switch without it). */
-    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
-        nth_vp_bind(vp);
+    nth_vp_rebind_if_due(vp);
 #ifdef NTH_CTX_HAVE_CALL
     /* Not when a tool annotates stacks (sanitizers, valgrind: their fiber
      * and stack records follow real switches), nor with a switch hook
@@ -830,10 +828,7 @@ int nth_yield(void)
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     nth_trace_rt_leave(vp);
-    /* Acquire: pairs with the release that set it, after the new cpu. */
-    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
-        nth_vp_bind(vp);
+    nth_vp_rebind_if_due(vp);
     if (__builtin_expect(__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED), 0)) {
         /* Our CPU was taken away: leave through the idle loop, which parks. */
         nth_sched_switch(vp, &vp->idle, NTH_PS_GLOBAL);

@@ -426,10 +426,7 @@ void nth_sched_block(struct nth_vp *vp, int action)
 {
     struct nth_thread *next = NULL;
     nth_trace_rt_leave(vp);
-    /* Acquire: pairs with the release that set it, after the new cpu. */
-    if (__builtin_expect(__atomic_load_n(&vp->rebind, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&vp->rebind, 0, __ATOMIC_ACQUIRE))
-        nth_vp_bind(vp);
+    nth_vp_rebind_if_due(vp);
     if (!__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
         next = nth_sched_pick(vp);
     if (next == vp->current)

@@ -753,6 +753,73 @@ static void c_set_allowed_rebind(void *a)
 
 static void test_set_allowed_rebind(void **s) { (void)s; assert_child_ok(c_set_allowed_rebind, NULL); }
 
+/* The CPU of the only PU a kernel thread may run on, -1 if several or unknown. */
+static int tid_only_cpu(pid_t tid)
+{
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    if (sched_getaffinity(tid, sizeof m, &m) != 0 || CPU_COUNT(&m) != 1)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &m))
+            return c;
+    return -1;
+}
+
+/* Bounded reclaim's move, as nthlib/cpumgr_rt.c makes it: VP 0 lost its
+ * CPU while its nano-thread ran on, so its kernel thread was bound to the
+ * CPUs still ours (CPU 1) and asked to rebind. At its next scheduling
+ * point the disabled VP parks; it must stay on CPU 1, not bind itself back
+ * onto CPU 0 (no longer ours) to park there. Given a CPU again, it binds
+ * to that CPU. */
+static void c_reclaimed_vp_stays(void *a)
+{
+    (void)a;
+    child_init(2);
+    if (nth_rt.npus < 2 || nth_rt.vps[0]->cpu < 0 || nth_rt.vps[1]->cpu < 0 ||
+        !nth_rt.cfg.bind)
+        return;
+    /* Main runs on VP 0 after init (child_init). */
+    if (nth_vp_id() != 0)
+        return;
+    int cpu0 = nth_rt.vps[0]->cpu, cpu1 = nth_rt.vps[1]->cpu;
+    pid_t tid0 = (pid_t)syscall(SYS_gettid);
+    if (tid_only_cpu(tid0) != cpu0)
+        return; /* binding refused here (a sandbox): nothing to check */
+    hwloc_bitmap_t only1 = hwloc_bitmap_alloc(), both = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only1, (unsigned)cpu1);
+    hwloc_bitmap_only(both, (unsigned)cpu0);
+    hwloc_bitmap_set(both, (unsigned)cpu1);
+    CHECK_EQ(nth_vps_set_allowed(only1), 0);
+    CHECK(__atomic_load_n(&nth_rt.vps[0]->disabled, __ATOMIC_ACQUIRE));
+    /* The watcher's move (reclaim_pass): bind, then ask for a rebind. */
+    CHECK_EQ(hwloc_set_cpubind(nth_rt.topo, only1, HWLOC_CPUBIND_THREAD), 0);
+    __atomic_store_n(&nth_rt.vps[0]->bound_cpu1, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_rt.vps[0]->rebind, 1, __ATOMIC_RELEASE);
+    /* Main leaves VP 0 at this scheduling point; VP 0 parks. */
+    for (int i = 0; i < 100 && nth_vp_id() != 1; i++)
+        nth_yield();
+    CHECK_EQ(nth_vp_id(), 1);
+    CHECK(wait_parked(0, 1));
+    CHECK_EQ(tid_only_cpu(tid0), cpu1);
+    CHECK_EQ(__atomic_load_n(&nth_rt.vps[0]->rebind, __ATOMIC_ACQUIRE), 1);
+    /* CPU 0 given back: VP 0 binds there when it wakes. */
+    CHECK_EQ(nth_vps_set_allowed(both), 0);
+    int bound = 0;
+    for (int i = 0; i < 2000 && !bound; i++) {
+        bound = tid_only_cpu(tid0) == cpu0;
+        if (!bound) {
+            nth_yield();
+            usleep(1000);
+        }
+    }
+    CHECK(bound);
+    hwloc_bitmap_free(only1);
+    hwloc_bitmap_free(both);
+}
+
+static void test_reclaimed_vp_stays(void **s) { (void)s; assert_child_ok(c_reclaimed_vp_stays, NULL); }
+
 /* ---- hooks ---------------------------------------------------------------- */
 
 static int hook_calls[NTH_SP_IDLE + 1];
@@ -895,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_park),
         cmocka_unit_test(test_set_allowed),
         cmocka_unit_test(test_set_allowed_rebind),
+        cmocka_unit_test(test_reclaimed_vp_stays),
         cmocka_unit_test(test_hooks),
         cmocka_unit_test(test_fork_mask),
     };
