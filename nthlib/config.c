@@ -141,7 +141,7 @@ int nth_config_from_env(nth_config_t *cfg)
     }
     if ((v = getenv("NTH_STALL_US")) && *v) {
         if (parse_uint(v, 0, UINT_MAX, &cfg->stall_us)) {
-            bad("NTH_STALL_US", v, "microseconds, 0 = off");
+            bad("NTH_STALL_US", v, "microseconds 0..4294967295 (0 = off, no monitor thread)");
             cfg->stall_us = 1000;
             r = EINVAL;
         }
