@@ -2,8 +2,10 @@
 # The main job: build everything (reusing build/), then run the short
 # multiprogrammed LU/SOR workload on this machine -- glibc pthreads, OpenMP,
 # libnth with a fixed team, and libnth malleable under the CPU manager, which
-# the driver starts -- print its table and write the plots next to
-# bench/RESULTS.md. A progress line runs on stderr meanwhile.
+# the driver starts -- print its table and write the plots and data files
+# in bench/results/ (beside bench/RESULTS.md, not tracked: the plots
+# committed in bench/ are the reference run RESULTS.md describes, and a
+# run leaves git status clean). A progress line runs on stderr meanwhile.
 #   ./run-demo.sh              the short demo (a few minutes)
 #   ./run-demo.sh --full       the thesis's four workloads (much longer)
 #   ./run-demo.sh --json       JSON lines instead of the table

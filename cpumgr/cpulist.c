@@ -4,6 +4,7 @@
  * set that silently comes out smaller than asked is hard to notice.
  */
 #include <errno.h>
+#include <sched.h>
 
 #include "cpulist.h"
 #include "nth/cpumgr_shm.h"
@@ -50,4 +51,16 @@ int cm_cpulist_parse(const char *s, hwloc_bitmap_t b)
 bad:
     hwloc_bitmap_zero(b);
     return EINVAL;
+}
+
+int cm_cpulist_allowed(hwloc_bitmap_t b)
+{
+    cpu_set_t set;
+    hwloc_bitmap_zero(b);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return errno;
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            hwloc_bitmap_set(b, c);
+    return 0;
 }

@@ -20,4 +20,11 @@
  * b is the caller's. */
 int cm_cpulist_parse(const char *s, hwloc_bitmap_t b);
 
+/* The CPUs of this process's affinity mask (sched_getaffinity(2): what
+ * taskset, a cgroup cpuset or Slurm left us) into b, OS indices below
+ * NTH_CPUMGR_MAX_CPUS. Returns 0, or errno of sched_getaffinity (b is then
+ * left empty). For messages and the early --cpus check; the daemon takes
+ * its CPUs from hwloc. Any thread. */
+int cm_cpulist_allowed(hwloc_bitmap_t b);
+
 #endif

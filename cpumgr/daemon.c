@@ -609,7 +609,13 @@ static int setup_cpus(struct daemon *d)
             hwloc_bitmap_clr(d->owned, (unsigned)c);
     d->ncpus = hwloc_bitmap_weight(d->owned);
     if (d->ncpus <= 0) {
-        fprintf(stderr, "cpumgr: no CPU to manage (affinity mask and --cpus do not intersect)\n");
+        char avail[256] = "?";
+        hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+        if (mine && cm_cpulist_allowed(mine) == 0)
+            hwloc_bitmap_list_snprintf(avail, sizeof avail, mine);
+        hwloc_bitmap_free(mine);
+        fprintf(stderr, "cpumgr: no CPU to manage (affinity mask and --cpus do not intersect; "
+                "this process may use CPUs %s)\n", avail);
         return -1;
     }
     return 0;

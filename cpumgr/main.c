@@ -127,13 +127,23 @@ int main(int argc, char **argv)
             break;
         }
         case 'c': {
-            /* Checked here as well as in the daemon: a typo is reported
-             * before anything starts, with the usage's exit status. */
-            hwloc_bitmap_t b = hwloc_bitmap_alloc();
-            int bad = !b || cm_cpulist_parse(optarg, b) != 0;
+            /* Checked here as well as in the daemon: a typo, or a list
+             * with none of the CPUs we may use, is reported before
+             * anything starts, with the usage's exit status and the
+             * CPUs that would do (a new user tried --cpus 1024 on a
+             * 2-CPU machine and was not told 0-1). */
+            hwloc_bitmap_t b = hwloc_bitmap_alloc(), mine = hwloc_bitmap_alloc();
+            char avail[256] = "?";
+            int bad = !b || !mine || cm_cpulist_parse(optarg, b) != 0;
+            if (mine && cm_cpulist_allowed(mine) == 0) {
+                hwloc_bitmap_list_snprintf(avail, sizeof avail, mine);
+                bad = bad || !hwloc_bitmap_intersects(b, mine);
+            }
             hwloc_bitmap_free(b);
+            hwloc_bitmap_free(mine);
             if (bad) {
-                fprintf(stderr, "cpumgr: --cpus: bad value '%s' (accepted: " CM_CPULIST_SYNTAX ")\n", optarg);
+                fprintf(stderr, "cpumgr: --cpus: bad value '%s' (accepted: " CM_CPULIST_SYNTAX
+                        ", among the CPUs this process may use: %s)\n", optarg, avail);
                 return 2;
             }
             o.cpus = optarg;

@@ -6,6 +6,7 @@
  */
 #include "internal.h"
 #include "env_msg.h"
+#include "env_names.h"
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -85,12 +86,7 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 
 int nth_cpumgr_name_check(const char *v)
 {
-    size_t n = v ? strlen(v) : 0;
-    if (n && !strcmp(v, "off"))
-        return 0;
-    if (n < 2 || n > 200 || v[0] != '/' || strchr(v + 1, '/'))
-        return EINVAL;
-    return 0;
+    return nth_cpumgr_name_ok(v) ? 0 : EINVAL;
 }
 
 static void bad(const char *var, const char *val, const char *accepted)
@@ -145,7 +141,7 @@ int nth_config_from_env(nth_config_t *cfg)
     }
     if ((v = getenv("NTH_STALL_US")) && *v) {
         if (parse_uint(v, 0, UINT_MAX, &cfg->stall_us)) {
-            bad("NTH_STALL_US", v, "microseconds, 0 = off");
+            bad("NTH_STALL_US", v, "microseconds 0..4294967295 (0 = off, no monitor thread)");
             cfg->stall_us = 1000;
             r = EINVAL;
         }

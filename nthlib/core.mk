@@ -3,7 +3,7 @@
 libnth_la_SOURCES += \
 	nthlib/internal.h nthlib/context.h nthlib/futex_lock.h nthlib/tsan_annot.h \
 	nthlib/sched.c nthlib/nano_thread.c nthlib/ready_queue.c nthlib/steal.c \
-	nthlib/stack.c nthlib/vp.c nthlib/idle.c nthlib/init.c nthlib/config.c nthlib/env_msg.h \
+	nthlib/stack.c nthlib/vp.c nthlib/idle.c nthlib/init.c nthlib/config.c nthlib/env_msg.h nthlib/env_names.h \
 	nthlib/cgroup.c nthlib/topology.c nthlib/overflow.c nthlib/watchdog.c \
 	nthlib/tls_switch.c
 

@@ -492,12 +492,11 @@ NTH_HIDDEN int nth_config_check(const nth_config_t *cfg);
 NTH_HIDDEN int nth_parse_size(const char *s, size_t *out);
 /* What NTH_CPUMGR accepts: "off", or a POSIX shared-memory name as
  * `cpumgr --name` takes it ('/' then 1..199 bytes, no other '/'; POSIX
- * leaves names without the leading '/' implementation-defined). 0 or
- * EINVAL. Pure; any thread. */
+ * leaves names without the leading '/' implementation-defined;
+ * env_names.h). 0 or EINVAL. Pure; any thread. */
 NTH_HIDDEN int nth_cpumgr_name_check(const char *v);
-/* The accepted values of NTH_CPUMGR, for the one-line message. */
-#define NTH_CPUMGR_ACCEPTED "off, or a shared-memory name: '/' then 1..199 bytes without '/' " \
-                            "(default /nth-cpumgr-UID)"
+/* NTH_CPUMGR_ACCEPTED, the accepted values for the message: env_names.h. */
+#include "env_names.h"
 /* CPU cap from cgroup v2 cpu.max along the cgroup path of proc_cgroup (the
  * contents of /proc/self/cgroup as a file path) under the mount point root:
  * the tightest ceil(quota/period) of the path's cgroups, 0 when none caps. */

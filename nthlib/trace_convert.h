@@ -69,8 +69,9 @@ struct nth_tr_file {
 
 /* Load and validate a binary trace. Returns 0 (f->warnings counts what was
  * skipped, each explained on `warn` if not NULL); ENOENT and other open(2)
- * errors; EINVAL if it is no nthlib trace (bad magic, version or record
- * size); ENOMEM. */
+ * errors; EINVAL if it is no nthlib trace (too short, bad magic) or one of
+ * another format version or record size, said on `warn` in one line that
+ * names the reason (the caller adds nothing); ENOMEM. */
 int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn);
 void nth_tr_free(struct nth_tr_file *f);
 const char *nth_tr_name(const struct nth_tr_file *f, uint16_t kind, uint64_t key, uint64_t key2);

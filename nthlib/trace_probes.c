@@ -192,9 +192,14 @@ static NOI void probes_init(void)
     if (mn) {
         char *end;
         unsigned long long v = strtoull(mn, &end, 10);
-        if (end == mn || *end || *mn == '-')
+        if (end == mn || *end || *mn == '-') {
             nth_env_bad("NTH_PROBES_MIN_NS", mn, "nanoseconds, an integer >= 0");
-        else
+            /* Said once per process tree, as NTH_TRACE_MALLOC: the
+             * default (0) is what the children get too (nthrun runs with
+             * the preload, then execs the program: the line came twice).
+             * A constructor runs before main, no thread races setenv(). */
+            (void)setenv("NTH_PROBES_MIN_NS", "0", 1);
+        } else
             min_ns = v;
     }
     if (ex && *ex) {

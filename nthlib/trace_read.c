@@ -158,13 +158,28 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     FILE *in = fopen(path, "rb");
     if (!in)
         return errno;
-    if (fread(&f->hdr, sizeof f->hdr, 1, in) != 1 || memcmp(f->hdr.magic, NTH_TRACE_MAGIC, 8) ||
-        f->hdr.version != NTH_TRACE_VERSION || f->hdr.record_size != sizeof(struct nth_trace_rec)) {
+    /* Each refusal says what is wrong with the file, once: "(version 1)"
+     * then strerror(EINVAL) was all /etc/passwd got. */
+    const char *why = NULL;
+    if (fread(&f->hdr, sizeof f->hdr, 1, in) != 1)
+        why = ferror(in) ? NULL : "not an nthlib trace (shorter than a trace header)";
+    else if (memcmp(f->hdr.magic, NTH_TRACE_MAGIC, 8))
+        why = "not an nthlib trace (bad magic)";
+    if (!why && !ferror(in) && (f->hdr.version != NTH_TRACE_VERSION ||
+                                f->hdr.record_size != sizeof(struct nth_trace_rec))) {
         fclose(in);
         if (warn)
-            fprintf(warn, "%s: %s: not an nthlib binary trace (version %u)\n", nth_tr_msg_prefix, path,
-                    NTH_TRACE_VERSION);
+            fprintf(warn, "%s: %s: an nthlib trace of format version %u with %u-byte records; "
+                    "this build reads version %u with %zu-byte records\n", nth_tr_msg_prefix, path,
+                    f->hdr.version, f->hdr.record_size, NTH_TRACE_VERSION, sizeof(struct nth_trace_rec));
         return EINVAL;
+    }
+    if (why || ferror(in)) {
+        int e = ferror(in) ? (errno ? errno : EIO) : EINVAL;
+        fclose(in);
+        if (warn && why)
+            fprintf(warn, "%s: %s: %s\n", nth_tr_msg_prefix, path, why);
+        return e;
     }
     f->hdr.host[sizeof f->hdr.host - 1] = 0;
     size_t cap = 0, n = 0;

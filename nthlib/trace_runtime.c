@@ -10,6 +10,14 @@
 void nth_trace__rt_start(const nth_config_t *cfg)
 {
     int rc = nth_trace_start(cfg->trace, cfg->trace_buffer, 0);
+    /* EBUSY: this process traces already -- libnth-probes.so or
+     * libnth-malloc.so started it from NTH_TRACE in their constructor
+     * (nth_trace_start_standalone, which recorded VP 0 and the main
+     * nano-thread, #1, as below), before the pthread shim started the
+     * runtime. That is the trace the runtime wanted: said nothing ("cannot
+     * trace: busy" then "wrote FILE" contradicted each other). */
+    if (rc == EBUSY && nth_trace_enabled())
+        return;
     if (rc) {
         if (rc != EINVAL)   /* EINVAL (bad suffix) has already said so */
             fprintf(stderr, "nthlib: NTH_TRACE=%s: cannot trace: %s; running untraced\n",

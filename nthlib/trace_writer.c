@@ -25,6 +25,7 @@
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
 #include "env_msg.h"
 #endif
+#include "env_names.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -288,14 +289,40 @@ static int has_suffix(const char *s, const char *suf)
     return n > m && strcmp(s + n - m, suf) == 0;
 }
 
+/* The file this process writes for the name `path` (malloc'ed, NULL if out
+ * of memory). Several processes of one run (nthrun --trace FILE -- sh -c
+ * 'prog1; prog2') all see the same NTH_TRACE, and each converted its
+ * records into it at exit: only the last one's trace was left. nthrun
+ * sets NTH_TRACE_MAIN_PID to the pid the program keeps (it execs it); that
+ * process writes FILE, any other writes FILE with ".PID" inserted before
+ * the format's suffix (run.json.gz -> run.4242.json.gz), and its exit line
+ * names it. Without NTH_TRACE_MAIN_PID (one process, as before) FILE. */
+static char *per_process_path(const char *path)
+{
+    static const char *const sufs[] = { ".json.gz", ".json", ".prv", ".bin" };
+    const char *main_pid = getenv("NTH_TRACE_MAIN_PID");
+    char self[24];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    if (!main_pid || !*main_pid || !strcmp(main_pid, self))
+        return strdup(path);
+    size_t len = strlen(path), keep = len;
+    for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+        if (has_suffix(path, sufs[i])) {
+            keep = len - strlen(sufs[i]);
+            break;
+        }
+    char *out = malloc(len + strlen(self) + 2);
+    if (out)
+        sprintf(out, "%.*s.%s%s", (int)keep, path, self, path + keep);
+    return out;
+}
+
 static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
 {
     if (wr_started)
         return EBUSY;
-    if (!path || !(has_suffix(path, ".json") || has_suffix(path, ".json.gz") ||
-                   has_suffix(path, ".prv") || has_suffix(path, ".bin"))) {
-        nth_env_bad("NTH_TRACE", path ? path : "(null)",
-                    "a file name ending in .json, .json.gz (Perfetto), .prv (Paraver) or .bin");
+    if (!nth_trace_name_ok(path)) {
+        nth_env_bad("NTH_TRACE", path ? path : "(null)", NTH_TRACE_ACCEPTED);
         return EINVAL;
     }
     if (buffer_bytes) {
@@ -307,8 +334,8 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     if (flush_ms)
         wr_flush_ms = flush_ms;
     size_t n = strlen(path) + 32;
-    wr_out_path = strdup(path);
-    wr_bin_path = malloc(n);
+    wr_out_path = per_process_path(path);
+    wr_bin_path = malloc(n + 24);   /* room for per_process_path's .PID */
     if (!wr_out_path || !wr_bin_path) {
         free(wr_out_path);
         free(wr_bin_path);
@@ -316,9 +343,9 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
         return ENOMEM;
     }
     if (has_suffix(path, ".bin"))
-        snprintf(wr_bin_path, n, "%s", path);
-    else
-        snprintf(wr_bin_path, n, "%s.%ld.bin", path, (long)getpid());
+        snprintf(wr_bin_path, n + 24, "%s", wr_out_path);
+    else   /* already per process: FILE.PID.bin, whichever process */
+        snprintf(wr_bin_path, n + 24, "%s.%ld.bin", path, (long)getpid());
     wr_fd = open(wr_bin_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (wr_fd < 0)
         return errno;

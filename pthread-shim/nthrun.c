@@ -5,6 +5,9 @@
  *   nthrun [--vps N] [--trace FILE] [--cpumgr NAME|off] -- prog args...
  *
  * It sets NTH_VPS, NTH_TRACE and NTH_CPUMGR (see the README's table),
+ * checks --trace and --cpumgr as the runtime would (env_names.h), sets
+ * NTH_TRACE_MAIN_PID to its own pid when tracing (the program keeps it: it
+ * writes FILE, the other processes of the run FILE.PID.EXT),
  * says once if NTH_VPS is more than the CPUs the program may use (and sets
  * NTH_VPS_TOLD so that the processes under it do not say it again),
  * prepends libnth-pthread.so to LD_PRELOAD and execs prog, so the exit
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "env_names.h"
 
 #ifndef NTH_LIBDIR
 #define NTH_LIBDIR "/usr/local/lib"
@@ -43,7 +47,10 @@ static void usage(FILE *f)
             "  --vps N            virtual processors, 1..4096, or 0 for the default: one per\n"
             "                     CPU this process may use (NTH_VPS); more than those CPUs\n"
             "                     is said once for the whole run (NTH_VPS_TOLD)\n"
-            "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver (NTH_TRACE)\n"
+            "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver, .bin\n"
+            "                     (NTH_TRACE). The program writes FILE; any other process it\n"
+            "                     starts writes FILE with its pid before the suffix\n"
+            "                     (run.json.gz: run.PID.json.gz; NTH_TRACE_MAIN_PID)\n"
             "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
             "  -h, --help         this text\n"
             "Environment: NTH_SHIM_TLS=thread (default: __thread data and errno per thread,\n"
@@ -137,17 +144,18 @@ int main(int argc, char **argv)
             vps = optarg;
             break;
         case 't':
-            if (!*optarg) {
-                fprintf(stderr, "nthrun: --trace needs a file name\n");
-                usage(stderr);
+            /* Checked here, before the program starts: the runtime
+             * would only warn, in the program's output, and run it
+             * untraced. */
+            if (!nth_trace_name_ok(optarg)) {
+                fprintf(stderr, "nthrun: --trace '%s': accepted values: " NTH_TRACE_ACCEPTED "\n", optarg);
                 return 2;
             }
             trace = optarg;
             break;
         case 'c':
-            if (!*optarg) {
-                fprintf(stderr, "nthrun: --cpumgr needs a segment name or 'off'\n");
-                usage(stderr);
+            if (!nth_cpumgr_name_ok(optarg)) {
+                fprintf(stderr, "nthrun: --cpumgr '%s': accepted values: " NTH_CPUMGR_ACCEPTED "\n", optarg);
                 return 2;
             }
             cpumgr = optarg;
@@ -189,6 +197,18 @@ int main(int argc, char **argv)
         (cpumgr && setenv("NTH_CPUMGR", cpumgr, 1)) || setenv("LD_PRELOAD", preload, 1)) {
         perror("nthrun: setenv");
         return 127;
+    }
+    /* The program keeps our pid (we exec it): that process writes the
+     * trace file itself, every other process of the run FILE.PID.EXT
+     * (trace_writer.c), so that no process overwrites another's. */
+    const char *tr = getenv("NTH_TRACE");
+    if (tr && *tr) {
+        char pid[24];
+        snprintf(pid, sizeof pid, "%ld", (long)getpid());
+        if (setenv("NTH_TRACE_MAIN_PID", pid, 1)) {
+            perror("nthrun: setenv");
+            return 127;
+        }
     }
     tell_oversubscribed(vps ? vps : getenv("NTH_VPS"));
     execvp(argv[optind], &argv[optind]);

@@ -27,7 +27,12 @@
  * and the shim's own (they describe the kernel thread), then sets errno to
  * 0 and the global locale. C++ thread_local destructors registered with
  * __cxa_thread_atexit_impl run at the thread's exit (__call_tls_dtors, as
- * glibc's threads do), before the key destructors.
+ * glibc's threads do), before the key destructors. Not with
+ * NTH_SHIM_TLS=vp, by choice (documented in nth(3) and the README): the
+ * thread_local objects and glibc's destructor list are then the VP's
+ * kernel thread's, shared by every thread that ran on the VP, and calling
+ * __call_tls_dtors when one thread ends would destroy objects that the
+ * others still use.
  *
  * Fallbacks, with one line on stderr: glibc without these exports or with
  * another TCB layout (checked on the initial thread). Sanitizer builds

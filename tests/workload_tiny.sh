@@ -10,7 +10,11 @@ b=${top_builddir:-.}/bench
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-python3 "$src/bench/workload" --tiny --json --no-plot --quiet --bindir "$b" --out "$out" >"$out/stdout" || {
+# A copy of the driver in $out, run without --out: its default output
+# directory is results/ beside it (bench/results), never the directory of
+# the committed reference plots and .dat files (a run dirtied git status).
+cp "$src/bench/workload" "$out/workload"
+python3 "$out/workload" --tiny --json --no-plot --quiet --bindir "$b" >"$out/stdout" || {
     echo "FAIL: workload --tiny exited non-zero"; cat "$out/stdout"; exit 1; }
 cat "$out/stdout"
 jq -e -s '
@@ -34,5 +38,8 @@ if [ -x "$b/lu-nth" ] && [ -x "$b/sor-nth" ]; then
             "$out/stdout" >/dev/null || { echo "FAIL: no $impl mixes"; exit 1; }
     done
 fi
-[ -s "$out/workload.jsonl" ] && [ -s "$out/mixes.dat" ] || { echo "FAIL: data files missing"; exit 1; }
+[ -s "$out/results/workload.jsonl" ] && [ -s "$out/results/mixes.dat" ] || { echo "FAIL: data files missing from results/"; exit 1; }
+for f in workload.jsonl speedup.dat mixes.dat degradation.dat; do
+    [ ! -e "$out/$f" ] || { echo "FAIL: $f written beside the driver, not in results/"; exit 1; }
+done
 echo "ok: workload --tiny"

@@ -64,7 +64,8 @@ static int run(int argc, char **argv, const char **in)
         struct nth_tr_file f;
         int rc = nth_tr_load(in[0], &f, stderr);
         if (rc) {
-            fprintf(stderr, "nth-trace: %s: %s\n", in[0], strerror(rc));
+            if (rc != EINVAL)   /* EINVAL: nth_tr_load said why */
+                fprintf(stderr, "nth-trace: %s: %s\n", in[0], strerror(rc));
             return 3;
         }
         rc = nth_tr_write_stats(&f, stdout);
@@ -104,9 +105,9 @@ static int run(int argc, char **argv, const char **in)
     }
     unsigned warnings = 0;
     int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
-    if (rc)
+    if (rc && rc != EINVAL)   /* EINVAL: an input is no trace, and the loader said why */
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
-    else
+    else if (!rc)
         report(out, in, nin);
     return rc ? 3 : warnings ? 1 : 0;
 }

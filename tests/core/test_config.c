@@ -54,6 +54,28 @@ static void bad_value(const char *var, const char *val)
     assert_int_equal(c.team_spin_us, d.team_spin_us);
 }
 
+/* A numeric variable's message gives its range, LO..HI (NTH_STALL_US once
+ * said only "microseconds, 0 = off"). */
+static void test_env_bad_ranges(void **s)
+{
+    (void)s;
+    static const char *const vars[][2] = {
+        { "NTH_VPS", "x" }, { "NTH_STACK_SIZE", "x" }, { "NTH_SPIN_US", "x" },
+        { "NTH_TEAM_SPIN_US", "x" }, { "NTH_STALL_US", "x" }, { "NTH_RECLAIM_US", "x" },
+        { "NTH_TRACE_BUFFER", "x" },
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        nth_config_t c;
+        char err[512];
+        assert_int_equal(env_case(vars[i][0], vars[i][1], &c, err, sizeof err), EINVAL);
+        const char *acc = strstr(err, "accepted values: ");
+        assert_non_null(acc);
+        const char *dots = strstr(acc, "..");
+        if (!dots || dots == acc || dots[-1] < '0' || dots[-1] > '9' || dots[2] < '0' || dots[2] > '9')
+            fail_msg("%s: no LO..HI range in: %s", vars[i][0], err);
+    }
+}
+
 static void test_env_bad(void **s)
 {
     (void)s;
@@ -241,6 +263,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_bad),
+        cmocka_unit_test(test_env_bad_ranges),
         cmocka_unit_test(test_env_good),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_cpu_max_line),

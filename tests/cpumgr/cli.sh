@@ -43,6 +43,17 @@ for list in "0-1,,3" "0-1," ",0" "3-1" "1x" "0-" " 1" "0x1" "" "1-2-3" "0,a" "99
   one_line "--cpus '$list': one line naming --cpus and the syntax" "^cpumgr: --cpus: bad value '$list' (accepted: .*LO-HI"
   no_segment "--cpus '$list'"
 done
+# A well-formed list with none of the CPUs we may use: refused, and the
+# message says which CPUs would do (--cpus 1024 gave only the syntax).
+run 2 "--cpus 1024 refused" "$cm" --foreground --name "$seg" --cpus 1024
+one_line "--cpus 1024: one line with the CPUs this process may use" \
+  "^cpumgr: --cpus: bad value '1024' (accepted: .*among the CPUs this process may use: [0-9]"
+no_segment "--cpus 1024"
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  run 2 "--cpus 1 under taskset -c 0 refused" taskset -c 0 "$cm" --foreground --name "$seg" --cpus 1
+  one_line "--cpus 1 under taskset -c 0: says CPU 0 is the one" "may use: 0)$"
+  no_segment "--cpus 1 under taskset -c 0"
+fi
 run 0 "--cpus 0 accepted" "$cm" --name "$seg" --cpus 0
 "$cm" status --name "$seg" >"$tmp/out" 2>&1
 grep -q "running" "$tmp/out" && ok "daemon on --cpus 0 runs" || bad "daemon on --cpus 0: $(cat "$tmp/out")"

@@ -32,6 +32,19 @@ expect_status 2 "--vps 5000" "$nthrun" --vps 5000 -- true
 grep -q "accepted values are integers 1..4096, or 0 for one VP per allowed CPU" /tmp/nthrun-test.$$.err && ok "--vps message names the accepted values" || bad "--vps message"
 expect_status 2 "unknown option" "$nthrun" --bogus -- true
 expect_status 2 "--cpumgr without value" "$nthrun" --cpumgr
+# --trace and --cpumgr are checked by nthrun itself, before the program
+# starts: the runtime only warned in the program's output and ran it
+# untraced or alone. One line naming the option and the accepted values.
+for bad_opt in "--trace x.txt" "--trace .json" "--cpumgr foo" "--cpumgr /a/b"; do
+  # shellcheck disable=SC2086
+  expect_status 2 "$bad_opt refused" "$nthrun" $bad_opt -- sh -c 'echo ran'
+  if [ ! -s /tmp/nthrun-test.$$.out ] && [ "$(wc -l </tmp/nthrun-test.$$.err)" = 1 ] &&
+     grep -q "^nthrun: ${bad_opt%% *} '${bad_opt#* }': accepted values: " /tmp/nthrun-test.$$.err; then
+    ok "$bad_opt: one line, the program not started"
+  else
+    bad "$bad_opt: message or program run"; sed 's/^/  | /' /tmp/nthrun-test.$$.err /tmp/nthrun-test.$$.out | head -5
+  fi
+done
 expect_status 0 "--help" "$nthrun" --help
 grep -q '^usage: nthrun' /tmp/nthrun-test.$$.out && ok "--help prints the usage on stdout" || bad "--help output"
 
@@ -74,6 +87,26 @@ elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
   else
     bad "traced threaded program: status $st"; sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5
   fi
+  # Two traced processes under one nthrun: each keeps its own trace. All
+  # converted into FILE at exit, and the last one's overwrote the other's;
+  # now the process nthrun execs writes FILE, any other FILE.PID.EXT. The
+  # trailing 'exit' keeps the shell from exec'ing the second sort.
+  d=$(mktemp -d /tmp/nthrun-test.$$.XXXXXX)
+  timeout -s KILL 120 "$nthrun" --trace "$d/run.json" -- sh -c \
+      'sort --parallel=2 "$1" >/dev/null && sort --parallel=2 "$1" >/dev/null; exit $?' sh /tmp/nthrun-test.$$.in \
+      >/dev/null 2>/tmp/nthrun-test.$$.err; st=$?
+  n=0
+  for f in "$d"/run.[0-9]*.json; do
+    [ -f "$f" ] && jq -e '[.traceEvents[] | select(.ph == "X" or .ph == "B")] | length > 0' "$f" >/dev/null 2>&1 && n=$((n + 1))
+  done
+  w=$(grep -c "^nthlib: trace: wrote $d/run\.[0-9]*\.json " /tmp/nthrun-test.$$.err)
+  if [ "$st" = 0 ] && [ "$n" = 2 ] && [ "$w" = 2 ]; then
+    ok "two traced processes under one nthrun: two trace files, run.PID.json, each named on stderr"
+  else
+    bad "two traced processes: status $st, $n run.PID.json traces, $w wrote-lines ($(cd "$d" && echo *))"
+    sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5
+  fi
+  rm -rf "$d"
   # More VPs than allowed CPUs: nthrun says it once for the run, not each
   # threaded process under it (a pyenv shim gave 14 lines).
   if command -v taskset >/dev/null; then

@@ -30,4 +30,26 @@ dd if=noise of=bad.bin bs=1 seek=200 conv=notrunc status=none
 check_json bad.json
 "$TOOL" stats bad.bin >/dev/null 2>&1; st=$?
 [ $st = 0 ] || [ $st = 1 ] || fail "stats on garbage: status $st"
+# A file that is no trace at all, or too short for a header: one line
+# naming the reason, status 3, nothing written ("(version 1)" then
+# "Invalid argument" was what /etc/passwd got).
+printf 'root:x:0:0:root:/root:/bin/bash\n%.0s' $(seq 10) > notrace.txt
+head -c 10 t.bin > short.bin
+for f in notrace.txt short.bin; do
+    case $f in notrace.txt) why='not an nthlib trace (bad magic)' ;;
+               short.bin) why='not an nthlib trace (shorter than a trace header)' ;; esac
+    for cmd in "stats $f" "convert $f -o $f.json"; do
+        # shellcheck disable=SC2086
+        "$TOOL" $cmd >out.txt 2>err.txt; st=$?
+        [ $st = 3 ] || fail "$cmd: status $st, expected 3"
+        [ "$(cat err.txt)" = "nth-trace: $f: $why" ] || fail "$cmd: stderr is not one line '$why': $(cat err.txt)"
+        [ ! -s out.txt ] && [ ! -e $f.json ] || fail "$cmd: wrote something"
+    done
+done
+# Another format version: named as such, with both versions.
+cp t.bin v9.bin
+printf '\011' | dd of=v9.bin bs=1 seek=8 conv=notrunc status=none
+"$TOOL" stats v9.bin >/dev/null 2>err.txt; st=$?
+[ $st = 3 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "format version 9 .*this build reads version 1" err.txt ||
+    fail "version 9: status $st: $(cat err.txt)"
 exit 0
