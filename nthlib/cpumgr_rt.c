@@ -386,11 +386,13 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     R.reclaim_ns = (int64_t)cfg->reclaim_us * 1000;
     /* Before any move is measured, the largest margin allowed (half the
      * budget, note_move_cost()): the cost of a move is unknown until one
-     * is made, and under load it is hundreds of microseconds (due to
-     * moved p50 186 us, p99 719 us at load 16, bench/RESULTS.md
-     * "reclaim9"); a smaller first guess (it was 50 us) made the first
-     * reclaims of every process late (the first of 60 in every bench run,
-     * 1.2-2.4 ms). It stays until COST_WINDOW moves are measured. */
+     * is made, and under load it is hundreds of microseconds (the move
+     * alone, sched_setaffinity to return, p50 163-186 us and p99 640-719
+     * us at load 14-16, bench/RESULTS.md "reclaim9"), more from the moment
+     * it was due; a smaller first guess (it was 50 us) made the first
+     * reclaims of a process late (the first of 60 was over 1.1 ms, up to
+     * 3 ms, in 12 of 16 base bench runs). It stays until COST_WINDOW moves
+     * are measured. */
     R.cost_ns = R.reclaim_ns / 2;
     const char *nr = getenv("NTH_TEST_NO_RECLAIM");
     R.no_reclaim = nr && *nr == '1';
