@@ -256,7 +256,8 @@ static void note_move_cost(int64_t late)
     for (unsigned i = 0; i < n; i++)
         if (R.costs[i] > m)
             m = R.costs[i];
-    /* Until the window is full, never below the first guess. */
+    /* Until the window is full, never below the first guess (the cap):
+     * a few fast moves are no measure of the slow ones. */
     if (R.ncosts < COST_WINDOW && m < R.cost_ns)
         m = R.cost_ns;
     R.cost_ns = m < R.reclaim_ns / 2 ? m : R.reclaim_ns / 2;
@@ -386,7 +387,16 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     if (name && !strcmp(name, "off"))
         return 0; /* alone on the affinity mask: nothing to follow */
     R.reclaim_ns = (int64_t)cfg->reclaim_us * 1000;
-    R.cost_ns = R.reclaim_ns / 20 < 50000 ? R.reclaim_ns / 20 : 50000; /* first guess */
+    /* Before any move is measured, the largest margin allowed (half the
+     * budget, note_move_cost()): the cost of a move is unknown until one
+     * is made, and under load it is hundreds of microseconds (the move
+     * alone, sched_setaffinity to return, p50 163-186 us and p99 640-719
+     * us at load 14-16, bench/RESULTS.md "reclaim9"), more from the moment
+     * it was due; a smaller first guess (it was 50 us) made the first
+     * reclaims of a process late (the first of 60 was over 1.1 ms, up to
+     * 3 ms, in 12 of 16 base bench runs). It stays until COST_WINDOW moves
+     * are measured. */
+    R.cost_ns = R.reclaim_ns / 2;
     const char *nr = getenv("NTH_TEST_NO_RECLAIM");
     R.no_reclaim = nr && *nr == '1';
     R.assigned = hwloc_bitmap_alloc();

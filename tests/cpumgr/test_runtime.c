@@ -401,16 +401,17 @@ static int proc_cpu(pid_t pid, int tid)
 }
 
 /* A nano-thread that never reaches a scheduling point runs on CPU C; C is
- * given to another application (its affinity mask is C alone). The runtime
- * must move the spinning kernel thread off C within NTH_RECLAIM_US (1 ms;
- * asserted with a generous bound: timing here is noisy). */
-static void test_bounded_reclaim(void **state)
+ * given to another application (its affinity mask is C alone). Returns the
+ * time (us) from the daemon's grant of C to the spinning kernel thread off
+ * C; then lets the nano-thread yield and gives C back. reclaim_us: the
+ * application's NTH_RECLAIM_US, NULL for the default. */
+static uint64_t spin_and_reclaim(const char *reclaim_us)
 {
-    (void)state;
-    start_daemon();
-    if (ncpus != 2) skip();
     struct proc a, b;
+    if (reclaim_us)
+        setenv("NTH_RECLAIM_US", reclaim_us, 1);
     start(&a, "rt_app", "2", -1);
+    unsetenv("NTH_RECLAIM_US");
     wait_state(&a, "A=1 N=2 EN=2");
     send(&a, "spin\n");
     uint64_t t0 = us();
@@ -458,7 +459,6 @@ static void test_bounded_reclaim(void **state)
     assert_true(left != 0);
     print_message("spinning kernel thread left CPU %d %.3f ms after the daemon gave it away\n",
                   cpu, (double)(left - given) / 1000.0);
-    assert_true(left - given < RECLAIM_BOUND_MS * 1000u);
     wait_state(&a, "A=1 N=1 RC=1"); /* the runtime says it moved one VP */
     /* Let it reach a scheduling point: its VP parks; give the CPU back. */
     send(&a, "unspin\n");
@@ -466,6 +466,36 @@ static void test_bounded_reclaim(void **state)
     send(&b, "exit\n");
     reap(b.pid);
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    return left - given;
+}
+
+/* The runtime must move the spinning kernel thread off C within
+ * NTH_RECLAIM_US (1 ms; asserted with a generous bound: timing here is
+ * noisy). */
+static void test_bounded_reclaim(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    assert_true(spin_and_reclaim(NULL) < RECLAIM_BOUND_MS * 1000u);
+}
+
+/* The first move of a process starts half the budget before its deadline:
+ * no move has been measured yet, so the margin is the largest allowed
+ * (cpumgr_rt.c, nth_cpumgr_rt_start). Before, it was 50 us, and the first
+ * reclaim of every bench run was late (1.2-2.4 ms against 1 ms). With a
+ * 400 ms budget the margin is 200 ms and the thread leaves C about 200 ms
+ * after the grant, not about 400: a bound with 100 ms of slack either way,
+ * so load does not decide it. No --enforce: the daemon would move the
+ * thread itself after 2 ms. */
+static void test_first_move_margin(void **state)
+{
+    (void)state;
+    start_daemon_opt("--enforce", "0");
+    if (ncpus != 2) skip();
+    uint64_t d = spin_and_reclaim("400000");
+    assert_true(d > 100000u);
+    assert_true(d < 300000u);
 }
 
 /* The thread of pid named comm (PR_SET_NAME), or 0. */
@@ -779,6 +809,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_move_margin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
