@@ -27,6 +27,7 @@ NTH_HIDDEN void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)
  * line; the runtime runs untraced. Not thread-safe (called once). */
 static inline void nth_trace_rt_start(const nth_config_t *cfg)
 {
+    __atomic_store_n(&nth_trace_rt_began, 1, __ATOMIC_RELEASE);
     if (cfg->trace)
         nth_trace__rt_start(cfg);
 }

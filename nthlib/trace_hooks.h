@@ -49,6 +49,10 @@
 
 /* Nonzero while recording. Written at start, at finish and at a fatal signal. */
 extern NTH_HIDDEN int nth_trace_on;
+/* Set once the runtime has made its own attempt to start tracing (at its
+ * start, traced or not): from then on a name registered while tracing is
+ * off stays unrecorded, since NTH_TRACE was unset or could not be opened. */
+extern NTH_HIDDEN int nth_trace_rt_began;
 
 /* Start tracing to `path` (format by suffix: .json, .json.gz, .prv, .bin;
  * the records go to "<path>.<pid>.bin" in any case). buffer_bytes is the

@@ -405,30 +405,47 @@ uint64_t nth_trace_clock_ns(void)
     return nth_trace_now();
 }
 
+int nth_trace_rt_began;
+
+/* A name registered before the runtime started -- the top of main is the
+ * natural place -- must still reach the trace: start recording from
+ * NTH_TRACE now, as libnth-probes.so does in its constructor; the runtime
+ * joins that trace when it starts (nth_trace__rt_start). Tried once. */
+static void start_for_names(void)
+{
+    static int tried;
+    if (__atomic_load_n(&nth_trace_on, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&nth_trace_rt_began, __ATOMIC_ACQUIRE) ||
+        __atomic_exchange_n(&tried, 1, __ATOMIC_ACQ_REL))
+        return;
+    nth_trace_start_standalone();
+}
+#define NAME_RETURN(check) do { if (check) return EINVAL; start_for_names(); OFF_RETURN(0); } while (0)
+
 int nth_trace_register_state(unsigned state, const char *name)
 {
-    OFF_RETURN(!name || !*name || state < NTH_TRACE_STATE_USER || BAD_STATE(state));
+    NAME_RETURN(!name || !*name || state < NTH_TRACE_STATE_USER || BAD_STATE(state));
     nth_trace__name(NTH_NAME_STATE, state, 0, name);
     return 0;
 }
 
 int nth_trace_register_event(uint32_t type, const char *name)
 {
-    OFF_RETURN(!name || !*name || BAD_TYPE(type));
+    NAME_RETURN(!name || !*name || BAD_TYPE(type));
     nth_trace__name(NTH_NAME_EVENT, type, 0, name);
     return 0;
 }
 
 int nth_trace_register_object(const void *obj, const char *name)
 {
-    OFF_RETURN(!obj || !name || !*name);
+    NAME_RETURN(!obj || !name || !*name);
     nth_trace__name(NTH_NAME_OBJECT, (uintptr_t)obj, 0, name);
     return 0;
 }
 
 int nth_trace_register_event_value(uint32_t type, uint64_t value, const char *name)
 {
-    OFF_RETURN(!name || !*name || BAD_TYPE(type));
+    NAME_RETURN(!name || !*name || BAD_TYPE(type));
     nth_trace__name(NTH_NAME_VALUE, type, value, name);
     return 0;
 }

@@ -70,7 +70,8 @@ NTH_API int nth_trace_state_pop_event(uint32_t type, uint64_t value);
 /* Name a state, an event type or one value of an event type; the names go
  * to the Paraver .pcf and to the JSON slice names and args. Names are
  * recorded in the trace, so they may be registered at any time, from any
- * thread. Returns 0; EINVAL for a NULL or empty name, a state below
+ * thread, also before the runtime starts (the first registration then
+ * starts recording from NTH_TRACE, as libnth-probes.so does). Returns 0; EINVAL for a NULL or empty name, a state below
  * NTH_TRACE_STATE_USER or above NTH_TRACE_STATE_MAX, a type 0 or reserved.
  * Names longer than 255 bytes are truncated. */
 NTH_API int nth_trace_register_state(unsigned state, const char *name);

@@ -19,8 +19,8 @@ DEMO=$top_builddir/tests/trace/states_demo
 # pthread_create takes 10-20 ms in the kernel, and the stall watchdog's
 # stand-in then runs the worker before the reader blocks (not what this
 # test is about: tests/sync/test_watchdog covers that).
-run() {   # run OUT: the demo traced to OUT; sets rid
-    NTH_VPS=1 NTH_STALL_US=0 timeout -s KILL 60 env NTH_TRACE="$1" "$DEMO" > "$1.out" 2> "$1.err" \
+run() {   # run OUT [early]: the demo traced to OUT; sets rid
+    NTH_VPS=1 NTH_STALL_US=0 timeout -s KILL 60 env NTH_TRACE="$1" "$DEMO" ${2:-} > "$1.out" 2> "$1.err" \
         || fail "states_demo ($1) exited $?: $(cat "$1.err")"
     rid=$(sed -n 's/^reader=\([0-9]*\) .*/\1/p' "$1.out")
     [ -n "$rid" ] || fail "states_demo printed no reader id: $(cat "$1.out")"
@@ -85,4 +85,13 @@ grep -q '^5 *OVERHEAD$' s.pcf || fail ".pcf does not name OVERHEAD"
 for st in 4 5; do
     awk -F: -v s=$st '$1==1 && $8==s {n++} END {exit !(n > 0)}' s.prv || fail ".prv has no state-$st record"
 done
+# A state named before nth_init (the demo's "early" mode): the name reaches
+# both formats, and the trace is still whole.
+run e.json early
+check_json e.json
+jq -e '[.traceEvents[]|select(.ph=="B" and .args.state=="prelude")]|length==1' e.json >/dev/null \
+    || fail "the state named before nth_init is not 'prelude' in the JSON: $(jq -c \
+        '[.traceEvents[]|select(.ph=="B")|.args.state]|unique' e.json)"
+run e.prv early
+grep -q '^17 *prelude$' e.pcf || fail "the .pcf does not name state 17 'prelude': $(grep -n prelude e.pcf)"
 exit 0

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include "nth.h"
 #include "nth/trace.h"
@@ -61,10 +62,17 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* "early": a name registered before the runtime starts must reach the
+     * trace too (the top of main is where programs register them). */
+    int early = argc > 1 && strcmp(argv[1], "early") == 0;
+    if (early && nth_trace_register_state(STATE_PHASE + 1, "prelude"))
+        return 3;
     if (nth_init(NULL) != 0 || pipe(fds) != 0)
         return 2;
+    if (early && (nth_trace_state_push(STATE_PHASE + 1) || nth_trace_state_pop()))
+        return 3;
     if (nth_trace_register_state(STATE_PHASE, "phase") || nth_trace_state_push(STATE_PHASE))
         return 3;
     nth_attr_t a;
