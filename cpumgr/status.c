@@ -63,6 +63,17 @@ static int print_once(const char *name)
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             assigned[w] = __atomic_load_n(&sl->assigned[w], __ATOMIC_RELAXED);
         mask_list(assigned, list, sizeof list);
+        /* --share: the CPUs this slot shares with one other application,
+         * marked in both slots (cpumgr(8)). */
+        uint64_t shared[NTH_CPUMGR_MASK_WORDS], any = 0;
+        for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+            any |= shared[w] = __atomic_load_n(&sl->shared[w], __ATOMIC_RELAXED);
+        if (any) {
+            char sh[200];
+            mask_list(shared, sh, sizeof sh);
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, " shared:%s", sh);
+        }
         if (st != NTH_CPUMGR_SLOT_ACTIVE)
             snprintf(list, sizeof list, "%s", st == NTH_CPUMGR_SLOT_CLAIMING ? "(attaching)" : "(bad slot)");
         printf("%-4u %-20s %8d %5d %5d %5u %-16s %12.3f\n", i, nm, (int)sl->pid,

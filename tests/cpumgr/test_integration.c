@@ -580,6 +580,22 @@ static void test_share(void **state)
                 shared = __builtin_popcountll(__atomic_load_n(&s->slots[i].shared[0],
                                                               __ATOMIC_RELAXED));
     assert_int_equal(shared, 1);
+    /* `status` marks the shared CPU in both slots (cpumgr(8)). */
+    char cmd[PATH_MAX * 3 + 256], out[8192];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s", bindir, seg);
+    int marks = 0;
+    for (uint64_t t0 = ms(); marks != 2 && ms() - t0 < WAIT_MS; sleep_ms(20)) {
+        FILE *f = popen(cmd, "r");
+        assert_non_null(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        pclose(f);
+        marks = 0;
+        for (const char *p = out; (p = strstr(p, " shared:")) != NULL; p++)
+            marks++;
+    }
+    if (marks != 2)
+        fail_msg("status marks %d shared CPUs, want 2 (A's and B's):\n%s", marks, out);
     /* A now has the higher priority: its CPU is no longer shared with B. */
     send(&a, "prio 5\n");
     wait_state(&b, 1, 1);
