@@ -180,8 +180,14 @@ static int wait_fd(int fd, short events)
         nth_blocking_enter();                                               \
         ret res_ = real_ args;                                              \
         nth_blocking_leave();                                               \
-        if (res_ >= 0)                                                      \
+        if (res_ >= 0) {                                                    \
             shim_testcancel();   /* a request that came during the call */  \
+            /* A signal sent while it waited that lost the race with the */ \
+            /* data (the kernel's poll counts ready descriptors before a */ \
+            /* pending signal): its handler runs now, as on return from */  \
+            /* the kernel. */                                               \
+            (void)shim_signals();                                           \
+        }                                                                   \
         return SHIM_HOME_RET(res_);                                         \
     }                                                                       \
     SHIM_EXPORT(name)
