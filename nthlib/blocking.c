@@ -27,6 +27,8 @@
 #include "internal.h"
 #include "trace_core.h"
 
+nth_blocking_timers_fn nth_blocking_timers;
+
 int nth_blocking_enter(void)
 {
     struct nth_vp *vp = nth_vp_self();
@@ -44,6 +46,13 @@ int nth_blocking_enter(void)
      * queues; an enqueuer publishes its node, then reads blocking. */
     __atomic_store_n(&vp->blocking, 1, __ATOMIC_SEQ_CST);
     nth_full_fence();
+    /* Nobody fires this VP's alarms while its kernel thread is in the
+     * call (a nano-thread sleeping in it, or timed out of a condvar, would
+     * wait for the call to return, forever if that waits for it): they
+     * move to the shared queue. A VP gets a queue on the program's first
+     * timer, so without timers this is the one load. */
+    if (__atomic_load_n((void **)&vp->timerq, __ATOMIC_ACQUIRE))
+        __atomic_load_n(&nth_blocking_timers, __ATOMIC_ACQUIRE)(vp);
     if (__atomic_load_n(&vp->next_local, __ATOMIC_SEQ_CST) || !nth_rq_empty(&vp->rq) ||
         !nth_rq_empty(&nth_rt.grq)) {
         if (nth_standin_lend(vp)) {

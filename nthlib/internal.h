@@ -653,6 +653,26 @@ NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);
 /* Check passes the stall backstop has made (tests). */
 NTH_HIDDEN unsigned long nth_watchdog_backstop_passes(void);
+/* (5b) Alarms nobody else fires. A VP whose kernel thread is in a system
+ * call (nth_blocking_enter) reaches no scheduling point, so it fires no
+ * alarm; with every enabled VP in the kernel (one VP, or all of them) the
+ * backstop fires the shared alarms itself. fn, registered by the timer
+ * queues on first use (sync_glue.c), fires what is due when no enabled VP
+ * outside the kernel can, and returns the next deadline it must wake for
+ * (CLOCK_MONOTONIC ns, UINT64_MAX: none). Starts the backstop if it is not
+ * running (NTH_STALL_US=0: then it serves only these alarms). */
+typedef uint64_t (*nth_orphan_timers_fn)(void);
+NTH_HIDDEN void nth_watchdog_timers_set(nth_orphan_timers_fn fn);
+/* An alarm nobody else fires is due at deadline (CLOCK_MONOTONIC ns):
+ * wakes the backstop if it planned to sleep past it. Any thread; a futex
+ * wake only then. */
+NTH_HIDDEN void nth_watchdog_timers_kick(uint64_t deadline);
+/* Called by nth_blocking_enter once vp has published `blocking`, when vp
+ * has a timer queue (vp->timerq, one load otherwise): moves vp's alarms to
+ * where others fire them. Set by the timer queues before any VP gets a
+ * queue. */
+typedef void (*nth_blocking_timers_fn)(struct nth_vp *vp);
+NTH_HIDDEN extern nth_blocking_timers_fn nth_blocking_timers;
 
 /* (6) Switch-in hook (nth_switch_hook_set in nth.h): called after a resumed
  * nano-thread's post-switch work, with t->user[NTH_SWITCH_SLOT]. */

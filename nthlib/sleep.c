@@ -32,7 +32,7 @@ static int sleep_mono(clockid_t clock, const struct timespec *abs, uint64_t dead
     w.alarm.deadline = deadline;
     w.alarm.fn = sleep_alarm;
     w.alarm.arg = &w;
-    nth_tq_arm(nth__sync_tq(), &w.alarm);
+    nth__sync_arm(&w.alarm);
     nth_waiter_block(&w, NULL, NTH_OBJ_NONE);
     /* The alarm is DONE once the state is final; nothing to cancel. */
     while (atomic_load_explicit(&w.alarm.state, memory_order_acquire) != NTH_ALARM_DONE)

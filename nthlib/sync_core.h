@@ -51,6 +51,14 @@ static inline void nth_sync_trace_wait(const void *obj, unsigned kind)
         nth__sync_trace_wait(obj, kind);
 }
 
+/* An alarm was armed on the shared fallback queue (by a kernel thread
+ * that is no VP, or a nano-thread a stall watchdog stand-in runs), whose
+ * earliest deadline was `before` (CLOCK_MONOTONIC ns, UINT64_MAX: empty)
+ * just before: make sure something fires it (wake a parked VP to
+ * recompute its park timeout, or the watchdog's backstop when every VP is
+ * in a system call). Any kernel thread. */
+NTH_HIDDEN void nth__sync_fallback_armed(uint64_t before);
+
 /* Sync -> core (sync defines these). */
 
 /* Fire the expired alarms of q (may be NULL) and of the fallback queue. Returns the earliest remaining deadline, CLOCK_MONOTONIC
@@ -66,5 +74,9 @@ NTH_HIDDEN struct nth_tq *nth__sync_fallback_tq(void);
 
 /* The timer queue a timed wait of the caller arms its alarm on. */
 NTH_HIDDEN struct nth_tq *nth__sync_tq(void);
+
+/* Arm a on the caller's timer queue (nth__sync_tq), and see that someone
+ * fires it when that is the shared queue. */
+NTH_HIDDEN void nth__sync_arm(struct nth_alarm *a);
 
 #endif

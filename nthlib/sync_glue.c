@@ -1,8 +1,10 @@
 /*
  * sync_glue.c -- where the synchronisation part plugs into the runtime
  * core: per-VP timer queues fired by the core's scheduling-point hook and
- * bounding its idle park, alarms of disabled VPs moved to running ones, and
- * key destructors run by the core's exit hook.
+ * bounding its idle park, alarms of disabled VPs moved to running ones,
+ * alarms of VPs in a system call moved to the shared queue (fired by the
+ * other VPs, or by the stall watchdog's backstop when every VP is in the
+ * kernel), and key destructors run by the core's exit hook.
  *
  * The hooks are registered on first use (first timed wait or sleep, first
  * key), so a program that never uses timers pays nothing at its
@@ -79,6 +81,75 @@ static int64_t earliest_ns(struct nth_vp *vp)
     return next <= now ? 0 : (int64_t)(next - now);
 }
 
+/* Someone must fire the shared queue (it holds alarms, the earliest at
+ * fb_next): an enabled VP outside the kernel does, at its scheduling
+ * points or when its idle park times out; if every such VP is parked and
+ * the earliest alarm came after it parked (fb_next < before, the earliest
+ * deadline before the caller added to it), one is woken to recompute its
+ * park timeout. With none (every enabled VP in a system call), the
+ * backstop does. Dekker with park() (publishes parked, then reads the
+ * queue in earliest_ns) and with another VP's nth_blocking_enter
+ * (publishes blocking, then reads the queue here): the alarms are
+ * published before the fence, the VPs' states read after it. */
+static void fallback_watch(struct nth_vp *self, uint64_t before)
+{
+    uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
+    if (next == NTH_TQ_NONE)
+        return;
+    nth_full_fence();
+    struct nth_vp *sleeper = NULL;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *o = nth_rt.vps[i];
+        if (o == self || __atomic_load_n(&o->disabled, __ATOMIC_SEQ_CST) ||
+            __atomic_load_n(&o->blocking, __ATOMIC_SEQ_CST))
+            continue;
+        if (!__atomic_load_n(&o->parked, __ATOMIC_SEQ_CST))
+            return;                /* it runs: its next scheduling point */
+        if (!sleeper)
+            sleeper = o;
+    }
+    if (sleeper) {
+        if (next < before)
+            nth_wake_one(sleeper);
+        return;
+    }
+    nth_watchdog_timers_kick(next);
+}
+
+/* nth_blocking_enter's hook (vp has published `blocking`). */
+static void timers_blocking(struct nth_vp *vp)
+{
+    struct nth_tq *q = vp->timerq, *fb = nth__sync_fallback_tq();
+    uint64_t before = nth_tq_next_deadline(fb);
+    if (nth_tq_next_deadline(q) != NTH_TQ_NONE)
+        nth_tq_move(q, fb);
+    else if (before == NTH_TQ_NONE)
+        return;                    /* no alarm anywhere to care for */
+    fallback_watch(vp, before);
+}
+
+void nth__sync_fallback_armed(uint64_t before)
+{
+    struct nth_vp *vp = nth_vp_self();
+    fallback_watch(vp && vp->id >= 0 ? vp : NULL, before);
+}
+
+/* The backstop's: fire the shared queue if no enabled VP outside the
+ * kernel will. */
+static uint64_t orphan_timers(void)
+{
+    struct nth_tq *fb = nth__sync_fallback_tq();
+    if (nth_tq_next_deadline(fb) == NTH_TQ_NONE)
+        return NTH_TQ_NONE;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *o = nth_rt.vps[i];
+        if (!__atomic_load_n(&o->disabled, __ATOMIC_SEQ_CST) &&
+            !__atomic_load_n(&o->blocking, __ATOMIC_SEQ_CST))
+            return NTH_TQ_NONE;    /* that VP fires them (fallback_watch) */
+    }
+    return nth__timers_poll(NULL);
+}
+
 static void install_timer_hooks(void)
 {
     if (__atomic_load_n(&hooks_state, __ATOMIC_ACQUIRE) == 2)
@@ -87,6 +158,13 @@ static void install_timer_hooks(void)
     if (__atomic_compare_exchange_n(&hooks_state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         nth_idle_timeout_set(earliest_ns);
         nth_sched_hook_add(timer_hook);
+        nth_watchdog_timers_set(orphan_timers);
+        /* Every VP gets its queue now, so that nth_blocking_enter's test of
+         * it (one load) also sends a VP that never armed an alarm to
+         * timers_blocking, which sees to the shared queue's alarms. */
+        __atomic_store_n(&nth_blocking_timers, timers_blocking, __ATOMIC_RELEASE);
+        for (int i = 0; i < nth_rt.nvps; i++)
+            (void)vp_tq(nth_rt.vps[i]);
         __atomic_store_n(&hooks_state, 2, __ATOMIC_RELEASE);
         /* Parked VPs computed their timeout without us: wake them to
          * recompute it. */

@@ -71,7 +71,7 @@ void nth_waiter_arm(struct nth_waiter *w, uint32_t *olock, void **head, void **t
     w->alarm.deadline = nth_abs_to_mono(clock, abs);
     w->alarm.fn = waiter_alarm;
     w->alarm.arg = w;
-    nth_tq_arm(nth__sync_tq(), &w->alarm);
+    nth__sync_arm(&w->alarm);
 }
 
 /* Without the core's per-VP queues (or from a kernel thread that is no
@@ -87,6 +87,18 @@ struct nth_tq *nth__sync_tq(void)
 {
     struct nth_tq *q = nth__vp_timer_queue();
     return q ? q : &fallback_tq;
+}
+
+void nth__sync_arm(struct nth_alarm *a)
+{
+    struct nth_tq *q = nth__sync_tq();
+    if (q != &fallback_tq) {
+        nth_tq_arm(q, a);
+        return;
+    }
+    uint64_t before = nth_tq_next_deadline(q);
+    nth_tq_arm(q, a);
+    nth__sync_fallback_armed(before);
 }
 
 uint64_t nth__timers_poll(struct nth_tq *q)

@@ -38,9 +38,13 @@
  * backstop, at normal policy, wakes every BACKSTOP_NS while some VP runs.
  * Off (no thread at all) with NTH_STALL_US=0.
  *
- * Not covered: the stalled VP's own timer queue is not fired by the stand-in
- * (a timed wait armed on that VP expires when it comes back; alarms on other
- * VPs and the shared fallback queue are unaffected).
+ * Alarms: nth_blocking_enter moves the VP's alarms to the shared queue,
+ * which the other VPs fire; when every enabled VP is in a system call the
+ * backstop fires it (plan_wake), and the nano-threads it wakes get a
+ * stand-in like any other work. Without the watchdog (NTH_STALL_US=0) the
+ * backstop is started for that by the first such alarm. Not covered: the
+ * timer queue of a VP stalled in the kernel without nth_blocking_enter (a
+ * timed wait armed on it expires when the VP comes back).
  */
 #include <errno.h>
 #include <sched.h>
@@ -107,6 +111,9 @@ static struct {
     unsigned long backstop_passes; /* checks the backstop made (atomic) */
     int kick;                      /* futex: the monitor suspects a stall */
     int starve_test;               /* NTH_TEST_MONITOR_STARVED: monitor never checks */
+    int backstop_state;            /* 0 not started, 1 starting, 2 running, 3 failed (atomic) */
+    nth_orphan_timers_fn orphan;   /* fires alarms nobody else fires (atomic) */
+    uint64_t wake_at;              /* backstop's planned wake-up, mono ns (atomic) */
 } W;
 
 int nth_watchdog_sleeping;
@@ -484,25 +491,62 @@ static void sleep_ns(int64_t ns)
         ;
 }
 
+/* Plan the backstop's next wake-up at most period ns (-1: none) from now,
+ * firing the alarms nobody else fires on the way (nth_watchdog_timers_set);
+ * returns the timeout to sleep, ns (-1: until kicked). Dekker with
+ * nth_watchdog_timers_kick: we publish wake_at, then look at the alarms;
+ * an arming thread publishes its alarm, then reads wake_at. */
+static int64_t plan_wake(int64_t period)
+{
+    int64_t t = now_ns();
+    __atomic_store_n(&W.wake_at, period < 0 ? UINT64_MAX : (uint64_t)(t + period), __ATOMIC_SEQ_CST);
+    nth_full_fence();
+    nth_orphan_timers_fn fn = __atomic_load_n(&W.orphan, __ATOMIC_ACQUIRE);
+    uint64_t due = fn ? fn() : UINT64_MAX;
+    if (due == UINT64_MAX)
+        return period;
+    t = now_ns();
+    int64_t left = due <= (uint64_t)t ? 0 : (int64_t)(due - (uint64_t)t);
+    if (period >= 0 && left >= period)
+        return period;
+    __atomic_store_n(&W.wake_at, due, __ATOMIC_SEQ_CST);
+    return left;
+}
+
 static void *backstop(void *arg)
 {
     (void)arg;
     nth_helper_block_signals(NULL);
     prctl(PR_SET_NAME, "nth-backstop", 0, 0, 0);
     (void)nth_sched_short_slice(NTH_SHORT_SLICE_NS);
+    if (!W.stall_ns) {
+        /* No watchdog (NTH_STALL_US=0): started by the first alarm nobody
+         * else fires, it only fires those. */
+        for (;;) {
+            int64_t tmo = plan_wake(-1);
+            if (!__atomic_exchange_n(&W.kick, 0, __ATOMIC_ACQ_REL) && tmo != 0) {
+                nth_futex_wait(&W.kick, 0, tmo);
+                __atomic_store_n(&W.kick, 0, __ATOMIC_RELAXED);
+            }
+        }
+    }
     for (;;) {
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
+        /* Every VP parked: none is in a system call, so the parked ones
+         * fire every alarm (their park timeouts). */
         if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {
+            __atomic_store_n(&W.wake_at, UINT64_MAX, __ATOMIC_SEQ_CST);
             /* The monitor sets the word before it sleeps for the same
              * reason; an unpark clears it and wakes both. */
             if (__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST))
                 nth_futex_wait(&nth_watchdog_sleeping, 1, IDLE_NS);
-            else
-                sleep_ns(IDLE_NS);
+            else if (!__atomic_exchange_n(&W.kick, 0, __ATOMIC_ACQ_REL))
+                nth_futex_wait(&W.kick, 0, IDLE_NS);
             continue;
         }
-        if (!__atomic_exchange_n(&W.kick, 0, __ATOMIC_ACQ_REL)) {
-            nth_futex_wait(&W.kick, 0, BACKSTOP_NS);
+        int64_t tmo = plan_wake(BACKSTOP_NS);
+        if (!__atomic_exchange_n(&W.kick, 0, __ATOMIC_ACQ_REL) && tmo != 0) {
+            nth_futex_wait(&W.kick, 0, tmo);
             __atomic_store_n(&W.kick, 0, __ATOMIC_RELAXED);
         }
         int64_t t = now_ns();
@@ -570,6 +614,47 @@ static void *monitor(void *arg)
     return NULL;
 }
 
+/* Start the backstop once; 0 if it runs (or is being started). */
+static int backstop_start(void)
+{
+    int st = __atomic_load_n(&W.backstop_state, __ATOMIC_ACQUIRE);
+    if (st == 2 || st == 1)
+        return 0;
+    if (st == 3 || !__atomic_compare_exchange_n(&W.backstop_state, &st, 1, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+        return st == 3 ? EAGAIN : 0;
+    pthread_attr_t a;
+    pthread_t th;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = nth_helper_thread_create(&th, &a, backstop, NULL);
+    pthread_attr_destroy(&a);
+    __atomic_store_n(&W.backstop_state, e ? 3 : 2, __ATOMIC_RELEASE);
+    return e;
+}
+
+void nth_watchdog_timers_set(nth_orphan_timers_fn fn)
+{
+    __atomic_store_n(&W.orphan, fn, __ATOMIC_RELEASE);
+}
+
+void nth_watchdog_timers_kick(uint64_t deadline)
+{
+    if (!W.vps)
+        return;                    /* the runtime is not started */
+    if (__atomic_load_n(&W.backstop_state, __ATOMIC_ACQUIRE) != 2 && backstop_start()) {
+        static int warned;
+        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "nthlib: cannot start the watchdog's backstop thread: an alarm "
+                    "armed while every VP is in a system call fires when one comes back\n");
+        return;
+    }
+    if (deadline < __atomic_load_n(&W.wake_at, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&W.kick, 1, __ATOMIC_RELEASE);
+        nth_futex_wake(&W.kick, 1);
+    }
+}
+
 int nth_watchdog_start(const nth_config_t *cfg)
 {
     /* Stand-ins serve nth_blocking_enter too: their records exist even
@@ -599,8 +684,8 @@ int nth_watchdog_start(const nth_config_t *cfg)
                 "running without it\n");
         return EAGAIN;
     }
-    e = nth_helper_thread_create(&th, &a, backstop, NULL);
     pthread_attr_destroy(&a);
+    e = backstop_start();
     if (e)
         fprintf(stderr, "nthlib: cannot start the stall watchdog's backstop thread; a stall is "
                 "rescued only when the monitor gets CPU time\n");

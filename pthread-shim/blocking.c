@@ -63,8 +63,12 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
 SHIM_DECL(clock_nanosleep)
 int nth_shim_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
-    if ((clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) || FROM_RUNTIME() || !shim_on_vp())
+    if ((clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) || FROM_RUNTIME())
         return REAL(clock_nanosleep)(clock, flags, req, rem);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(clock_nanosleep)(clock, flags, req, rem);
+    }
     if (shim_check_ts(req))
         return EINVAL;
     int64_t deadline = (flags & TIMER_ABSTIME) ? shim_ts_ns(req) : shim_now(clock) + shim_ts_ns(req);
@@ -172,16 +176,26 @@ static int wait_fd(int fd, short events)
     ret nth_shim_##name params                                              \
     {                                                                       \
         __typeof__(&name) real_ = REAL(name);                               \
-        if (FROM_RUNTIME() || !shim_on_vp())                                \
+        if (FROM_RUNTIME())                                                 \
             return real_ args;                                              \
+        if (!shim_on_vp()) {                                                \
+            shim_before_kernel_call();                                      \
+            return real_ args;                                              \
+        }                                                                   \
         SHIM_HOME_ENTER();                                                  \
         int w_ = wait_fd(fd, ev);                                           \
         if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
         nth_blocking_enter();                                               \
         ret res_ = real_ args;                                              \
         nth_blocking_leave();                                               \
-        if (res_ >= 0)                                                      \
+        if (res_ >= 0) {                                                    \
             shim_testcancel();   /* a request that came during the call */  \
+            /* A signal sent while it waited that lost the race with the */ \
+            /* data (the kernel's poll counts ready descriptors before a */ \
+            /* pending signal): its handler runs now, as on return from */  \
+            /* the kernel. */                                               \
+            (void)shim_signals();                                           \
+        }                                                                   \
         return SHIM_HOME_RET(res_);                                         \
     }                                                                       \
     SHIM_EXPORT(name)
@@ -213,8 +227,12 @@ IO_OUT(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), fd, (fd, m, f)
     ret nth_shim_##name params                                              \
     {                                                                       \
         __typeof__(&name) real_ = REAL(name);                               \
-        if (FROM_RUNTIME() || !shim_on_vp())                                \
+        if (FROM_RUNTIME())                                                 \
             return real_ args;                                              \
+        if (!shim_on_vp()) {                                                \
+            shim_before_kernel_call();                                      \
+            return real_ args;                                              \
+        }                                                                   \
         SHIM_HOME_ENTER();                                                  \
         nth_blocking_enter();                                               \
         ret res_ = real_ args;                                              \
@@ -265,8 +283,12 @@ static int kpoll_common(struct pollfd *fds, nfds_t n, int64_t deadline, const si
 SHIM_DECL(poll)
 int nth_shim_poll(struct pollfd *fds, nfds_t n, int ms)
 {
-    if (ms == 0 || FROM_RUNTIME() || !shim_on_vp())
+    if (ms == 0 || FROM_RUNTIME())
         return REAL(poll)(fds, n, ms);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(poll)(fds, n, ms);
+    }
     struct timespec tmo = shim_ns_ts((int64_t)ms * 1000000LL);
     return kpoll_common(fds, n, deadline_of(ms < 0 ? NULL : &tmo), NULL);
 }
@@ -275,8 +297,12 @@ SHIM_EXPORT(poll)
 SHIM_DECL(ppoll)
 int nth_shim_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask)
 {
-    if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || !shim_on_vp())
+    if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return REAL(ppoll)(fds, n, tmo, mask);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(ppoll)(fds, n, tmo, mask);
+    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -316,8 +342,12 @@ static int select_common(int n, fd_set *r, fd_set *w, fd_set *e, int64_t deadlin
 SHIM_DECL(select)
 int nth_shim_select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e, struct timeval *restrict tv)
 {
-    if ((tv && tv->tv_sec == 0 && tv->tv_usec == 0) || !shim_on_vp())
+    if ((tv && tv->tv_sec == 0 && tv->tv_usec == 0))
         return REAL(select)(n, r, w, e, tv);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(select)(n, r, w, e, tv);
+    }
     if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)) {
         errno = EINVAL;
         return -1;
@@ -341,8 +371,12 @@ SHIM_DECL(pselect)
 int nth_shim_pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
                      const struct timespec *restrict tmo, const sigset_t *restrict mask)
 {
-    if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0) || !shim_on_vp())
+    if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return REAL(pselect)(n, r, w, e, tmo, mask);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(pselect)(n, r, w, e, tmo, mask);
+    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -385,8 +419,12 @@ static int epoll_common(int ep, struct epoll_event *ev, int max, int ms, const s
 SHIM_DECL(epoll_wait)
 int nth_shim_epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
-    if (ms == 0 || !shim_on_vp())
+    if (ms == 0)
         return REAL(epoll_wait)(ep, ev, max, ms);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(epoll_wait)(ep, ev, max, ms);
+    }
     return epoll_common(ep, ev, max, ms, NULL);
 }
 SHIM_EXPORT(epoll_wait)
@@ -394,8 +432,12 @@ SHIM_EXPORT(epoll_wait)
 SHIM_DECL(epoll_pwait)
 int nth_shim_epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const sigset_t *mask)
 {
-    if (ms == 0 || !shim_on_vp())
+    if (ms == 0)
         return REAL(epoll_pwait)(ep, ev, max, ms, mask);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return REAL(epoll_pwait)(ep, ev, max, ms, mask);
+    }
     return epoll_common(ep, ev, max, ms, mask);
 }
 SHIM_EXPORT(epoll_pwait)
@@ -406,8 +448,12 @@ SHIM_DECL(waitpid)
 pid_t nth_shim_waitpid(pid_t pid, int *status, int options)
 {
     pid_t (*rwaitpid)(pid_t, int *, int) = REAL(waitpid);
-    if ((options & WNOHANG) || !shim_on_vp())
+    if ((options & WNOHANG))
         return rwaitpid(pid, status, options);
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
+        return rwaitpid(pid, status, options);
+    }
     SHIM_HOME_ENTER();
     pid_t r = rwaitpid(pid, status, options | WNOHANG);
     if (r != 0)

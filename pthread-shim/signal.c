@@ -60,15 +60,16 @@
 
 int shim_on_vp(void)
 {
-    if (nth_vp_id() >= 0)
-        return 1;
-    /* Every caller now makes its call in the kernel as libc does. On a
-     * stall watchdog's stand-in that would take the stalled VP's lease into
-     * the kernel too, leaving its other ready nano-threads no kernel thread
-     * (threads blocked in read() outnumbering the VPs deadlocked): hand it
-     * on first. Nothing on any other thread. */
+    return nth_vp_id() >= 0;
+}
+
+void shim_before_kernel_call(void)
+{
+    /* On a stall watchdog's stand-in the call would take the stalled VP's
+     * lease into the kernel too, leaving its other ready nano-threads no
+     * kernel thread (threads blocked in read() outnumbering the VPs
+     * deadlocked): hand it on first. Nothing on any other thread. */
     (void)nth_blocking_handoff();
-    return 0;
 }
 
 /* A nano-thread runs on this kernel thread (a VP's, or a stand-in's of the
@@ -762,8 +763,10 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
 SHIM_DECL(sigtimedwait)
 int nth_shim_sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info, const struct timespec *restrict tmo)
 {
-    if (!shim_on_vp())
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
         return REAL(sigtimedwait)(set, info, tmo);
+    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -776,8 +779,10 @@ SHIM_EXPORT(sigtimedwait)
 SHIM_DECL(sigwaitinfo)
 int nth_shim_sigwaitinfo(const sigset_t *restrict set, siginfo_t *restrict info)
 {
-    if (!shim_on_vp())
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
         return REAL(sigwaitinfo)(set, info);
+    }
     return wait_signal(set, info, INT64_MAX);
 }
 SHIM_EXPORT(sigwaitinfo)
@@ -785,8 +790,10 @@ SHIM_EXPORT(sigwaitinfo)
 SHIM_DECL(sigwait)
 int nth_shim_sigwait(const sigset_t *restrict set, int *restrict sig)
 {
-    if (!shim_on_vp())
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
         return REAL(sigwait)(set, sig);
+    }
     siginfo_t si;
     int r = wait_signal(set, &si, INT64_MAX);
     if (r < 0)
@@ -804,8 +811,10 @@ SHIM_EXPORT(sigwait)
 SHIM_DECL(sigsuspend)
 int nth_shim_sigsuspend(const sigset_t *mask)
 {
-    if (!shim_on_vp())
+    if (!shim_on_vp()) {
+        shim_before_kernel_call();
         return REAL(sigsuspend)(mask);
+    }
     SHIM_HOME_ENTER();
     struct shim_thread *self = shim_self();
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);

@@ -53,3 +53,10 @@ TESTS += tests/sync/test-mutex-bias
 tests_sync_test_mutex_bias_SOURCES = tests/sync/test_mutex_bias.c
 tests_sync_test_mutex_bias_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_mutex_bias_LDADD = $(TEST_LIBS)
+
+# Alarms fire while VPs are in the kernel inside nth_blocking_enter/leave.
+check_PROGRAMS += tests/sync/test-blocking-timers
+TESTS += tests/sync/test-blocking-timers
+tests_sync_test_blocking_timers_SOURCES = tests/sync/test_blocking_timers.c
+tests_sync_test_blocking_timers_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_blocking_timers_LDADD = $(TEST_LIBS)
