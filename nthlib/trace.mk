@@ -12,6 +12,10 @@ libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
 libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \
 	nthlib/trace_writer.c nthlib/trace_exit.c
 libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# The converter the fatal-signal path runs (trace_exit.c): this build's, else
+# the installed one.
+libnth_trace_rec_la_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TOOL_BUILD_PATH='"$(abs_top_builddir)/tools/nth-trace"' \
+	-DNTH_TOOL_INSTALL_PATH='"$(bindir)/nth-trace"'
 # libc's own functions for the runtime's kernel threads (the core's VPs and
 # spares use them too, through libnth, which includes this library).
 libnth_trace_rec_la_SOURCES += nthlib/libc_real.h nthlib/libc_real.c

@@ -73,8 +73,10 @@ NTH_HIDDEN int nth_trace_start(const char *path, size_t buffer_bytes, unsigned f
 NTH_HIDDEN int nth_trace_start_from_env(void);
 
 /* Stop recording, write every buffer to the binary file and convert it to
- * the chosen format. Idempotent; registered with atexit() by nth_trace_start
- * and called from the fatal-signal handlers. Returns 0 or an error code. */
+ * the chosen format, in this process (malloc, zlib, stdio: not for a signal
+ * handler; the fatal-signal handlers use nth_trace_finish_records and a
+ * fresh nth-trace process, trace_exit.c). Idempotent; registered with
+ * atexit() by nth_trace_start. Returns 0 or an error code. */
 NTH_HIDDEN int nth_trace_finish(void);
 
 /* Out-of-line recorders; call them through the inlines below. */

@@ -41,7 +41,27 @@ NTH_HIDDEN extern int nth_trace_writer_test_hold;
  * lock for 2 s. Thread-safe (the drain lock). */
 NTH_HIDDEN int nth_trace_drain_now(void);
 
-/* Exit paths (trace_exit.c): atexit and the fatal-signal handlers. */
-NTH_HIDDEN int nth_trace_install_exit_paths(void);
+/* What nth_trace_finish_records() leaves for the conversion. */
+struct nth_trace_finished {
+    const char *bin;          /* the binary file, complete and closed */
+    const char *out;          /* the chosen format's file; NULL for a .bin trace */
+    uint64_t record_bytes;    /* bytes of records in bin */
+    uint64_t lost;            /* events lost since the start */
+};
+
+/* The first half of nth_trace_finish(): stop recording, write every
+ * buffer, the LOST and END marks, close the binary file; fills *f.
+ * Returns 0; -1 when there is nothing to do (tracing not started, already
+ * finishing, or a fork()ed child: the file is the parent's); EBUSY if a
+ * drainer held the lock for 2 s. Async-signal-safe: no malloc, no stdio,
+ * no lock but the drain flag (bounded wait), so the fatal-signal handlers
+ * call it; the conversion (malloc, zlib, stdio) is done elsewhere. */
+NTH_HIDDEN int nth_trace_finish_records(struct nth_trace_finished *f);
+
+/* Exit paths (trace_exit.c): atexit and the fatal-signal handlers, and
+ * what the latter need to have `nth-trace convert` turn bin into out (NULL:
+ * a .bin trace, nothing to convert). Called once, at trace start (it
+ * allocates; the handlers do not). Returns 0. */
+NTH_HIDDEN int nth_trace_install_exit_paths(const char *bin, const char *out);
 
 #endif

@@ -374,18 +374,20 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     }
     wr_started = 1;
     wr_pid = getpid();
-    nth_trace_install_exit_paths();
+    nth_trace_install_exit_paths(wr_bin_path, has_suffix(path, ".bin") ? NULL : wr_out_path);
     __atomic_store_n(&nth_trace_on, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
-int nth_trace_finish(void)
+/* Async-signal-safe (the fatal-signal path calls it): atomics, futex,
+ * nanosleep, write(2), close(2), clock_gettime; no malloc, no stdio. */
+int nth_trace_finish_records(struct nth_trace_finished *f)
 {
     if (!wr_started || __atomic_exchange_n(&wr_finishing, 1, __ATOMIC_ACQ_REL))
-        return 0;
+        return -1;
     __atomic_store_n(&nth_trace_on, 0, __ATOMIC_RELEASE);
     if (getpid() != wr_pid)   /* fork()ed child: no writer thread, the parent's file */
-        return 0;
+        return -1;
     __atomic_store_n(&wr_stop, 1, __ATOMIC_RELEASE);
     nth_trace_kick_writer();
     nth_trace_kick_rescuer();
@@ -413,19 +415,32 @@ int nth_trace_finish(void)
     close(wr_fd);
     wr_fd = -1;
     drain_unlock();
-    if (has_suffix(wr_out_path, ".bin"))
+    f->bin = wr_bin_path;
+    f->out = has_suffix(wr_out_path, ".bin") ? NULL : wr_out_path;
+    f->record_bytes = wr_bytes;
+    f->lost = lost_all;
+    return 0;
+}
+
+int nth_trace_finish(void)
+{
+    struct nth_trace_finished f;
+    int rc = nth_trace_finish_records(&f);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!f.out)
         return 0;
-    const char *in[1] = { wr_bin_path };
+    const char *in[1] = { f.bin };
     unsigned warnings = 0;
     nth_tr_msg_prefix = "nthlib";
-    int rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
+    rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
     struct stat st;
     if (rc)
         fprintf(stderr, "nthlib: trace: cannot write %s: %s (records kept in %s)\n",
                 wr_out_path, strerror(rc), wr_bin_path);
     else if (stat(wr_out_path, &st) == 0)
         fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
-                wr_out_path, (long long)st.st_size, (unsigned long long)wr_bytes, (unsigned long long)lost_all,
+                wr_out_path, (long long)st.st_size, (unsigned long long)f.record_bytes, (unsigned long long)f.lost,
                 warnings ? ", with warnings" : "");
     return rc;
 }

@@ -1,12 +1,15 @@
 /*
  * nth-trace -- convert, merge and summarise nthlib binary traces.
  *
- *   nth-trace convert FILE.bin [-o OUT]      OUT: .json, .json.gz (default:
+ *   nth-trace convert [-q] FILE.bin [-o OUT] OUT: .json, .json.gz (default:
  *                                            FILE with .bin replaced), .prv
- *   nth-trace merge A.bin B.bin ... -o OUT   several processes, one timeline
+ *   nth-trace merge [-q] A.bin B.bin ... -o OUT   several processes, one timeline
  *                                            (CLOCK_MONOTONIC of one boot)
  *   nth-trace stats FILE.bin                 time per state per nano-thread
  *                                            and per VP, longest slices
+ *
+ * -q: no "wrote" line (warnings and errors are still printed). The runtime's
+ * fatal-signal path runs `nth-trace convert -q` and says the line itself.
  *
  * Exit status: 0 done; 1 done, but the input was truncated or damaged (the
  * warnings on stderr say what was skipped; the output is still complete and
@@ -24,10 +27,11 @@ static void report(const char *out, const char **in, int nin);
 
 static void usage_to(FILE *f)
 {
-    fprintf(f, "usage: nth-trace convert FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
-               "       nth-trace merge A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
+    fprintf(f, "usage: nth-trace convert [-q] FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
+               "       nth-trace merge [-q] A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
                "       nth-trace stats FILE.bin\n"
                "       nth-trace --help\n"
+               "-q: no \"wrote\" line (warnings and errors are still printed).\n"
                "Exit status: 0 done; 1 done, input truncated or damaged (warnings say what was\n"
                "skipped); 2 usage error; 3 an input cannot be read or is no trace, or the\n"
                "output cannot be written.\n");
@@ -50,9 +54,11 @@ static int valid_out(const char *o)
 static int run(int argc, char **argv, const char **in)
 {
     const char *cmd = argv[1], *out = NULL;
-    int nin = 0;
+    int nin = 0, quiet = 0;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "-o")) {
+        if (!strcmp(argv[i], "-q")) {
+            quiet = 1;
+        } else if (!strcmp(argv[i], "-o")) {
             if (++i == argc) return usage();
             out = argv[i];
         } else {
@@ -60,7 +66,7 @@ static int run(int argc, char **argv, const char **in)
         }
     }
     if (!strcmp(cmd, "stats")) {
-        if (nin != 1 || out) return usage();
+        if (nin != 1 || out || quiet) return usage();
         struct nth_tr_file f;
         int rc = nth_tr_load(in[0], &f, stderr);
         if (rc) {
@@ -107,7 +113,7 @@ static int run(int argc, char **argv, const char **in)
     int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
     if (rc && rc != EINVAL)   /* EINVAL: an input is no trace, and the loader said why */
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
-    else if (!rc)
+    else if (!rc && !quiet)
         report(out, in, nin);
     return rc ? 3 : warnings ? 1 : 0;
 }

@@ -3,7 +3,7 @@
  * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
- *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv _exit sigkill lost lost-env many loan
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv malloc-segv _exit sigkill lost lost-env many loan
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -14,7 +14,19 @@
  *      cpumgr takes a CPU (1). 3 waits on barrier "b1"; VP0 goes idle.
  *   -- the fatal modes leave here, with region 1 and b1's SYNCH still open --
  *   4  main closes region 1; 3 is released, runs on VP0 and ends; VPs stop.
+ *
+ * malloc-segv: the SIGSEGV comes from inside malloc while it holds its lock.
+ * This program's malloc family stands in for glibc's arena lock with a lock
+ * of its own around glibc's functions (glibc takes no arena lock while a
+ * process has one thread, and no public glibc function calls back into the
+ * application with it held, so the crash cannot be placed inside glibc's
+ * deterministically). A second malloc on the thread holding it -- from the
+ * signal handler -- would deadlock in glibc; here it says so and exits 99.
+ * Not in sanitizer builds (their malloc is theirs): the mode exits 77.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"   /* NTH_ASAN, NTH_TSAN */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,6 +45,76 @@ static void barrier(int phase)
     while (__atomic_load_n(&phase_count, __ATOMIC_ACQUIRE) < 2 * phase)
         ;
 }
+
+#if !defined(NTH_ASAN) && !defined(NTH_TSAN)
+#define MALLOC_LOCK 1
+#include <sys/syscall.h>
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+static int malloc_lock_on, malloc_crash_armed;
+static long malloc_owner;   /* kernel thread id holding the lock, 0 none */
+
+static void malloc_lock(void)
+{
+    if (!__atomic_load_n(&malloc_lock_on, __ATOMIC_ACQUIRE))
+        return;
+    long self = syscall(SYS_gettid);
+    while (1) {
+        long free_ = 0;
+        if (__atomic_compare_exchange_n(&malloc_owner, &free_, self, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            break;
+        if (free_ == self) {
+            static const char msg[] = "trace_sim: malloc called by the thread that holds malloc's lock "
+                                      "(from the signal handler): a deadlock in glibc\n";
+            ssize_t w = write(2, msg, sizeof msg - 1);
+            (void)w;
+            _exit(99);
+        }
+        sched_yield();
+    }
+    if (__atomic_exchange_n(&malloc_crash_armed, 0, __ATOMIC_ACQ_REL))
+        raise(SIGSEGV);   /* "inside malloc", the lock held */
+}
+
+static void malloc_unlock(void)
+{
+    if (__atomic_load_n(&malloc_lock_on, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&malloc_owner, 0, __ATOMIC_RELEASE);
+}
+
+void *malloc(size_t n)
+{
+    malloc_lock();
+    void *p = __libc_malloc(n);
+    malloc_unlock();
+    return p;
+}
+
+void *calloc(size_t n, size_t m)
+{
+    malloc_lock();
+    void *p = __libc_calloc(n, m);
+    malloc_unlock();
+    return p;
+}
+
+void *realloc(void *q, size_t n)
+{
+    malloc_lock();
+    void *p = __libc_realloc(q, n);
+    malloc_unlock();
+    return p;
+}
+
+void free(void *q)
+{
+    malloc_lock();
+    __libc_free(q);
+    malloc_unlock();
+}
+#endif
 
 static int mutex_m1, barrier_b1;
 static const char *mode;
@@ -193,7 +275,7 @@ static int loan(const char *out)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|_exit|sigkill|lost|lost-env|many|loan OUT\n");
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|malloc-segv|_exit|sigkill|lost|lost-env|many|loan OUT\n");
         return 2;
     }
     mode = argv[1];
@@ -238,6 +320,13 @@ int main(int argc, char **argv)
         nth_trace_switch(32770, 0);
         return 0;
     }
+    if (!strcmp(mode, "malloc-segv")) {
+#ifdef MALLOC_LOCK
+        __atomic_store_n(&malloc_lock_on, 1, __ATOMIC_RELEASE);
+#else
+        return 77;
+#endif
+    }
     int rc = nth_trace_start(argv[2], 0, 20);
     if (rc) {
         fprintf(stderr, "trace_sim: nth_trace_start: %s\n", strerror(rc));
@@ -267,6 +356,13 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "segv")) raise(SIGSEGV);
+#ifdef MALLOC_LOCK
+    if (!strcmp(mode, "malloc-segv")) {
+        __atomic_store_n(&malloc_crash_armed, 1, __ATOMIC_RELEASE);
+        void *volatile p = malloc(64);   /* volatile: the pair is not optimised away */
+        free(p);
+    }
+#endif
     if (strcmp(mode, "return") && strcmp(mode, "exit")) {
         fprintf(stderr, "trace_sim: unknown mode %s\n", mode);
         _exit(2);
