@@ -307,7 +307,14 @@ int nth_trace_install_exit_paths(const char *bin, const char *out)
         sigemptyset(&sa.sa_mask);
         for (unsigned j = 0; j < NSIG_TRACED; j++)
             sigaddset(&sa.sa_mask, fatal_signals[j]);
-        sigaction(fatal_signals[i], &sa, &previous[i]);
+        /* A SIGINT or SIGTERM ignored on entry (a shell's background job,
+         * nohup) stays ignored: catching it would end the trace of a
+         * process that goes on running. */
+        int sig = fatal_signals[i];
+        if ((sig == SIGINT || sig == SIGTERM) && sigaction(sig, NULL, &previous[i]) == 0 &&
+            !(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN)
+            continue;
+        sigaction(sig, &sa, &previous[i]);
     }
     return 0;
 }

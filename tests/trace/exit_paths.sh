@@ -36,6 +36,11 @@ for mode in return exit sigterm sigint abort segv malloc-segv; do
     [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' $mode.json)" = 1 ] \
         || fail "$mode: worker-b's SYNCH on b1 missing"
 done
+# SIGINT ignored on entry (how a shell starts a background job): tracing
+# leaves it ignored, and the process traces on to a normal end.
+( trap '' INT; ulimit -c 0; exec "$SIM" sigint-ignored ign.json ) 2>ign.err; st=$?
+[ "$st" = 0 ] || fail "sigint-ignored: exit status $st, expected 0: $(cat ign.err)"
+check_json ign.json
 # _exit() and SIGKILL: no exit path runs; what the writer flushed is in the
 # binary file, which nth-trace convert turns into a trace (with a warning).
 for mode in _exit sigkill; do

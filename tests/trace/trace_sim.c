@@ -3,7 +3,7 @@
  * threads standing for VP 0 and VP 1, with a fixed schedule (phases separated
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
- *   trace_sim MODE OUT          MODE: return exit sigterm sigint abort segv malloc-segv _exit sigkill lost lost-env many loan
+ *   trace_sim MODE OUT          MODE: return exit sigterm sigint sigint-ignored abort segv malloc-segv _exit sigkill lost lost-env many loan
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -284,7 +284,7 @@ int main(int argc, char **argv)
      * handler rightly leaves an ignored signal alone: `./run-tests.sh &`
      * made the sigint case exit 2. These cases are about a program whose
      * signals have their default action, so give it that. */
-    signal(SIGINT, SIG_DFL);
+    signal(SIGINT, strcmp(mode, "sigint-ignored") ? SIG_DFL : SIG_IGN);
     signal(SIGTERM, SIG_DFL);
     if (!strcmp(mode, "lost") || !strcmp(mode, "lost-env")) {
         /* lost: the smallest buffer and a writer that wakes rarely: records
@@ -353,6 +353,17 @@ int main(int argc, char **argv)
         for (int i = 0; i < 100; i++)   /* 10 s at most, then exit 3 */
             usleep(100000);
         _exit(3);
+    }
+    if (!strcmp(mode, "sigint-ignored")) {
+        /* Started with SIGINT ignored (a shell's background job): the trace
+         * must not catch it, and the process goes on tracing to its end. */
+        kill(getpid(), SIGINT);
+        usleep(200000);
+        if (!nth_trace_enabled()) {
+            fprintf(stderr, "trace_sim: an ignored SIGINT ended the trace\n");
+            _exit(4);
+        }
+        mode = "return";
     }
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "segv")) raise(SIGSEGV);
