@@ -43,9 +43,10 @@ static int parse_ms(const char *opt, const char *v, unsigned lo, unsigned hi, un
 
 /* path made absolute against the current directory: the background daemon
  * runs in / (so that it holds no directory busy), where a relative
- * --accounting or --trace name would land. NULL if out of memory or the
- * current directory is gone (reported). */
-static const char *absolute(const char *opt, const char *path)
+ * --accounting or --trace name would land. The result goes to buf (one per
+ * option, static, so that nothing is left for the leak checker to report).
+ * NULL if the current directory is gone or the name is too long (reported). */
+static const char *absolute(const char *opt, const char *path, char *buf, size_t len)
 {
     if (path[0] == '/')
         return path;
@@ -54,19 +55,17 @@ static const char *absolute(const char *opt, const char *path)
         fprintf(stderr, "cpumgr: %s %s: cannot read the current directory: %s\n", opt, path, strerror(errno));
         return NULL;
     }
-    size_t n = strlen(cwd) + strlen(path) + 2;
-    char *a = malloc(n);
-    if (!a) {
-        fprintf(stderr, "cpumgr: out of memory\n");
+    if ((size_t)snprintf(buf, len, "%s/%s", cwd, path) >= len) {
+        fprintf(stderr, "cpumgr: %s %s: the path is longer than %zu bytes\n", opt, path, len - 1);
         return NULL;
     }
-    snprintf(a, n, "%s/%s", cwd, path);
-    return a;   /* lives as long as the process */
+    return buf;
 }
 
 int main(int argc, char **argv)
 {
     static char defname[64];
+    static char acct_path[PATH_MAX], trace_path[PATH_MAX];
     const char *env = getenv("NTH_CPUMGR");
     nth_cpumgr_default_name(defname, (unsigned long)getuid());
     struct cm_opts o = {
@@ -149,8 +148,8 @@ int main(int argc, char **argv)
             o.cpus = optarg;
             break;
         }
-        case 'a': if (!(o.accounting = absolute("--accounting", optarg))) return 1; break;
-        case 't': if (!(o.trace = absolute("--trace", optarg))) return 1; break;
+        case 'a': if (!(o.accounting = absolute("--accounting", optarg, acct_path, sizeof acct_path))) return 1; break;
+        case 't': if (!(o.trace = absolute("--trace", optarg, trace_path, sizeof trace_path))) return 1; break;
         case 'w':
             /* An optional argument of getopt_long is only taken as
              * --watch=MS; take `--watch MS` too when a number follows. */
