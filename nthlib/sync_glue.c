@@ -40,7 +40,7 @@ static void timer_hook(struct nth_vp *vp, int where)
             }
         }
     }
-    struct nth_tq *q = vp->timerq;
+    struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
     /* The common case, nothing queued, costs no clock read. */
     if ((!q || nth_tq_next_deadline(q) == NTH_TQ_NONE) &&
         nth_tq_next_deadline(nth__sync_fallback_tq()) == NTH_TQ_NONE)
@@ -65,7 +65,7 @@ static int64_t earliest_ns(struct nth_vp *vp)
         return -1;
     }
     uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
-    struct nth_tq *q = vp->timerq;
+    struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
     if (q && nth_tq_next_deadline(q) < next)
         next = nth_tq_next_deadline(q);
     for (int i = 0; i < nth_rt.nvps; i++) {
@@ -119,7 +119,8 @@ static void fallback_watch(struct nth_vp *self, uint64_t before)
 /* nth_blocking_enter's hook (vp has published `blocking`). */
 static void timers_blocking(struct nth_vp *vp)
 {
-    struct nth_tq *q = vp->timerq, *fb = nth__sync_fallback_tq();
+    struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
+    struct nth_tq *fb = nth__sync_fallback_tq();
     uint64_t before = nth_tq_next_deadline(fb);
     if (nth_tq_next_deadline(q) != NTH_TQ_NONE)
         nth_tq_move(q, fb);
