@@ -53,3 +53,11 @@ TESTS += tests/sync/test-mutex-bias
 tests_sync_test_mutex_bias_SOURCES = tests/sync/test_mutex_bias.c
 tests_sync_test_mutex_bias_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_mutex_bias_LDADD = $(TEST_LIBS)
+
+# Kernel threads that are no VP (libc's pthreads) wait on every kind of
+# object against nano-threads, untimed and timed, on 1 and 2 VPs.
+check_PROGRAMS += tests/sync/test-foreign
+TESTS += tests/sync/test-foreign
+tests_sync_test_foreign_SOURCES = tests/sync/test_foreign.c
+tests_sync_test_foreign_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_sync_test_foreign_LDADD = $(TEST_LIBS) -lpthread
