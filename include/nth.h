@@ -379,13 +379,14 @@ NTH_API int nth_rwlock_destroy(nth_rwlock_t *rw);
 /* 0; EDEADLK if the caller holds it for writing; EAGAIN when the reader
  * count would overflow. */
 NTH_API int nth_rwlock_rdlock(nth_rwlock_t *rw);
-/* 0; EBUSY if a writer holds it or waits. */
+/* 0; EBUSY if a writer holds it or waits (also when that writer is the
+ * caller, as POSIX and glibc). */
 NTH_API int nth_rwlock_tryrdlock(nth_rwlock_t *rw);
 /* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
 NTH_API int nth_rwlock_timedrdlock(nth_rwlock_t *rw, const struct timespec *abstime);
 /* 0; EDEADLK if the caller already holds it for writing. */
 NTH_API int nth_rwlock_wrlock(nth_rwlock_t *rw);
-/* 0; EBUSY if held. */
+/* 0; EBUSY if held (also by the caller, as POSIX and glibc). */
 NTH_API int nth_rwlock_trywrlock(nth_rwlock_t *rw);
 /* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
 NTH_API int nth_rwlock_timedwrlock(nth_rwlock_t *rw, const struct timespec *abstime);

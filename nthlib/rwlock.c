@@ -96,10 +96,10 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         return e;
     }
     int e = 0;
-    if (rw->__writer && rw->__owner == self)
+    if (try)
+        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
+    else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (try)
-        e = EBUSY;
     else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
@@ -133,10 +133,10 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         return 0;
     }
     int e = 0;
-    if (rw->__writer && rw->__owner == self)
+    if (try)
+        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
+    else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (try)
-        e = EBUSY;
     else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
