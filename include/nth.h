@@ -195,8 +195,10 @@ NTH_API int nth_vp_id(void);
  * unknown t. */
 NTH_API uint64_t nth_id(nth_t t);
 
-/* Copy t's name into buf (len bytes, NUL-terminated). Returns 0, ERANGE if
- * len is too small, ESRCH if t is unknown. */
+/* Copy t's name into buf (len bytes, NUL-terminated). Returns 0; ERANGE if
+ * len is too small for the name and its NUL (also for buf NULL, len 0: as
+ * glibc's pthread_getname_np(3)); EINVAL for buf NULL with a len that
+ * would fit; ESRCH if t is unknown. */
 NTH_API int nth_getname(nth_t t, char *buf, size_t len);
 /* Set t's name (truncated to NTH_NAME_MAX-1 bytes). 0, EINVAL, ESRCH. */
 NTH_API int nth_setname(nth_t t, const char *name);

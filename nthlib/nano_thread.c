@@ -913,11 +913,13 @@ int nth_getname(nth_t th, char *buf, size_t len)
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
         return ESRCH;
-    if (!buf)
-        return EINVAL;
+    /* The length first: a buffer too small for the name is ERANGE, as
+     * pthread_getname_np(3), also when it is (NULL, 0). */
     size_t n = strnlen(t->name, NTH_NAME_MAX);
     if (len < n + 1)
         return ERANGE;
+    if (!buf)
+        return EINVAL;
     memcpy(buf, t->name, n);
     buf[n] = '\0';
     return 0;
