@@ -195,8 +195,10 @@ NTH_API int nth_vp_id(void);
  * unknown t. */
 NTH_API uint64_t nth_id(nth_t t);
 
-/* Copy t's name into buf (len bytes, NUL-terminated). Returns 0, ERANGE if
- * len is too small, ESRCH if t is unknown. */
+/* Copy t's name into buf (len bytes, NUL-terminated). Returns 0; ERANGE if
+ * len is too small for the name and its NUL (also for buf NULL, len 0: as
+ * glibc's pthread_getname_np(3)); EINVAL for buf NULL with a len that
+ * would fit; ESRCH if t is unknown. */
 NTH_API int nth_getname(nth_t t, char *buf, size_t len);
 /* Set t's name (truncated to NTH_NAME_MAX-1 bytes). 0, EINVAL, ESRCH. */
 NTH_API int nth_setname(nth_t t, const char *name);
@@ -379,13 +381,14 @@ NTH_API int nth_rwlock_destroy(nth_rwlock_t *rw);
 /* 0; EDEADLK if the caller holds it for writing; EAGAIN when the reader
  * count would overflow. */
 NTH_API int nth_rwlock_rdlock(nth_rwlock_t *rw);
-/* 0; EBUSY if a writer holds it or waits. */
+/* 0; EBUSY if a writer holds it or waits (also when that writer is the
+ * caller, as POSIX and glibc). */
 NTH_API int nth_rwlock_tryrdlock(nth_rwlock_t *rw);
 /* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
 NTH_API int nth_rwlock_timedrdlock(nth_rwlock_t *rw, const struct timespec *abstime);
 /* 0; EDEADLK if the caller already holds it for writing. */
 NTH_API int nth_rwlock_wrlock(nth_rwlock_t *rw);
-/* 0; EBUSY if held. */
+/* 0; EBUSY if held (also by the caller, as POSIX and glibc). */
 NTH_API int nth_rwlock_trywrlock(nth_rwlock_t *rw);
 /* 0; ETIMEDOUT after *abstime (CLOCK_REALTIME); EINVAL bad timespec. */
 NTH_API int nth_rwlock_timedwrlock(nth_rwlock_t *rw, const struct timespec *abstime);

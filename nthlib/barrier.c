@@ -47,7 +47,7 @@ int nth_barrier_wait(nth_barrier_t *b)
         return NTH_BARRIER_SERIAL_THREAD;
     }
     struct nth_waiter w;
-    nth_waiter_init(&w, nth_self());
+    nth_waiter_init(&w, nth__me());
     nth_wq_push(&b->__head, &b->__tail, &w);
     nth_ounlock(&b->__lock);
     nth_waiter_block(&w, b, NTH_OBJ_BARRIER);

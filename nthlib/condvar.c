@@ -116,7 +116,7 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
             return ETIMEDOUT;
     }
     struct nth_waiter w;
-    nth_waiter_init(&w, nth_self());
+    nth_waiter_init(&w, nth__me());
     /* No alarm, no stop flag: only a waker holding the lock moves w out
      * of WAITING. */
     if (!abs && !stop)

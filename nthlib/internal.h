@@ -53,6 +53,7 @@ enum {
 #define NTH_J_DETACHED ((uintptr_t)1)
 #define NTH_J_EXITED ((uintptr_t)2)
 #define NTH_J_REAPED ((uintptr_t)3)   /* joined or freed: handle is stale */
+#define NTH_J_FOREIGN ((uintptr_t)4)  /* joined by a kernel thread that is no VP */
 /* Or'ed into a joiner's pointer: the joiner switched to the nano-thread
  * itself (nth_join's direct path) and waits RUNNING in no ready queue, so
  * the exit resumes it like a dequeued yielder, without a CAS on its state. */

@@ -192,7 +192,7 @@ static __attribute__((noinline)) int normal_lock(nth_mutex_t *m, clockid_t clock
     }
     if (try_fast(m))
         return 0;
-    return lock_slow(m, nth_self(), clock, abs);
+    return lock_slow(m, nth__me(), clock, abs);
 }
 
 static __attribute__((noinline)) int lock_common(nth_mutex_t *m, clockid_t clock, const struct timespec *abs)
@@ -204,7 +204,7 @@ static __attribute__((noinline)) int lock_common(nth_mutex_t *m, clockid_t clock
             return 0;
         return normal_lock(m, clock, abs);
     }
-    nth_t self = nth_self();
+    nth_t self = nth__me();
     int e = owner_relock(m, self, 0);
     if (e)
         return e < 0 ? 0 : e;
@@ -255,7 +255,7 @@ int nth_mutex_trylock(nth_mutex_t *m)
             return nth_bias_fast(BIAS(m), &m->__state, 0, 1, m) ? 0 : EBUSY;
         return try_fast(m) ? 0 : EBUSY;
     }
-    nth_t self = nth_self();
+    nth_t self = nth__me();
     int e = owner_relock(m, self, 1);
     if (e)
         return e < 0 ? 0 : e;
@@ -297,7 +297,7 @@ static __attribute__((noinline)) int unlock_common(nth_mutex_t *m)
         return EINVAL;
     if (m->__type == NTH_MUTEX_NORMAL)
         return normal_unlock(m);
-    if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self() ||
+    if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth__me() ||
         __atomic_load_n(&m->__state, __ATOMIC_RELAXED) == 0)
         return EPERM;
     if (m->__count > 0) {
@@ -331,7 +331,7 @@ int nth__mutex_release(nth_mutex_t *m, uint32_t *depth)
 {
     *depth = 0;
     if (m->__type != NTH_MUTEX_NORMAL) {
-        if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth_self())
+        if (__atomic_load_n(&m->__owner, __ATOMIC_RELAXED) != nth__me())
             return EPERM;
         *depth = m->__count;
         m->__count = 0;

@@ -429,6 +429,14 @@ static int join_direct(struct nth_vp *vp, struct nth_thread *self, struct nth_th
     return 1;
 }
 
+/* A joiner that is no VP (NTH_J_FOREIGN) sleeps on the low 32 bits of
+ * jstate, which the exit changes to NTH_J_EXITED. */
+static int *join_word(struct nth_thread *t)
+{
+    _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "jstate's low half");
+    return (int *)(void *)&t->jstate;
+}
+
 int nth_join(nth_t th, void **ret)
 {
     uint64_t tr0 = nth_trace_rt_clock();
@@ -472,7 +480,7 @@ int nth_join(nth_t th, void **ret)
             reap(t);
             return 0;
         }
-        uintptr_t me = self ? (uintptr_t)self : (uintptr_t)4;
+        uintptr_t me = self ? (uintptr_t)self : NTH_J_FOREIGN;
         if (!__atomic_compare_exchange_n(&t->jstate, &j, me, 0,
                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             continue;
@@ -482,8 +490,8 @@ int nth_join(nth_t th, void **ret)
         while ((j = __atomic_load_n(&t->jstate, __ATOMIC_ACQUIRE)) != NTH_J_EXITED) {
             if (self)
                 nth_wait();
-            else
-                nth_sys_yield();        /* a kernel thread that is no VP */
+            else                        /* a kernel thread that is no VP */
+                nth_futex_wait(join_word(t), (int)NTH_J_FOREIGN, -1);
         }
         __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
         nth_trace_rt_wait_obj(self, 0, 0);
@@ -605,8 +613,10 @@ static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *r
             /* A registered joiner: from now on only we write jstate (join
              * and detach of others fail on a joiner), so a store does. */
             __atomic_store_n(&t->jstate, NTH_J_EXITED, __ATOMIC_RELEASE);
-            if (j != (uintptr_t)4)
+            if (j != NTH_J_FOREIGN)
                 joiner = (struct nth_thread *)(j & ~NTH_J_DIRECT);
+            else
+                nth_futex_wake(join_word(t), 1);  /* mapped still: no write */
             break;
         }
         if (__atomic_compare_exchange_n(&t->jstate, &j, NTH_J_EXITED, 0,
@@ -898,11 +908,13 @@ int nth_getname(nth_t th, char *buf, size_t len)
     struct nth_thread *t = nth_desc_check(th);
     if (!t)
         return ESRCH;
-    if (!buf)
-        return EINVAL;
+    /* The length first: a buffer too small for the name is ERANGE, as
+     * pthread_getname_np(3), also when it is (NULL, 0). */
     size_t n = strnlen(t->name, NTH_NAME_MAX);
     if (len < n + 1)
         return ERANGE;
+    if (!buf)
+        return EINVAL;
     memcpy(buf, t->name, n);
     buf[n] = '\0';
     return 0;

@@ -63,7 +63,7 @@ int nth_once(nth_once_t *once, void (*routine)(void))
     /* Someone else runs it: wait in the lot until it is done. */
     struct lot_bucket *b = bucket_of(once);
     struct nth_waiter w;
-    nth_waiter_init(&w, nth_self());
+    nth_waiter_init(&w, nth__me());
     w.data = (uintptr_t)once;
     nth_olock(&b->lock);
     /* Flag waiters with the bucket locked: the runner's exchange to DONE

@@ -84,7 +84,7 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
 {
     if (!rw)
         return EINVAL;
-    nth_t self = nth_self();
+    nth_t self = nth__me();
     nth_olock(&rw->__lock);
     if (!rw->__writer && rw->__writers_waiting == 0) {
         int e = 0;
@@ -96,10 +96,10 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         return e;
     }
     int e = 0;
-    if (rw->__writer && rw->__owner == self)
+    if (try)
+        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
+    else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (try)
-        e = EBUSY;
     else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
@@ -124,7 +124,7 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
 {
     if (!rw)
         return EINVAL;
-    nth_t self = nth_self();
+    nth_t self = nth__me();
     nth_olock(&rw->__lock);
     if (!rw->__writer && rw->__readers == 0) {
         rw->__writer = 1;
@@ -133,10 +133,10 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         return 0;
     }
     int e = 0;
-    if (rw->__writer && rw->__owner == self)
+    if (try)
+        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
+    else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (try)
-        e = EBUSY;
     else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
@@ -187,7 +187,7 @@ int nth_rwlock_unlock(nth_rwlock_t *rw)
     if (!rw)
         return EINVAL;
     struct nth_waiter *list = NULL;
-    nth_t self = nth_self();
+    nth_t self = nth__me();
     nth_olock(&rw->__lock);
     if (rw->__writer) {
         if (rw->__owner != self) {

@@ -63,7 +63,7 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
             return e;
     }
     struct nth_waiter w;
-    nth_waiter_init(&w, nth_self());
+    nth_waiter_init(&w, nth__me());
     w.data = (uintptr_t)stop;
     nth_olock(&s->__lock);
     /* Posts increment only under the lock with no waiter, so this check

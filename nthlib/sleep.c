@@ -3,6 +3,9 @@
  * waits on an alarm in its VP's timer queue and leaves the VP to others.
  */
 #include <errno.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include "sync_core.h"
 #include "wait_queue.h"
 
@@ -17,15 +20,29 @@ static int sleep_alarm(struct nth_alarm *a, uint64_t now)
         return 1;
     }
     atomic_store_explicit(&w->state, NTH_W_CLAIMED_TIMEOUT, memory_order_relaxed);
-    nth__wake(w->t);
+    nth__wake_any(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }
 
 static int sleep_mono(clockid_t clock, const struct timespec *abs, uint64_t deadline)
 {
+    nth_t self = nth_self();
+    if (!self) {
+        /* A kernel thread that is no VP (foreign.c): the kernel times it.
+         * libc's call could be a shim's, hence the system call. */
+        struct timespec ts = { (time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u) };
+        clockid_t c = CLOCK_MONOTONIC;
+        if (abs) {
+            ts = *abs;
+            c = clock;
+        }
+        while (syscall(SYS_clock_nanosleep, c, TIMER_ABSTIME, &ts, NULL) != 0 && errno == EINTR)
+            ;
+        return 0;
+    }
     struct nth_waiter w;
-    nth_waiter_init(&w, nth_self());
+    nth_waiter_init(&w, self);
     w.clock = clock;
     if (abs)
         w.abs = *abs;

@@ -10,6 +10,7 @@
 #ifndef NTH_SYNC_CORE_H
 #define NTH_SYNC_CORE_H
 
+#include <stdint.h>
 #include "nth.h"
 #include "timer_queue.h"
 #include "trace_format.h"
@@ -37,6 +38,37 @@ NTH_HIDDEN void nth__keys_exit_hook_install(void);
  * skips the handle check (a slab lookup per wake-up). Any kernel thread;
  * same permit semantics as nth_to_rq. */
 NTH_HIDDEN void nth__wake(nth_t t);
+
+/* Foreign waiters (foreign.c): a kernel thread that is no VP waits on a
+ * futex word of its own, named in waiter records and owner fields by a
+ * tagged handle (bit 0 set; descriptors are aligned). */
+#define NTH_FOREIGN_TAG ((uintptr_t)1)
+static inline int nth_is_foreign(nth_t t)
+{
+    return ((uintptr_t)t & NTH_FOREIGN_TAG) != 0;
+}
+/* The calling kernel thread's tagged handle. */
+NTH_HIDDEN nth_t nth__foreign_self(void);
+/* Post foreign t's word (a permit, as nth_to_rq's), waking its thread. */
+NTH_HIDDEN void nth__foreign_wake(nth_t t);
+/* Sleep the calling foreign thread self until its word is posted (consumed:
+ * 0) or CLOCK_MONOTONIC deadline ns passes (ETIMEDOUT; NTH_TQ_NONE: none). */
+NTH_HIDDEN int nth__foreign_wait(nth_t self, uint64_t deadline);
+/* Who the caller is to the sync objects: its nano-thread, or its foreign
+ * handle on a kernel thread that is no VP (nth_self() NULL). */
+static inline nth_t nth__me(void)
+{
+    nth_t t = nth_self();
+    return t ? t : nth__foreign_self();
+}
+/* nth__wake for any waiter record's owner, nano-thread or foreign. */
+static inline void nth__wake_any(nth_t t)
+{
+    if (nth_is_foreign(t))
+        nth__foreign_wake(t);
+    else
+        nth__wake(t);
+}
 
 /* Tracing: nonzero while recording (trace_record.c; the mock's is 0). */
 extern NTH_HIDDEN int nth_trace_on;

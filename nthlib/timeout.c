@@ -55,7 +55,7 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
         nth_ounlock_biased(w->olock, b);
     else
         nth_ounlock(w->olock);
-    nth__wake(w->t);
+    nth__wake_any(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }
@@ -71,6 +71,8 @@ void nth_waiter_arm(struct nth_waiter *w, uint32_t *olock, void **head, void **t
     w->alarm.deadline = nth_abs_to_mono(clock, abs);
     w->alarm.fn = waiter_alarm;
     w->alarm.arg = w;
+    if (nth_is_foreign(w->t))
+        return;         /* it fires it itself (nth_waiter_block) */
     nth__sync_arm(&w->alarm);
 }
 

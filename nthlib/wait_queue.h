@@ -17,6 +17,7 @@
 #ifndef NTH_WAIT_QUEUE_H
 #define NTH_WAIT_QUEUE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -158,7 +159,7 @@ static inline void nth_waiter_wake(struct nth_waiter *w)
      * its stack before we read w; t was read above, and a waiter that sees
      * WOKEN early only meets a spare permit at its next nth_wait. But t's
      * descriptor must outlive this call, so the waiter waits for FINAL. */
-    nth__wake(t);
+    nth__wake_any(t);
     atomic_store_explicit(&w->state, NTH_W_WOKEN, memory_order_release);
 }
 
@@ -169,13 +170,21 @@ static inline int nth_waiter_block(struct nth_waiter *w, const void *obj, unsign
 {
     unsigned spins = 0;
     int s;
+    int foreign = nth_is_foreign(w->t);
     nth_sync_trace_wait(obj, kind);
     for (;;) {
         s = atomic_load_explicit(&w->state, memory_order_acquire);
         if (s == NTH_W_WOKEN || s == NTH_W_TIMEDOUT)
             break;
-        if (s == NTH_W_WAITING) {
+        if (s == NTH_W_WAITING && !foreign) {
             nth_wait();
+        } else if (s == NTH_W_WAITING) {
+            /* A timed foreign waiter's alarm is not queued (nth_waiter_arm):
+             * at the deadline it fires it itself; 1 means re-armed (the wall
+             * clock went back), with a new deadline. */
+            uint64_t d = w->olock ? w->alarm.deadline : NTH_TQ_NONE;
+            if (nth__foreign_wait(w->t, d) == ETIMEDOUT)
+                (void)w->alarm.fn(&w->alarm, nth_now_ns());
         } else if (++spins % 64) {
             nth_sync_relax();  /* a waker or the alarm is mid-way... */
         } else {

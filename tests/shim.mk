@@ -198,3 +198,10 @@ EXTRA_DIST += tests/shim/symbol-binding.sh pthread-shim/glibc-symbols.txt \
 TESTS += tests/shim/nthlib-suite.sh
 EXTRA_DIST += tests/shim/nthlib-suite.sh
 CLEANFILES += -r tests/shim/suite-out
+
+check_PROGRAMS += tests/shim/posix-c11
+tests_shim_posix_c11_SOURCES = tests/shim/c11.c tests/shim/check.h
+tests_shim_posix_c11_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_c11_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_c11_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_c11_LDADD =

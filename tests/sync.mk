@@ -60,3 +60,11 @@ TESTS += tests/sync/test-blocking-timers
 tests_sync_test_blocking_timers_SOURCES = tests/sync/test_blocking_timers.c
 tests_sync_test_blocking_timers_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_blocking_timers_LDADD = $(TEST_LIBS)
+
+# Kernel threads that are no VP (libc's pthreads) wait on every kind of
+# object against nano-threads, untimed and timed, on 1 and 2 VPs.
+check_PROGRAMS += tests/sync/test-foreign
+TESTS += tests/sync/test-foreign
+tests_sync_test_foreign_SOURCES = tests/sync/test_foreign.c
+tests_sync_test_foreign_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_sync_test_foreign_LDADD = $(TEST_LIBS) -lpthread

@@ -103,6 +103,9 @@ static void c_identity(void *a)
     CHECK_EQ(nth_getname(t, buf, sizeof buf), 0);
     CHECK_EQ(strlen(buf), NTH_NAME_MAX - 1);
     CHECK_EQ(nth_getname(t, buf, 4), ERANGE);
+    /* (NULL, 0) is too small, as glibc's pthread_getname_np: ERANGE. */
+    CHECK_EQ(nth_getname(t, NULL, 0), ERANGE);
+    CHECK_EQ(nth_getname(t, NULL, sizeof buf), EINVAL);
     CHECK_EQ(nth_setname(t, "worker"), 0);
     CHECK_EQ(nth_getname(t, buf, sizeof buf), 0);
     CHECK(strcmp(buf, "worker") == 0);

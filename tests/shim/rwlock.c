@@ -103,6 +103,8 @@ int main(void)
     EXPECT("wrlock", pthread_rwlock_wrlock(&rw), 0);
     EXPECT("wrlock again (own)", pthread_rwlock_wrlock(&rw), EDEADLK);
     EXPECT("rdlock while own write lock", pthread_rwlock_rdlock(&rw), EDEADLK);
+    EXPECT("tryrdlock while own write lock", pthread_rwlock_tryrdlock(&rw), EBUSY);
+    EXPECT("trywrlock while own write lock", pthread_rwlock_trywrlock(&rw), EBUSY);
     CHECK(pthread_create(&t[0], NULL, try_locks, NULL) == 0);
     pthread_join(t[0], &res);
     printf("other thread while write-locked: tryrdlock %s, trywrlock %s\n",
