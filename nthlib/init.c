@@ -85,6 +85,11 @@ void nth_ensure_started(void)
         return;
     int zero = 0;
     if (__atomic_compare_exchange_n(&nth_rt.starting, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* The caller asked for something else (under the pthread shim, any
+         * pthread call or sched_yield): a start that succeeds leaves errno
+         * as it was, though reading /proc, /sys and the cgroup files sets
+         * ENOENT on the way (POSIX errno(3p): only a failing call sets it). */
+        int saved = errno;
         nth_config_t c;
         nth_config_from_env(&c);
         if (start(&c) != 0) {
@@ -93,6 +98,7 @@ void nth_ensure_started(void)
             fprintf(stderr, "nthlib: cannot start the runtime (out of memory or kernel threads)\n");
             abort();
         }
+        errno = saved;
         return;
     }
     while (!nth_started())
