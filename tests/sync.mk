@@ -9,7 +9,8 @@ tests_sync_test_timer_queue_SOURCES = tests/sync/test_timer_queue.c nthlib/timer
 tests_sync_test_timer_queue_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_timer_queue_LDADD = $(CMOCKA_LIBS)
 
-tests_sync_test_sync_mock_SOURCES = tests/sync/test_sync.c tests/sync/mock_core.c $(NTH_SYNC_SOURCES)
+tests_sync_test_sync_mock_SOURCES = tests/sync/test_sync.c tests/sync/mock_core.c $(NTH_SYNC_SOURCES) \
+	nthlib/libc_real.c nthlib/libc_real.h
 tests_sync_test_sync_mock_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TEST_MOCK
 tests_sync_test_sync_mock_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_sync_test_sync_mock_LDADD = $(CMOCKA_LIBS) -lpthread

@@ -7,6 +7,11 @@
  * kept; returns may be spurious). A waiting thread fires expired alarms
  * itself and sleeps no longer than the earliest deadline, like a parked VP.
  * Only this test harness uses pthreads; the library under test does not.
+ * Its kernel threads come from libc's own pthread functions, as the real
+ * core's VPs do (nthlib/libc_real.c): under the pthread shim
+ * (tests/shim/nthlib-suite.sh) pthread_create would make nano-threads of
+ * the shim's runtime, which the futex waits below would block with their
+ * VP, so a waker queued behind a waiter on the same VP never ran.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +22,7 @@
 #include <unistd.h>
 #include "nth.h"
 #include "sync_core.h"
+#include "libc_real.h"
 
 struct nth_thread {
     uint32_t permit;
@@ -110,6 +116,15 @@ void **nth__specific_slot(void)
     return &nth_self()->specific;
 }
 
+/* libc's function name (a test harness: a missing one is fatal). */
+static void *libc_fn(const char *name)
+{
+    void *f = nth_libc_sym(name);
+    if (!f)
+        abort();
+    return f;
+}
+
 static void *trampoline(void *p)
 {
     struct nth_thread *t = p;
@@ -127,11 +142,15 @@ int nth_create(nth_t *t, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
         return EAGAIN;
     n->fn = fn;
     n->arg = arg;
+    /* The attribute functions too: the shim's keep their own layout. */
+    int (*attr_init)(pthread_attr_t *) = libc_fn("pthread_attr_init");
+    int (*attr_setstacksize)(pthread_attr_t *, size_t) = libc_fn("pthread_attr_setstacksize");
+    int (*attr_destroy)(pthread_attr_t *) = libc_fn("pthread_attr_destroy");
     pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 256 * 1024);
-    int e = pthread_create(&n->pt, &a, trampoline, n);
-    pthread_attr_destroy(&a);
+    attr_init(&a);
+    attr_setstacksize(&a, 256 * 1024);
+    int e = nth_libc_pthread_create()(&n->pt, &a, trampoline, n);
+    attr_destroy(&a);
     if (e) {
         free(n);
         return EAGAIN;
@@ -142,7 +161,8 @@ int nth_create(nth_t *t, const nth_attr_t *attr, void *(*fn)(void *), void *arg)
 
 int nth_join(nth_t t, void **ret)
 {
-    pthread_join(t->pt, NULL);
+    int (*join)(pthread_t, void **) = libc_fn("pthread_join");
+    join(t->pt, NULL);
     if (ret)
         *ret = t->ret;
     free(t);
