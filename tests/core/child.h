@@ -9,6 +9,8 @@
 #ifndef NTH_TEST_CHILD_H
 #define NTH_TEST_CHILD_H
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -66,6 +68,28 @@ const char *__lsan_default_suppressions(void)
         fflush(stderr);                                                      \
         _exit(CHILD_SKIP_STATUS);                                            \
     } while (0)
+
+static void *child_probe_on_a_vp(void *r)
+{
+    nth_t (*other_self)(void) = (nth_t (*)(void))dlsym(RTLD_DEFAULT, "nth_self");
+    *(int *)r = nth_self() != NULL || (other_self && other_self() != NULL);
+    return NULL;
+}
+
+/* Whether pthread_create makes a nano-thread here, of this program's
+ * runtime or of another one in the process (the libnth.so that a preloaded
+ * pthread shim brings beside a test's statically linked copy), rather than a
+ * kernel thread that is no VP: a case that needs such a kernel thread
+ * cannot run then. Made and joined, so it also runs where the shim's
+ * runtime shares the caller's kernel thread. */
+static inline int child_pthread_makes_nano_threads(void)
+{
+    pthread_t k;
+    int r = 0;
+    CHECK_EQ(pthread_create(&k, NULL, child_probe_on_a_vp, &r), 0);
+    CHECK_EQ(pthread_join(k, NULL), 0);
+    return r;
+}
 
 /* Start the runtime in the child with vps VPs (0 = default). */
 static inline void child_init(unsigned vps)
