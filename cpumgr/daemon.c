@@ -48,6 +48,7 @@ struct slotpriv {
     int client_ok;          /* 0 unknown, 1 maps our segment, 2 does not */
     int enforce_logged;     /* "moved its threads" already logged */
     uint32_t gen;           /* occupant generation written to the slot */
+    double credit;          /* priority rotation: CPU-quanta owed (policy.h) */
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -169,6 +170,7 @@ static void forget(struct daemon *d, int i, const char *reason)
     p->client_ok = 0;
     p->enforce_logged = 0;
     p->cpu_ns = 0;
+    p->credit = 0;
     d->dirty = 1;
 }
 
@@ -310,6 +312,7 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         dem[n].request = i == zero ? 0 : p->request;
         dem[n].priority = p->priority;
         dem[n].eligible = hwloc_bitmap_weight(p->allowed);
+        dem[n].credit = p->credit;
         n++;
     }
     cm_policy_counts(d->o->policy, dem, n, d->ncpus, d->rot, counts);
@@ -524,6 +527,30 @@ static void rebalance(struct daemon *d)
         plan_free(pl, prev, n);
         arm(d);
     }
+}
+
+/* A quantum ended: under the priority policy in rotation, each
+ * application's credit gains its entitlement and loses the CPUs (not
+ * shared) it held meanwhile, so the next quanta go to those owed most. */
+static void charge_quantum(struct daemon *d)
+{
+    struct cm_demand dem[NTH_CPUMGR_MAX_SLOTS];
+    int held[NTH_CPUMGR_MAX_SLOTS], idx[NTH_CPUMGR_MAX_SLOTS], n = 0;
+    double credit[NTH_CPUMGR_MAX_SLOTS];
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct slotpriv *p = &d->p[i];
+        if (!p->known || !p->valid)
+            continue;
+        idx[n] = i;
+        dem[n] = (struct cm_demand){p->request, p->priority, hwloc_bitmap_weight(p->allowed),
+                                    p->credit};
+        held[n] = hwloc_bitmap_weight(p->assigned) - hwloc_bitmap_weight(p->shared);
+        credit[n] = p->credit;
+        n++;
+    }
+    cm_policy_charge(d->o->policy, dem, n, d->ncpus, held, credit);
+    for (int k = 0; k < n; k++)
+        d->p[idx[k]].credit = credit[k];
 }
 
 /* Anyone hungry (wants more than it has)? Then the quantum rotates. */
@@ -791,6 +818,7 @@ int cm_daemon_run(const struct cm_opts *o)
             scan_slot(&d, i, tms, liveness);
         if (tms - last_rot >= o->quantum_ms) {
             last_rot = tms;
+            charge_quantum(&d);
             if (someone_hungry(&d)) {
                 d.rot++;
                 d.dirty = 1;

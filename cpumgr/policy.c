@@ -125,6 +125,104 @@ static int priority_rule(const struct cm_demand *a, const int *req, int n, int n
     return total;
 }
 
+int cm_policy_window(int requesting, int ncpus)
+{
+    if (requesting <= 0 || ncpus <= 0)
+        return 1;
+    return 8 * ((requesting + ncpus - 1) / ncpus);
+}
+
+int cm_policy_entitle(enum cm_policy p, const struct cm_demand *apps, int n, int ncpus,
+                      double *e)
+{
+    int req[n > 0 ? n : 1], requesting = 0;
+    for (int i = 0; i < n; i++) {
+        req[i] = capped_request(&apps[i]);
+        e[i] = 0;
+        requesting += req[i] > 0;
+    }
+    if (p != CM_POLICY_PRIORITY || ncpus <= 0 || requesting <= ncpus)
+        return requesting;
+    /* The floor first: every requester is owed 1/window of a CPU, so it
+     * gets a quantum within about a window however low its priority. */
+    double floor = 1.0 / cm_policy_window(requesting, ncpus);
+    double left = ncpus;
+    int open[n];
+    for (int i = 0; i < n; i++) {
+        open[i] = req[i] > 0;
+        if (open[i]) { e[i] = floor; left -= floor; }
+    }
+    /* Then the rest in proportion to P_i * R_i; an app that would pass its
+     * request is capped there and the others share again what it leaves
+     * (at most n rounds: each round caps one more app or ends). */
+    for (int round = 0; round < n && left > 1e-12; round++) {
+        double w = 0;
+        for (int i = 0; i < n; i++)
+            if (open[i]) w += (double)apps[i].priority * req[i];
+        if (w <= 0)
+            break;
+        int capped = 0;
+        for (int i = 0; i < n; i++)
+            if (open[i] && e[i] + left * apps[i].priority * req[i] / w >= req[i]) {
+                left -= req[i] - e[i];
+                e[i] = req[i];
+                open[i] = 0;
+                capped = 1;
+            }
+        if (capped)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (open[i]) e[i] += left * apps[i].priority * req[i] / w;
+        left = 0;
+    }
+    return requesting;
+}
+
+void cm_policy_charge(enum cm_policy p, const struct cm_demand *apps, int n, int ncpus,
+                      const int *out, double *credit)
+{
+    double e[n > 0 ? n : 1];
+    int requesting = cm_policy_entitle(p, apps, n, ncpus, e);
+    int rotating = p == CM_POLICY_PRIORITY && ncpus > 0 && requesting > ncpus;
+    double lim = cm_policy_window(requesting, ncpus);
+    for (int i = 0; i < n; i++) {
+        if (!rotating || capped_request(&apps[i]) == 0) {
+            credit[i] = 0;
+            continue;
+        }
+        double c = credit[i] + e[i] - out[i];
+        credit[i] = c > lim ? lim : c < -lim ? -lim : c;
+    }
+}
+
+/* Priority policy in rotation: CPU by CPU to the requester owed the most
+ * after this quantum's entitlement, ties in rotation order. */
+static int priority_rotation(enum cm_policy p, const struct cm_demand *a, const int *req,
+                             int n, int ncpus, unsigned rot, int *out)
+{
+    double e[n];
+    cm_policy_entitle(p, a, n, ncpus, e);
+    int given = 0;
+    for (; given < ncpus; given++) {
+        int best = -1;
+        double bo = 0;
+        for (int i = 0; i < n; i++) {
+            if (out[i] >= req[i])
+                continue;
+            double owed = a[i].credit + e[i] - out[i];
+            if (best < 0 || owed > bo ||
+                (owed == bo && rot_key(i, n, rot) < rot_key(best, n, rot))) {
+                best = i;
+                bo = owed;
+            }
+        }
+        if (best < 0)
+            break;
+        out[best]++;
+    }
+    return given;
+}
+
 int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
                      int ncpus, unsigned rot, int *out)
 {
@@ -138,6 +236,8 @@ int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
     }
     if (ncpus <= 0 || requesting == 0)
         return 0;
+    if (requesting > ncpus && p == CM_POLICY_PRIORITY)
+        return priority_rotation(p, apps, req, n, ncpus, rot, out);
     if (requesting > ncpus) {
         /* Time sharing by rotation: CPU k goes to the (rot+k)-th requester. */
         int given = 0;

@@ -15,6 +15,8 @@ struct cm_demand {
     int request;   /* CPUs wanted, >= 0 */
     int priority;  /* >= 1 */
     int eligible;  /* CPUs of the daemon inside the app's affinity mask */
+    double credit; /* priority policy in rotation: CPU-quanta the app is owed
+                      from earlier quanta (cm_policy_charge); 0 otherwise */
 };
 
 /* Parse "equipartition" or "priority". 0 or EINVAL. */
@@ -32,11 +34,39 @@ const char *cm_policy_name(enum cm_policy p);
  *    priority: round(P_i*R_i*ncpus / sum P_j*R_j) capped at R_i, the
  *      rounding remainder given to (or taken from) the highest (lowest)
  *      priority first, then the largest rounding loss, then rotation order.
- *  - With more requesting applications than CPUs, one CPU each goes to
- *    ncpus of them, starting at the rot-th requesting application: the
- *    daemon bumps rot every quantum so the CPUs rotate and none starves.
+ *  - With more requesting applications than CPUs (rotation):
+ *    equipartition: one CPU each goes to ncpus of them, starting at the
+ *      rot-th requesting application: the daemon bumps rot every quantum
+ *      so the CPUs rotate and none starves;
+ *    priority: the CPUs go one at a time to the requesters owed the most,
+ *      credit + entitlement - CPUs given so far (cm_policy_entitle), never
+ *      above the capped request: over the quanta each application's
+ *      CPU-quanta follow its entitlement (cm_policy_charge keeps the
+ *      credit), and ties go in rotation order.
  * rot only breaks ties. Returns the total assigned. */
 int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
                      int ncpus, unsigned rot, int *out);
+
+/* The rotation window, in quanta, for `requesting` applications that want
+ * CPUs on ncpus CPUs: 8 * ceil(requesting / ncpus). Under the priority
+ * policy each requester is entitled to at least 1/window of a CPU. */
+int cm_policy_window(int requesting, int ncpus);
+
+/* Priority policy in rotation: e[i] = the CPUs app i is entitled to per
+ * quantum, a fraction. Each requester gets the floor 1/window (no
+ * starvation, however low its priority); the rest of the ncpus CPUs is
+ * shared in proportion to P_i * R_i (the eDragon weights, R_i the capped
+ * request) without exceeding R_i, what a capped app leaves going to the
+ * others. Sums to ncpus. Not in rotation (requesters <= ncpus) or under
+ * equipartition: e[i] = 0. Returns the number of requesters. */
+int cm_policy_entitle(enum cm_policy p, const struct cm_demand *apps, int n, int ncpus,
+                      double *e);
+
+/* After a quantum in which app i held out[i] CPUs: credit[i] += e[i] -
+ * out[i] under the priority policy in rotation, clamped to +-window so a
+ * departed or changed application cannot bank quanta; otherwise (no
+ * rotation, or equipartition) every credit is reset to 0. */
+void cm_policy_charge(enum cm_policy p, const struct cm_demand *apps, int n, int ncpus,
+                      const int *out, double *credit);
 
 #endif

@@ -240,9 +240,23 @@ static int slot_is_ours(int i)
            __atomic_load_n(&s->start_time, __ATOMIC_RELAXED) == C.start_time;
 }
 
-/* Claim a slot with CAS FREE -> CLAIMING, fill it, then ACTIVE. Lock held. */
+/* Claim a slot with CAS FREE -> CLAIMING, fill it, then ACTIVE. A slot
+ * already naming this process (pid and start time) is taken back instead:
+ * one that survived while we lost track of it (C.slot reset by an unmap,
+ * a re-attach) would otherwise stay live beside the new one, and the
+ * daemon would count this process twice (two slots of one rt_app pid were
+ * seen in segments left by test_runtime). Lock held. */
 static int claim(void)
 {
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        if (slot_is_ours((int)i)) {
+            struct nth_cpumgr_slot *s = &C.shm->slots[i];
+            C.slot = (int)i;
+            C.waiting_first = 0;
+            C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+            publish_request();
+            return 0;
+        }
     for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
         struct nth_cpumgr_slot *s = &C.shm->slots[i];
         uint32_t exp = NTH_CPUMGR_SLOT_FREE;

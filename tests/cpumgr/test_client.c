@@ -16,11 +16,13 @@
 #include <cmocka.h>
 
 #include "nth.h"
+#include "nth/cpumgr_shm.h"
 #include "cpumgr_client.h"
 #include "cpumgr_wait.h"
 #include "libc_real.h"
 #include <pthread.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -259,6 +261,74 @@ static void test_wait_wakes(void **state)
     assert_int_equal(nth_cpumgr_wait2(NULL, 0, &kick, 0, mono_ns() + 20000000), ETIMEDOUT);
 }
 
+/* A hand-made segment of a running daemon (ourselves: pid, start time,
+ * a fresh heartbeat) in which slot 3 already names this process. */
+static char adopt_seg[64];
+
+static int adopt_teardown(void **state)
+{
+    (void)state;
+    nth_cpumgr_client_fini();
+    shm_unlink(adopt_seg);
+    return 0;
+}
+
+static int slots_naming_us(const struct nth_cpumgr_shm *s)
+{
+    int n = 0;
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
+        n += __atomic_load_n(&s->slots[i].state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+             __atomic_load_n(&s->slots[i].pid, __ATOMIC_RELAXED) == getpid();
+    return n;
+}
+
+/* A client attaching where a slot already names it (pid and start time:
+ * one that survived while the client lost track of it) takes that slot
+ * back rather than claiming a second one; the daemon would count the
+ * process twice (seen: one rt_app pid in two slots, test_runtime). */
+static void test_claim_adopts_own_slot(void **state)
+{
+    (void)state;
+    snprintf(adopt_seg, sizeof adopt_seg, "/nth-test-adopt-%d", (int)getpid());
+    shm_unlink(adopt_seg);
+    int fd = shm_open(adopt_seg, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, sizeof(struct nth_cpumgr_shm)), 0);
+    struct nth_cpumgr_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(s != MAP_FAILED);
+    uint64_t start = nth_cpumgr_proc_start_time(getpid());
+    assert_true(start != 0);
+    s->magic = NTH_CPUMGR_MAGIC;
+    s->layout_version = NTH_CPUMGR_LAYOUT_VERSION;
+    s->size = sizeof *s;
+    s->max_slots = NTH_CPUMGR_MAX_SLOTS;
+    s->ncpus = 1;
+    s->cpus[0] = 1;
+    s->daemon_pid = getpid();
+    s->daemon_start_time = start;
+    s->period_ms = 10000; /* the heartbeat below stays fresh for 30 s */
+    s->heartbeat_ms = (uint64_t)(mono_ns() / 1000000u);
+    struct nth_cpumgr_slot *own = &s->slots[3];
+    own->pid = getpid();
+    own->start_time = start;
+    own->priority = 1;
+    own->request = 1;
+    __atomic_store_n(&own->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->daemon_state, NTH_CPUMGR_DAEMON_RUNNING, __ATOMIC_RELEASE);
+    assert_int_equal(nth_cpumgr_client_init(adopt_seg), 0);
+    assert_int_equal(nth_cpumgr_attached(), 1);
+    assert_int_equal(slots_naming_us(s), 1);
+    assert_int_equal(__atomic_load_n(&s->slots[0].state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_FREE);
+    /* The request goes to the slot taken back; detaching frees it. */
+    assert_int_equal(nth_cpus_request(1), 0);
+    assert_int_equal(__atomic_load_n(&own->request, __ATOMIC_RELAXED), 1);
+    nth_cpumgr_client_fini();
+    assert_int_equal(__atomic_load_n(&own->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_FREE);
+    assert_int_equal(slots_naming_us(s), 0);
+    munmap(s, sizeof *s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_env),
         cmocka_unit_test(test_wait_kick_before_sleep),
         cmocka_unit_test(test_wait_wakes),
+        cmocka_unit_test_teardown(test_claim_adopts_own_slot, adopt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

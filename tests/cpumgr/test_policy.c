@@ -46,7 +46,8 @@ static const struct row rows[] = {
     {"more apps than CPUs, rot 0", E, 2, 3, {1, 1, 1}, {1, 1, 1}, {2, 2, 2}, 0, {1, 1, 0}},
     {"more apps than CPUs, rot 1", E, 2, 3, {1, 1, 1}, {1, 1, 1}, {2, 2, 2}, 1, {0, 1, 1}},
     {"more apps than CPUs, rot 2", E, 2, 3, {4, 4, 4}, {1, 1, 1}, {2, 2, 2}, 2, {1, 0, 1}},
-    {"more apps than CPUs, priority policy rotates too", P, 1, 2, {1, 1}, {5, 1}, {1, 1}, 1, {0, 1}},
+    {"priority rotation: the first quantum to the larger entitlement", P, 1, 2, {1, 1}, {5, 1}, {1, 1}, 1, {1, 0}},
+    {"priority rotation, equal entitlements: ties in rotation order", P, 2, 3, {1, 1, 1}, {1, 1, 1}, {2, 2, 2}, 1, {0, 1, 1}},
     {"no CPU eligible", E, 4, 2, {2, 2}, {1, 1}, {0, 4}, 0, {0, 2}},
 };
 
@@ -58,12 +59,83 @@ static void test_tables(void **state)
         struct cm_demand d[MAXA];
         int out[MAXA];
         for (int i = 0; i < t->n; i++)
-            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->elig[i]};
+            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->elig[i], 0};
         cm_policy_counts(t->pol, d, t->n, t->ncpus, t->rot, out);
         for (int i = 0; i < t->n; i++) {
             if (out[i] != t->want[i])
                 print_error("row '%s': app %d got %d, want %d\n", t->what, i, out[i], t->want[i]);
             assert_int_equal(out[i], t->want[i]);
+        }
+    }
+}
+
+/* Priority policy in rotation, several quanta: the daemon's loop (counts,
+ * then charge what was held) run `rounds` times from zero credit. Each
+ * application's CPU-quanta are its entitlement times the rounds (the
+ * floor 1/window plus its P*R-proportional part of the rest, capped at
+ * its request), and no requester waits more than a window between two
+ * quanta (in these tables; at most two windows in general). */
+struct rotrow {
+    const char *what;
+    int ncpus, n, rounds;
+    int req[MAXA], prio[MAXA];
+    int want[MAXA]; /* CPU-quanta over the rounds */
+};
+
+static const struct rotrow rotrows[] = {
+    /* window 16: floor 1/16; the rest 14/16 by 1000:1. */
+    {"new-user trial: priority 1000 and 1 on one CPU", 1, 2, 160, {1, 1}, {1000, 1}, {150, 10}},
+    /* 0.0625 + 0.875*2/3 = 0.646 and 0.354 */
+    {"priorities 2 and 1 on one CPU", 1, 2, 96, {1, 1}, {2, 1}, {62, 34}},
+    {"equal priorities share equally", 2, 3, 150, {1, 1, 1}, {1, 1, 1}, {100, 100, 100}},
+    /* app 0 capped at its request of 1: the others split the rest */
+    {"a capped high priority leaves the rest to the others", 2, 3, 160, {1, 1, 1},
+     {1000, 1, 1}, {160, 80, 80}},
+    /* 0.0625 + 1.8125*2000/2004 = 1.871 of 2 CPUs; 0.0643 each */
+    {"a high priority may hold several CPUs in rotation", 2, 3, 160, {2, 2, 2},
+     {1000, 1, 1}, {300, 10, 10}},
+    /* window 24: floor 1/24; weights 1..5 share 2 - 5/24 */
+    {"five priorities on two CPUs", 2, 5, 240, {1, 1, 1, 1, 1}, {1, 2, 3, 4, 5},
+     {39, 67, 96, 125, 153}},
+};
+
+static void test_rotation_rounds(void **state)
+{
+    (void)state;
+    for (size_t r = 0; r < sizeof rotrows / sizeof rotrows[0]; r++) {
+        const struct rotrow *t = &rotrows[r];
+        struct cm_demand d[MAXA];
+        double credit[MAXA] = {0};
+        int got[MAXA] = {0}, last[MAXA], out[MAXA];
+        int requesting = 0;
+        for (int i = 0; i < t->n; i++) {
+            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->ncpus, 0};
+            last[i] = -1;
+            requesting += t->req[i] > 0;
+        }
+        int window = cm_policy_window(requesting, t->ncpus);
+        for (int k = 0; k < t->rounds; k++) {
+            for (int i = 0; i < t->n; i++)
+                d[i].credit = credit[i];
+            assert_int_equal(cm_policy_counts(P, d, t->n, t->ncpus, (unsigned)k, out), t->ncpus);
+            for (int i = 0; i < t->n; i++) {
+                assert_true(out[i] >= 0 && out[i] <= t->req[i]);
+                got[i] += out[i];
+                if (out[i] > 0) {
+                    if (k - last[i] > window)
+                        print_error("row '%s': app %d waited %d quanta (window %d)\n",
+                                    t->what, i, k - last[i], window);
+                    assert_true(k - last[i] <= window);
+                    last[i] = k;
+                }
+            }
+            cm_policy_charge(P, d, t->n, t->ncpus, out, credit);
+        }
+        for (int i = 0; i < t->n; i++) {
+            if (got[i] != t->want[i])
+                print_error("row '%s': app %d got %d CPU-quanta, want %d\n", t->what, i,
+                            got[i], t->want[i]);
+            assert_int_equal(got[i], t->want[i]);
         }
     }
 }
@@ -84,6 +156,7 @@ static void test_invariants(void **state)
             d[i].request = rand() % 80;
             d[i].priority = 1 + rand() % 10;
             d[i].eligible = rand() % 70;
+            d[i].credit = 0;
             int c = d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
             sum += c;
             requesters += c > 0;
@@ -102,10 +175,29 @@ static void test_invariants(void **state)
         assert_int_equal(got, total);
         assert_int_equal(total, want);
         if (requesters > ncpus && ncpus > 0) {
-            int served[MAXA] = {0};
-            for (int k = 0; k < n; k++) {
+            /* Equipartition serves everybody within n quanta; the
+             * priority rotation (credit carried) at least once in every
+             * two windows (the tables above: in every window; a random
+             * mix of huge and tiny weights lags its floor by a little). */
+            int served[MAXA] = {0}, last[MAXA];
+            double credit[MAXA] = {0};
+            int window = cm_policy_window(requesters, ncpus);
+            int rounds = pol == P ? 4 * window : n;
+            for (int i = 0; i < n; i++) last[i] = -1;
+            for (int k = 0; k < rounds; k++) {
+                for (int i = 0; i < n; i++) d[i].credit = credit[i];
                 cm_policy_counts(pol, d, n, ncpus, rot + (unsigned)k, out);
-                for (int i = 0; i < n; i++) served[i] |= out[i] > 0;
+                for (int i = 0; i < n; i++) {
+                    served[i] |= out[i] > 0;
+                    if (pol == P && out[i] > 0) {
+                        if (k - last[i] > 2 * window)
+                            print_error("ncpus %d, app %d of %d waited %d quanta (window %d)\n",
+                                        ncpus, i, n, k - last[i], window);
+                        assert_true(k - last[i] <= 2 * window);
+                        last[i] = k;
+                    }
+                }
+                cm_policy_charge(pol, d, n, ncpus, out, credit);
             }
             for (int i = 0; i < n; i++) {
                 int c = d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
@@ -133,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_invariants),
+        cmocka_unit_test(test_rotation_rounds),
         cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

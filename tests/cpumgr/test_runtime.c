@@ -228,10 +228,35 @@ static void check_work(struct proc *p)
     assert_int_equal(dup, 0);
 }
 
+/* Segments and logs of earlier runs of this test whose process is gone:
+ * teardown unlinks what a test made, but a run killed from outside (an
+ * outer timeout, SIGKILL) cannot, and its /dev/shm/nth-rttest-PID-N stays
+ * (dozens were found, one rt_app pid holding two slots in each). */
+static void sweep_dead_runs(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    if (!dir)
+        return;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        int pid = 0, n = 0;
+        if (sscanf(e->d_name, "nth-rttest-%d-%d", &pid, &n) != 2 || pid <= 0 ||
+            pid == (int)getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char name[300];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        shm_unlink(name);
+        snprintf(name, sizeof name, "/tmp/nth-rttest-%d-%d.log", pid, n);
+        unlink(name);
+    }
+    closedir(dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
     static int serial;
+    if (!serial)
+        sweep_dead_runs();
     const char *b = getenv("top_builddir");
     snprintf(bindir, sizeof bindir, "%s", b ? b : ".");
     snprintf(seg, sizeof seg, "/nth-rttest-%d-%d", (int)getpid(), ++serial);
