@@ -30,6 +30,14 @@ extern void __libc_free(void *);
 #define SAMPLE_NS 100000u
 #define BIG (64u * 1024)
 
+/* Looked up by libnth (dlsym) when tracing starts with NTH_TRACE_MALLOC=1:
+ * its presence, and malloc resolving into this library, say the counters
+ * will be recorded; otherwise libnth says what to do. Never called. */
+void nth_malloc_interposer(void);
+void nth_malloc_interposer(void)
+{
+}
+
 static int enabled;
 static uint64_t calls;
 static __thread int busy;

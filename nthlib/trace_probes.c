@@ -11,7 +11,10 @@
  * functions and "file:line" in -g builds.
  *
  * NTH_PROBES_EXCLUDE  comma-separated fnmatch(3) patterns of function names
- *                     not to record (e.g. "small_*,*_helper").
+ *                     not to record (e.g. "small_*,*_helper"), matched
+ *                     against the name shown in the trace (without its
+ *                     "(file:line)"), the procedure name alone for a
+ *                     Fortran module procedure, and the linker symbol.
  * NTH_PROBES_MIN_NS   calls shorter than this many ns are not recorded
  *                     (their entry is kept back until it is known to matter).
  *
@@ -61,6 +64,24 @@ static const Dwfl_Callbacks dwfl_cb = {
 };
 #endif
 
+/* The name a user knows a function by. gfortran writes a procedure P of
+ * module M as the symbol "__M_MOD_P" (module and procedure names are lower
+ * case in symbols, so "_MOD_" cannot be part of either); it is shown as
+ * "M::P", as gdb shows it. Any other symbol is shown as it is. *proc points
+ * at the procedure name alone ("P"; the whole name for other symbols). */
+static NOI void display_name(const char *sym, char *buf, size_t len, const char **proc)
+{
+    const char *mod = strncmp(sym, "__", 2) ? NULL : strstr(sym + 2, "_MOD_");
+    if (mod && mod > sym + 2 && mod[5]) {
+        int n = snprintf(buf, len, "%.*s::%s", (int)(mod - sym - 2), sym + 2, mod + 5);
+        size_t at = (size_t)(mod - sym - 2) + 2;   /* where P starts in buf */
+        *proc = n > 0 && at < strlen(buf) ? buf + at : buf;
+    } else {
+        snprintf(buf, len, "%s", sym);
+        *proc = buf;
+    }
+}
+
 /* Name of fn into buf; returns 1 if excluded by NTH_PROBES_EXCLUDE. */
 static NOI int resolve(const void *fn, char *buf, size_t len)
 {
@@ -91,17 +112,24 @@ static NOI int resolve(const void *fn, char *buf, size_t len)
         }
     }
 #endif
+    char shown[256];
+    const char *proc = shown;
+    int ex = 0;
+    if (sym) {
+        display_name(sym, shown, sizeof shown, &proc);
+        /* What the user sees is what a pattern names; the symbol too, so
+         * that patterns written for it keep working. */
+        for (char **p = exclude; p && *p && !ex; p++)
+            ex = fnmatch(*p, shown, 0) == 0 || fnmatch(*p, proc, 0) == 0 || fnmatch(*p, sym, 0) == 0;
+    }
     if (sym && file) {
         const char *base = strrchr(file, '/');
-        snprintf(buf, len, "%s (%s:%d)", sym, base ? base + 1 : file, line);
+        snprintf(buf, len, "%s (%s:%d)", shown, base ? base + 1 : file, line);
     } else if (sym) {
-        snprintf(buf, len, "%s", sym);
+        snprintf(buf, len, "%s", shown);
     } else {
         snprintf(buf, len, "%p", fn);
     }
-    int ex = 0;
-    for (char **p = exclude; p && *p && !ex; p++)
-        ex = sym && fnmatch(*p, sym, 0) == 0;
     __atomic_store_n(&resolve_lock, 0, __ATOMIC_RELEASE);
     return ex;
 }

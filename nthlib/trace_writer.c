@@ -317,6 +317,42 @@ static char *per_process_path(const char *path)
     return out;
 }
 
+/* NTH_TRACE_MALLOC=1 takes effect only through libnth-malloc.so's malloc
+ * (glibc has no allocation hooks since 2.34, so libnth alone cannot count
+ * calls): said in one line when that malloc is not the one the process
+ * calls, rather than a trace silently without memory counters. The
+ * interposer exports nth_malloc_interposer; its malloc must be the global
+ * one (preloaded, and no sanitizer's malloc ahead of it). */
+static void check_malloc_env(void)
+{
+    const char *v = getenv("NTH_TRACE_MALLOC");
+    if (!v || strcmp(v, "1"))
+        return;   /* unset, off, or a bad value the interposer reports */
+    void *marker = dlsym(RTLD_DEFAULT, "nth_malloc_interposer");
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info dm, di;
+    if (marker && m && dladdr(marker, &dm) && dladdr(m, &di) && dm.dli_fbase == di.dli_fbase)
+        return;
+    /* libnth-malloc.so is installed beside libnth.so: name that path. */
+    char lib[PATH_MAX] = "libnth-malloc.so";
+    Dl_info self;
+    if (dladdr((void *)check_malloc_env, &self) && self.dli_fname) {
+        const char *slash = strrchr(self.dli_fname, '/');
+        if (slash && (size_t)(slash - self.dli_fname) + sizeof "/libnth-malloc.so" <= sizeof lib) {
+            char cand[PATH_MAX];
+            snprintf(cand, sizeof cand, "%.*s/libnth-malloc.so", (int)(slash - self.dli_fname), self.dli_fname);
+            if (access(cand, R_OK) == 0)
+                snprintf(lib, sizeof lib, "%s", cand);
+        }
+    }
+    if (marker)
+        fprintf(stderr, "nthlib: NTH_TRACE_MALLOC=1: another malloc comes before libnth-malloc.so's (a sanitizer's, "
+                        "or it was not preloaded): this trace has no memory counters\n");
+    else
+        fprintf(stderr, "nthlib: NTH_TRACE_MALLOC=1 needs libnth-malloc.so preloaded (LD_PRELOAD=%s): "
+                        "this trace has no memory counters\n", lib);
+}
+
 static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
 {
     if (wr_started)
@@ -376,6 +412,7 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     wr_pid = getpid();
     nth_trace_install_exit_paths(wr_bin_path, has_suffix(path, ".bin") ? NULL : wr_out_path);
     __atomic_store_n(&nth_trace_on, 1, __ATOMIC_RELEASE);
+    check_malloc_env();
     return 0;
 }
 

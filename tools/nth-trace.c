@@ -5,8 +5,11 @@
  *                                            FILE with .bin replaced), .prv
  *   nth-trace merge [-q] A.bin B.bin ... -o OUT   several processes, one timeline
  *                                            (CLOCK_MONOTONIC of one boot)
- *   nth-trace stats FILE.bin                 time per state per nano-thread
- *                                            and per VP, longest slices
+ *   nth-trace stats FILE.bin...              per file: time per state per
+ *                                            nano-thread and per VP, longest
+ *                                            slices, CPUs from cpumgr (a
+ *                                            cpumgr --trace file: time with k
+ *                                            CPUs per application)
  *
  * -q: no "wrote" line (warnings and errors are still printed). The runtime's
  * fatal-signal path runs `nth-trace convert -q` and says the line itself.
@@ -29,7 +32,7 @@ static void usage_to(FILE *f)
 {
     fprintf(f, "usage: nth-trace convert [-q] FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
                "       nth-trace merge [-q] A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
-               "       nth-trace stats FILE.bin\n"
+               "       nth-trace stats FILE.bin [FILE.bin ...]\n"
                "       nth-trace --help\n"
                "-q: no \"wrote\" line (warnings and errors are still printed).\n"
                "Exit status: 0 done; 1 done, input truncated or damaged (warnings say what was\n"
@@ -66,18 +69,30 @@ static int run(int argc, char **argv, const char **in)
         }
     }
     if (!strcmp(cmd, "stats")) {
-        if (nin != 1 || out || quiet) return usage();
-        struct nth_tr_file f;
-        int rc = nth_tr_load(in[0], &f, stderr);
-        if (rc) {
-            if (rc != EINVAL)   /* EINVAL: nth_tr_load said why */
-                fprintf(stderr, "nth-trace: %s: %s\n", in[0], strerror(rc));
-            return 3;
+        /* Several files (the processes of a run, an application and the
+         * cpumgr daemon's grants): one section each, in the order given,
+         * headed by the file's name. */
+        if (nin < 1 || out || quiet) return usage();
+        unsigned w = 0;
+        for (int i = 0; i < nin; i++) {
+            struct nth_tr_file f;
+            int rc = nth_tr_load(in[i], &f, stderr);
+            if (rc) {
+                if (rc != EINVAL)   /* EINVAL: nth_tr_load said why */
+                    fprintf(stderr, "nth-trace: %s: %s\n", in[i], strerror(rc));
+                return 3;
+            }
+            if (nin > 1)
+                printf("%s== %s ==\n", i ? "\n" : "", in[i]);
+            rc = nth_tr_write_stats(&f, stdout);
+            w += f.warnings;
+            nth_tr_free(&f);
+            if (rc) {
+                fprintf(stderr, "nth-trace: %s: %s\n", in[i], strerror(rc));
+                return 3;
+            }
         }
-        rc = nth_tr_write_stats(&f, stdout);
-        unsigned w = f.warnings;
-        nth_tr_free(&f);
-        return rc ? 3 : w ? 1 : 0;
+        return w ? 1 : 0;
     }
     char def[4096];
     if (!strcmp(cmd, "convert")) {

@@ -50,4 +50,23 @@ apppid=$(sed -n 's/^main #1 pid \([0-9]*\)$/\1/p' all.row)
 [ "$(series 2 $tpid)" = "$apppid " ] || fail "daemon's grants are not all for pid $apppid: '$(series 2 $tpid)'"
 [[ " $(series 2 $tgrant)" =~ \ 1\ .*2\  ]] || fail "daemon's grants do not go 1 then 2: '$(series 2 $tgrant)'"
 grep -q "^$apppid " all.pcf || fail ".pcf does not name pid $apppid among the grant values"
+
+# nth-trace stats on the daemon's file: no empty nano-thread tables, one line
+# saying what it holds, then the time with 1 and with 2 CPUs of the
+# application and its number of changes; on both files, a section each.
+"$TOOL" stats d.bin > ds.txt || fail "stats d.bin status $?"
+grep -q '^no nano-thread states: a cpumgr daemon trace holds its CPU grants, 1 application, ' ds.txt \
+    || fail "stats d.bin does not say what it holds: $(cat ds.txt)"
+grep -qE '^nano-thread|^VP |^longest' ds.txt && fail "stats d.bin prints nano-thread tables: $(cat ds.txt)"
+for k in 1 2; do
+    grep -qE "\(pid $apppid\) +$k +[0-9]+\.[0-9]{3} +[0-9.]+%$" ds.txt || fail "stats d.bin: no time with $k CPUs: $(cat ds.txt)"
+done
+awk -v p="(pid $apppid)" '/^application +changes +mean CPUs/ {t=1; next}
+    t && index($0, p) && $(NF-3)+0 >= 2 && $(NF-2)+0 > 0 && $(NF-2)+0 <= 2 {ok=1} END {exit !ok}' ds.txt \
+    || fail "stats d.bin: no changes / mean CPUs line: $(cat ds.txt)"
+"$TOOL" stats app.bin d.bin > both.txt || fail "stats app.bin d.bin status $?"
+[ "$(grep -c '^== .*\.bin ==$' both.txt)" = 2 ] || fail "stats of two files: not two sections: $(cat both.txt)"
+grep -q '^main #1 ' both.txt || fail "stats app.bin d.bin: no nano-thread table for the application"
+grep -q '^CPUs assigned by cpumgr$' both.txt || fail "stats app.bin: no CPUs assigned table: $(cat both.txt)"
+grep -qE "^this process \(pid $apppid\) +2 +[0-9]+\.[0-9]{3} " both.txt || fail "stats app.bin: no time with 2 CPUs"
 exit 0
