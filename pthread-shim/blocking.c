@@ -41,19 +41,28 @@
 /* ---- sleeps ------------------------------------------------------------------- */
 
 /* Sleep until deadline on clock; 0, or EINTR with *left_ns set when a
- * queued signal was delivered. A cancellation point. */
+ * signal's handler ran (queued for the caller, or process-directed and
+ * pending while it slept: shim_sleep_guard_*). A cancellation point. */
 static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
 {
     shim_signals_begin();
+    uint64_t mask = shim_sleep_guard_begin();
     for (;;) {
-        shim_testcancel();
         int64_t now = shim_now(clock);
-        if (now >= deadline)
+        if (now >= deadline) {
+            shim_sleep_guard_end(mask);
             return 0;
-        if (shim_signals()) {
+        }
+        if (shim_sleep_guard_check(mask) || shim_signals()) {
+            shim_sleep_guard_end(mask);
             if (left_ns)
                 *left_ns = deadline - now;
             return EINTR;
+        }
+        if (shim_cancel_requested()) {
+            shim_sleep_guard_end(mask);  /* cleanup handlers with the own mask */
+            shim_testcancel();
+            mask = shim_sleep_guard_begin();
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
         shim_nap(clock, end);         /* pthread_kill ends it early */

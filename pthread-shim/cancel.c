@@ -50,11 +50,17 @@ __attribute__((noreturn)) void shim_run_cleanup_and_exit(struct shim_thread *sel
 void shim_testcancel(void)
 {
     struct shim_thread *self = shim_self();
-    if (__builtin_expect(__atomic_load_n(&self->cancel_pending, __ATOMIC_ACQUIRE), 0) &&
-        self->cancel_state == PTHREAD_CANCEL_ENABLE && !(self->exiting & 1)) {
+    if (__builtin_expect(shim_cancel_requested(), 0)) {
         self->cancel_state = PTHREAD_CANCEL_DISABLE;   /* acted on once */
         shim_exit(PTHREAD_CANCELED);
     }
+}
+
+int shim_cancel_requested(void)
+{
+    struct shim_thread *self = shim_self();
+    return __atomic_load_n(&self->cancel_pending, __ATOMIC_ACQUIRE) &&
+           self->cancel_state == PTHREAD_CANCEL_ENABLE && !(self->exiting & 1);
 }
 
 SHIM_DECL(pthread_cancel)

@@ -142,11 +142,23 @@ void *shim_real(const char *name);
 /* Act on a pending cancellation request if cancellation is enabled:
  * does not return then. Called at every cancellation point. */
 void shim_testcancel(void);
+/* 1 when shim_testcancel would act now (a request, cancellation enabled). */
+int shim_cancel_requested(void);
 /* Deliver the signals queued for the caller that its mask leaves open;
  * 1 if any queued signal was delivered to it since the last call or
  * shim_signals_begin (also by the switch-in hook), so that an
  * interruptible wait returns EINTR. */
 int shim_signals(void);
+/* Sleeps (nanosleep, clock_nanosleep, sleep, usleep) that a
+ * process-directed signal's handler must end, as natively:
+ * shim_sleep_guard_begin blocks every signal on the caller for the sleep
+ * and returns its mask; shim_sleep_guard_check (each slice) 1 when a
+ * signal that mask leaves open and that has a handler was pending -- the
+ * handlers have run then, with the mask restored; shim_sleep_guard_end
+ * restores the mask. Called on a VP, by a nano-thread. */
+uint64_t shim_sleep_guard_begin(void);
+int shim_sleep_guard_check(uint64_t old);
+void shim_sleep_guard_end(uint64_t old);
 /* Start of an interruptible wait: forget deliveries reported before it. */
 void shim_signals_begin(void);
 /* After a wait of a restartable call (read, write, accept, waitpid, ...,

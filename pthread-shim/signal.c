@@ -398,6 +398,66 @@ void shim_signals_begin(void)
     __atomic_store_n(&self->sig_delivered, 0, __ATOMIC_RELAXED);
 }
 
+/* Sleeps and process-directed signals: a handler the kernel runs on its
+ * own (alarm, kill, timers) leaves no trace the shim could see, so while
+ * the nano-thread sleeps its mask is "everything", as in sigsuspend: the
+ * signal stays pending for the process (or goes to another kernel thread
+ * that leaves it open, as natively), each slice looks at what is pending,
+ * and a signal the sleeper's own mask leaves open ends the sleep: the mask
+ * comes back, the kernel runs the handler here, and the sleep returns
+ * EINTR (nanosleep(3p), sleep(3p)). Only a signal with a handler ends it:
+ * one ignored by default (SIGCHLD, SIGWINCH, ...) is discarded when the
+ * mask comes back, as natively, and the sleep goes on. */
+uint64_t shim_sleep_guard_begin(void)
+{
+    struct shim_thread *self = shim_self();
+    uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    hook_ensure();
+    __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
+    kmask_apply(~UNBLOCKABLE);
+    return old;
+}
+
+static int has_handler(int sig)
+{
+    struct sigaction sa;
+    if (sigaction(sig, NULL, &sa) != 0)
+        return 0;
+    return (sa.sa_flags & SA_SIGINFO) || (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+}
+
+int shim_sleep_guard_check(uint64_t old)
+{
+    struct shim_thread *self = shim_self();
+    uint64_t open = ~old & ~UNBLOCKABLE;
+    sigset_t kp;
+    REAL(sigpending)(&kp);
+    uint64_t p = (set_bits(&kp) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE)) & open;
+    if (!p)
+        return 0;
+    int handled = 0;
+    for (int sig = 1; sig <= 64; sig++)
+        if ((p & BIT(sig)) && valid_sig(sig) && has_handler(sig))
+            handled = 1;
+    /* Open the mask: the kernel runs the pending handlers (or discards
+     * the ignored signals) here, then the queued ones are raised. */
+    __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
+    kmask_apply(old);
+    deliver_queued(self);
+    if (!handled) {
+        __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
+        kmask_apply(~UNBLOCKABLE);
+    }
+    return handled;
+}
+
+void shim_sleep_guard_end(uint64_t old)
+{
+    struct shim_thread *self = shim_self();
+    __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
+    kmask_apply(old);
+}
+
 static int has_restart(int sig, int need_handler)
 {
     struct sigaction sa;

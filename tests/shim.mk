@@ -147,6 +147,13 @@ tests_shim_posix_sigwake_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigwake_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sigwake_LDADD =
 
+check_PROGRAMS += tests/shim/posix-sleepint
+tests_shim_posix_sleepint_SOURCES = tests/shim/sleepint.c tests/shim/check.h
+tests_shim_posix_sleepint_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sleepint_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sleepint_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sleepint_LDADD =
+
 check_PROGRAMS += tests/shim/posix-restart
 tests_shim_posix_restart_SOURCES = tests/shim/restart.c tests/shim/check.h
 tests_shim_posix_restart_CPPFLAGS = $(shim_posix_cppflags)
