@@ -195,6 +195,17 @@ NTH_API int nth_vp_id(void);
  * unknown t. */
 NTH_API uint64_t nth_id(nth_t t);
 
+/* t's stack as pthread_attr_getstack(3p) gives it: *addr its lowest usable
+ * byte, *bytes its size in bytes (for a runtime stack the size asked for,
+ * rounded to pages, the runtime's descriptor at its top included, as
+ * glibc's thread stacks include theirs), *guard
+ * the bytes of inaccessible guard just below *addr (one page for a runtime
+ * stack, 0 for a caller's stack from nth_attr_setstack). For stack scanners
+ * and pthread_getattr_np. Returns 0; EINVAL for a NULL pointer, an unknown
+ * t, or one that runs on its kernel thread's own stack (main's). Thread-safe:
+ * a stack does not change while its nano-thread lives. */
+NTH_API int nth_getstack(nth_t t, void **addr, size_t *bytes, size_t *guard);
+
 /* Copy t's name into buf (len bytes, NUL-terminated). Returns 0; ERANGE if
  * len is too small for the name and its NUL (also for buf NULL, len 0: as
  * glibc's pthread_getname_np(3)); EINVAL for buf NULL with a len that

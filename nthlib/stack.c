@@ -345,3 +345,23 @@ struct nth_thread *nth_guard_owner(const void *addr)
     uintptr_t unit = a - off;
     return (struct nth_thread *)(unit + s->unit - DESC_SIZE);
 }
+
+/* nth_getstack (nth.h): a runtime stack is reported up to the end of its
+ * unit, the descriptor at its top included, as glibc's pthread_getattr_np
+ * includes the thread descriptor and static TLS at the top of a stack: the
+ * size is then the one asked for (rounded to pages). */
+int nth_getstack(nth_t th, void **addr, size_t *bytes, size_t *guard)
+{
+    struct nth_thread *t = nth_desc_check(th);
+    if (!t || !addr || !bytes || !guard || !t->stack_lo)
+        return EINVAL;
+    *addr = t->stack_lo;
+    if (t->flags & NTH_TF_USTACK) {
+        *bytes = t->stack_size;
+        *guard = 0;
+    } else {
+        *bytes = t->cls->stack_size;
+        *guard = nth_page_size();
+    }
+    return 0;
+}

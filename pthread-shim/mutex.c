@@ -17,8 +17,13 @@
 #include <errno.h>
 #include "shim.h"
 
-/* pthread_mutexattr_t bits */
+/* pthread_mutexattr_t bits. The setters keep a refused robust or
+ * process-shared request (and still return ENOTSUP) so that init can
+ * refuse it too: a program that ignores the setter's error must not get a
+ * private, non-robust mutex that silently misbehaves (issue 4). */
 #define MA_TYPE 0x3
+#define MA_ROBUST_ASKED 0x200
+#define MA_PSHARED_ASKED 0x400
 
 nth_mutex_t *shim_mutex(pthread_mutex_t *pm)
 {
@@ -48,6 +53,8 @@ int nth_shim_pthread_mutex_init(pthread_mutex_t *m, const pthread_mutexattr_t *a
 {
     nth_mutexattr_t a;
     nth_mutexattr_init(&a);
+    if (attr && (*(const int *)attr & (MA_ROBUST_ASKED | MA_PSHARED_ASKED)))
+        return ENOTSUP;          /* as the attribute setter said */
     if (attr)
         nth_mutexattr_settype(&a, *(const int *)attr & MA_TYPE);
     return nth_mutex_init((nth_mutex_t *)m, &a);
@@ -156,10 +163,14 @@ SHIM_EXPORT(pthread_mutexattr_getkind_np)
 SHIM_DECL(pthread_mutexattr_setpshared)
 int nth_shim_pthread_mutexattr_setpshared(pthread_mutexattr_t *a, int pshared)
 {
-    (void)a;
-    if (pshared == PTHREAD_PROCESS_PRIVATE)
+    if (pshared == PTHREAD_PROCESS_PRIVATE) {
+        ATTR(a) &= ~MA_PSHARED_ASKED;
         return 0;
-    return pshared == PTHREAD_PROCESS_SHARED ? ENOTSUP : EINVAL;
+    }
+    if (pshared != PTHREAD_PROCESS_SHARED)
+        return EINVAL;
+    ATTR(a) |= MA_PSHARED_ASKED; /* pthread_mutex_init refuses it */
+    return ENOTSUP;
 }
 SHIM_EXPORT(pthread_mutexattr_setpshared)
 
@@ -175,10 +186,14 @@ SHIM_EXPORT(pthread_mutexattr_getpshared)
 SHIM_DECL(pthread_mutexattr_setrobust)
 int nth_shim_pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int robust)
 {
-    (void)a;
-    if (robust == PTHREAD_MUTEX_STALLED)
+    if (robust == PTHREAD_MUTEX_STALLED) {
+        ATTR(a) &= ~MA_ROBUST_ASKED;
         return 0;
-    return robust == PTHREAD_MUTEX_ROBUST ? ENOTSUP : EINVAL;
+    }
+    if (robust != PTHREAD_MUTEX_ROBUST)
+        return EINVAL;
+    ATTR(a) |= MA_ROBUST_ASKED;  /* pthread_mutex_init refuses it */
+    return ENOTSUP;
 }
 SHIM_EXPORT(pthread_mutexattr_setrobust)
 

@@ -18,6 +18,10 @@
 
 /* pthread_condattr_t (4 bytes): the clock id in the low byte. */
 #define CA_CLOCK 0xff
+/* pthread_condattr_setpshared keeps a refused PROCESS_SHARED request here
+ * (and returns ENOTSUP) so that pthread_cond_init refuses it too, rather
+ * than give a private condvar to a program that ignored the error. */
+#define CA_PSHARED_ASKED 0x100
 
 #define mtx shim_mutex
 
@@ -114,6 +118,8 @@ int nth_shim_pthread_cond_init(pthread_cond_t *restrict c, const pthread_condatt
 {
     nth_condattr_t a;
     nth_condattr_init(&a);
+    if (attr && (*(const int *)attr & CA_PSHARED_ASKED))
+        return ENOTSUP;          /* as pthread_condattr_setpshared said */
     if (attr)
         nth_condattr_setclock(&a, *(const int *)attr & CA_CLOCK);
     return nth_cond_init((nth_cond_t *)c, &a);
@@ -154,7 +160,13 @@ static int pshared_set(int pshared)
 }
 
 SHIM_DECL(pthread_condattr_setpshared)
-int nth_shim_pthread_condattr_setpshared(pthread_condattr_t *a, int pshared) { (void)a; return pshared_set(pshared); }
+int nth_shim_pthread_condattr_setpshared(pthread_condattr_t *a, int pshared)
+{
+    int r = pshared_set(pshared);
+    if (r != EINVAL)
+        *(int *)a = (*(int *)a & ~CA_PSHARED_ASKED) | (r ? CA_PSHARED_ASKED : 0);
+    return r;
+}
 SHIM_EXPORT(pthread_condattr_setpshared)
 
 SHIM_DECL(pthread_condattr_getpshared)

@@ -521,9 +521,24 @@ int nth_shim_pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
     if (r)
         return r;
     REAL(pthread_attr_setdetachstate)(attr, st->detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE);
-    if (st->stacksize)
-        REAL(pthread_attr_setstacksize)(attr, st->stacksize);
-    REAL(pthread_attr_setguardsize)(attr, st->guardsize);
+    /* The nano-thread's real stack, as glibc reports a thread's: setstack
+     * makes getstack give back the lowest usable address and the size,
+     * which stack scanners (GCs, guard checks) rely on. The guard is the
+     * one the runtime put below it (a page; none on a caller's stack), not
+     * the requested one. Once done, its descriptor may be reused: then
+     * the requested sizes. */
+    void *lo;
+    size_t bytes, guard;
+    nth_t nt = __atomic_load_n(&st->nt, __ATOMIC_ACQUIRE);
+    if (nt && !__atomic_load_n(&st->done, __ATOMIC_SEQ_CST) &&
+        nth_getstack(nt, &lo, &bytes, &guard) == 0) {
+        REAL(pthread_attr_setstack)(attr, lo, bytes);
+        REAL(pthread_attr_setguardsize)(attr, guard);
+    } else {
+        if (st->stacksize)
+            REAL(pthread_attr_setstacksize)(attr, st->stacksize);
+        REAL(pthread_attr_setguardsize)(attr, st->guardsize);
+    }
     REAL(pthread_attr_setschedpolicy)(attr, st->sched_policy);
     REAL(pthread_attr_setschedparam)(attr, &st->sched_param);
     return 0;

@@ -147,6 +147,15 @@ int main(void)
     pthread_condattr_getpshared(&ca, &ps);
     printf("default pshared private: %d\n", ps == PTHREAD_PROCESS_PRIVATE);
     EXPECT("condattr_setpshared(42)", pthread_condattr_setpshared(&ca, 42), EINVAL);
+    /* a refused PROCESS_SHARED (ENOTSUP) must not give a private condvar to
+     * a program that ignores the error: init agrees with the setter */
+    pthread_cond_t psc;
+    int r1 = pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    int r2 = pthread_cond_init(&psc, &ca);
+    if (r2 == 0) pthread_cond_destroy(&psc);
+    printf("pshared: setter and init agree: %d\n", r2 == r1);
+    CHECK(r2 == r1);
+    EXPECT("condattr_setpshared(PRIVATE)", pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_PRIVATE), 0);
     EXPECT("cond_init(monotonic)", pthread_cond_init(&mono, &ca), 0);
     pthread_condattr_destroy(&ca);
     pthread_mutex_lock(&m);

@@ -100,6 +100,34 @@ static void test_robust(void)
     printf("robust: ok\n");
 }
 
+/* A program that ignores a refused robust or process-shared setter must not
+ * get a mutex without what it asked for: init then refuses the attribute
+ * with the setter's error (natively both succeed). Asking for the default
+ * again makes the attribute usable. */
+static void test_refused_attr_init(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutex_t m;
+    pthread_mutexattr_init(&a);
+    int r1 = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    int r2 = pthread_mutex_init(&m, &a);
+    if (r2 == 0) pthread_mutex_destroy(&m);
+    printf("robust: setter and init agree: %d\n", r2 == r1);
+    CHECK(r2 == r1);
+    EXPECT("setrobust(STALLED) after", pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_STALLED), 0);
+    EXPECT("init after STALLED", pthread_mutex_init(&m, &a), 0);
+    pthread_mutex_destroy(&m);
+    r1 = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    r2 = pthread_mutex_init(&m, &a);
+    if (r2 == 0) pthread_mutex_destroy(&m);
+    printf("pshared: setter and init agree: %d\n", r2 == r1);
+    CHECK(r2 == r1);
+    EXPECT("setpshared(PRIVATE) after", pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_PRIVATE), 0);
+    EXPECT("init after PRIVATE", pthread_mutex_init(&m, &a), 0);
+    pthread_mutex_destroy(&m);
+    pthread_mutexattr_destroy(&a);
+}
+
 static void test_pshared(void)
 {
     pthread_mutexattr_t a;
@@ -235,6 +263,7 @@ int main(void)
 
     test_robust();
     test_pshared();
+    test_refused_attr_init();
     test_protocol();
     return check_end("mutex");
 }

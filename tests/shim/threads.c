@@ -54,6 +54,35 @@ static void *on_user_stack(void *arg)
     return (void *)(intptr_t)(&here >= user_stack_lo && &here < user_stack_hi);
 }
 
+/* pthread_getattr_np's stack for the calling thread, as stack scanners use
+ * it (GCs, guard checks): [addr, addr + size) is mapped and holds the
+ * caller's locals; arg 1: it is exactly the pthread_attr_setstack stack;
+ * arg 0: a default stack with a guard of at least a page below it. Returns
+ * 1 if all holds. */
+static void *own_stack_ok(void *arg)
+{
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0, guard = 0;
+    char here;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return (void *)-1;
+    pthread_attr_getstack(&a, &addr, &size);
+    pthread_attr_getguardsize(&a, &guard);
+    pthread_attr_destroy(&a);
+    char *lo = addr, *hi = lo + size;
+    int ok = lo && size && hi > lo && &here >= lo && &here < hi;
+    if (ok) {                    /* both ends are mapped */
+        volatile char first = *(volatile char *)lo, last = *(volatile char *)(hi - 1);
+        (void)first;
+        (void)last;
+    }
+    if (arg)
+        ok = ok && lo == user_stack_lo && hi == user_stack_hi;
+    else
+        ok = ok && guard >= (size_t)sysconf(_SC_PAGESIZE);
+    return (void *)(intptr_t)ok;
+}
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int once_runs;
 static void once_init(void) { once_runs++; }
@@ -178,6 +207,15 @@ int main(int argc, char **argv)
     pthread_join(t, &res);
     printf("getattr_np in thread matches: %d\n", (int)(intptr_t)res);
     CHECK(res == (void *)1);
+    /* and its stack is the one the thread runs on */
+    EXPECT("create for getattr_np stack", pthread_create(&t, &a, own_stack_ok, (void *)0), 0);
+    pthread_join(t, &res);
+    printf("getattr_np stack holds the thread's locals: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
+    EXPECT("create for getattr_np default stack", pthread_create(&t, NULL, own_stack_ok, (void *)0), 0);
+    pthread_join(t, &res);
+    printf("getattr_np default stack holds the thread's locals: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
     EXPECT("attr_destroy", pthread_attr_destroy(&a), 0);
 
     /* user-supplied stack */
@@ -194,6 +232,10 @@ int main(int argc, char **argv)
     EXPECT("create on user stack", pthread_create(&t, &a, on_user_stack, NULL), 0);
     pthread_join(t, &res);
     printf("ran on the user stack: %d\n", (int)(intptr_t)res);
+    CHECK(res == (void *)1);
+    EXPECT("create on user stack for getattr_np", pthread_create(&t, &a, own_stack_ok, (void *)1), 0);
+    pthread_join(t, &res);
+    printf("getattr_np gives the user stack: %d\n", (int)(intptr_t)res);
     CHECK(res == (void *)1);
     pthread_attr_destroy(&a);
     free(mem);
