@@ -242,6 +242,63 @@ static void c_user_stack(void *a)
 
 static void test_user_stack(void **s) { (void)s; assert_child_ok(c_user_stack, NULL); }
 
+/* ---- nth_getstack: the range a nano-thread really runs on ----------------- */
+
+static void *in_own_stack(void *a)
+{
+    (void)a;
+    void *lo = NULL;
+    size_t bytes = 0, guard = 1;
+    CHECK_EQ(nth_getstack(nth_self(), &lo, &bytes, &guard), 0);
+    char here;
+    char *p = &here;
+    /* A stack scanner (a GC, pthread_getattr_np's users) trusts that every
+     * local of the thread lies inside [lo, lo+bytes). */
+    int ok = p >= (char *)lo && p < (char *)lo + bytes;
+    return (void *)(uintptr_t)(ok ? guard : (size_t)-1);
+}
+
+static void c_getstack(void *a)
+{
+    (void)a;
+    child_init(2);
+    void *lo;
+    size_t bytes, guard;
+    CHECK_EQ(nth_getstack(nth_self(), NULL, &bytes, &guard), EINVAL);
+    CHECK_EQ(nth_getstack(nth_self(), &lo, NULL, &guard), EINVAL);
+    CHECK_EQ(nth_getstack(nth_self(), &lo, &bytes, NULL), EINVAL);
+    /* main runs on its kernel thread's own stack: not ours to report */
+    CHECK_EQ(nth_getstack(nth_self(), &lo, &bytes, &guard), EINVAL);
+    CHECK_EQ(nth_getstack((nth_t)&lo, &lo, &bytes, &guard), EINVAL);
+
+    const size_t sizes[] = { NTH_STACK_MIN, 256 * 1024, 4u << 20 };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        nth_attr_t attr;
+        CHECK_EQ(nth_attr_init(&attr), 0);
+        CHECK_EQ(nth_attr_setstacksize(&attr, sizes[i]), 0);
+        nth_t t;
+        CHECK_EQ(nth_create(&t, &attr, in_own_stack, NULL), 0);
+        void *r = NULL;
+        CHECK_EQ(nth_join(t, &r), 0);
+        CHECK_EQ((uintptr_t)r, (uintptr_t)nth_page_size());
+    }
+    /* a caller's stack: reported as given, no guard */
+    enum { SZ = 64 * 1024 };
+    char *mem = aligned_alloc(64, SZ);
+    CHECK(mem != NULL);
+    nth_attr_t attr;
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    CHECK_EQ(nth_attr_setstack(&attr, mem, SZ), 0);
+    nth_t t;
+    CHECK_EQ(nth_create(&t, &attr, in_own_stack, NULL), 0);
+    void *r = NULL;
+    CHECK_EQ(nth_join(t, &r), 0);
+    CHECK_EQ((uintptr_t)r, 0);
+    free(mem);
+}
+
+static void test_getstack(void **s) { (void)s; assert_child_ok(c_getstack, NULL); }
+
 /* ---- join of the head of the joiner's own queue (direct switch) ------------ */
 
 /* nth_join of a nano-thread waiting at the head of the joiner's own local
@@ -535,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_join_called),
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_user_stack),
+        cmocka_unit_test(test_getstack),
         cmocka_unit_test(test_main_returns),
         cmocka_unit_test(test_main_nth_exit),
     };
