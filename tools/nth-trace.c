@@ -156,6 +156,10 @@ int main(int argc, char **argv)
             usage_to(stdout);
             return 0;
         }
+    if (argc >= 2 && strcmp(argv[1], "convert") && strcmp(argv[1], "stats") && strcmp(argv[1], "merge")) {
+        fprintf(stderr, "nth-trace: unknown command '%s' (accepted: convert, stats, merge)\n", argv[1]);
+        return usage();
+    }
     if (argc < 3)
         return usage();
     const char **in = calloc((size_t)argc, sizeof *in);

@@ -94,10 +94,14 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
 
 static void usage(FILE *f, const char *prog, const struct kernel *k)
 {
+    /* --help comes before --malleable is parsed: name both nth builds */
+    const char *impl = team_impl();
+    if (!strcmp(impl, "nth-fixed"))
+        impl = "nth (nth-fixed; nth-malleable with --malleable)";
     fprintf(f,
             "usage: %s [--size N] [--threads N] [--malleable] [--runs R] [--json]%s [--corrupt] [--print-cpus]\n"
             "  %s kernel, %s build; size defaults to %ld, threads to one per CPU\n",
-            prog, k->takes_ref ? " [--ref GTOTAL]" : "", k->name, team_impl(), k->default_size);
+            prog, k->takes_ref ? " [--ref GTOTAL]" : "", k->name, impl, k->default_size);
 }
 
 static int cmp_double(const void *a, const void *b)

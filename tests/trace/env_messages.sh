@@ -35,4 +35,8 @@ for h in --help -h "convert --help"; do
 done
 "$TOOL" >h.out 2>h.err; st=$?
 [ "$st" = 2 ] && grep -q '^usage: nth-trace' h.err || fail "nth-trace without arguments: status $st"
+# an unknown command is named, then the usage, status 2
+"$TOOL" bogus x.bin >h.out 2>h.err; st=$?
+[ "$st" = 2 ] && grep -q "unknown command 'bogus'" h.err && grep -q '^usage: nth-trace' h.err ||
+    fail "nth-trace bogus: status $st, stderr '$(head -c 120 h.err)'"
 exit 0
