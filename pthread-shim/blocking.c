@@ -43,6 +43,8 @@
 
 /* ---- sleeps ------------------------------------------------------------------- */
 
+static int kppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *umask, int *kicked);
+
 /* Sleep until deadline on clock; 0, or EINTR with *left_ns set when a
  * signal's handler ran (queued for the caller, or process-directed and
  * pending while it slept: shim_sleep_guard_*). A cancellation point. */
@@ -68,7 +70,18 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
             mask = shim_sleep_guard_begin();
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
-        shim_nap(clock, end);         /* pthread_kill ends it early */
+        if (nth_on_standin()) {
+            /* In the kernel, with the VP handed on: the VP this stand-in
+             * serves may be stalled outside nth_blocking_enter (glibc's
+             * own futex in thrd_join), and then no one fires a nano-thread
+             * alarm armed here (watchdog.c, "Not covered"). The wake-up
+             * signal ends it as the doorbell ends a nap. */
+            struct timespec ts = shim_ns_ts(end - now);
+            int kicked;
+            (void)kppoll(NULL, 0, &ts, NULL, &kicked);
+        } else {
+            shim_nap(clock, end);     /* pthread_kill ends it early */
+        }
     }
 }
 
