@@ -2,7 +2,8 @@
  * blocking.c -- sleeps and blocking system calls from nano-threads.
  *
  * Sleeps become nano-thread sleeps (nth_sleep_until), in slices so that a
- * cancellation request or a queued signal is seen; an interrupted sleep
+ * cancellation request or a queued signal is seen (on a stand-in, each
+ * slice is an interruptible ppoll in the kernel instead); an interrupted sleep
  * returns EINTR and the remaining time, after nanosleep(3p) and
  * clock_nanosleep(3p).
  *
