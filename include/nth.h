@@ -584,7 +584,7 @@ NTH_API int nth_blocking_enter(void);
 NTH_API int nth_blocking_leave(void);
 
 /* For a layer that makes a blocking system call itself when the caller
- * holds no VP (the pthread shim, where nth_vp_id() is -1): if the caller is
+ * holds no VP (nth_vp_id() is -1) without nth_blocking_enter: if the caller is
  * a nano-thread run by a stand-in (its VP's kernel thread being in a
  * system call), hand that VP on to another stand-in, as
  * nth_blocking_enter() does there, so that the call does not carry the
@@ -593,6 +593,16 @@ NTH_API int nth_blocking_leave(void);
  * no further stand-in could be had (the stall watchdog tries again).
  * Any thread. Go's entersyscall hands its P on in the same way. */
 NTH_API int nth_blocking_handoff(void);
+
+/* 1 when the caller is a nano-thread that a stand-in kernel thread runs
+ * (its VP's own kernel thread being in a system call, so nth_vp_id() is
+ * -1 for it), else 0 (on a VP; on a kernel thread that is no VP; before
+ * the runtime starts). A layer that treats callers off a VP as plain
+ * kernel threads uses it to tell the nano-threads among them: those may
+ * wait the runtime's way (nth_blocking_enter/leave, nano-thread waits),
+ * which a stand-in supports. Pure: never starts the runtime, never
+ * switches. Any thread. */
+NTH_API int nth_on_standin(void);
 
 /* ------------------------------------------------------------------------
  * CPU manager

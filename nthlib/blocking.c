@@ -80,6 +80,14 @@ int nth_blocking_handoff(void)
     return r;
 }
 
+int nth_on_standin(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    /* A stand-in's shell VP has id -1 (watchdog.c); its idle context is
+     * the stand-in's own loop, which is no nano-thread. */
+    return vp && vp->id < 0 && !(vp->current->flags & NTH_TF_IDLE);
+}
+
 int nth_blocking_leave(void)
 {
     struct nth_vp *vp = nth_vp_self();

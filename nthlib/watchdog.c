@@ -51,6 +51,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,14 +224,44 @@ static int vp_has_work(struct nth_vp *vp)
  * pthread_sigmask is the shim's. */
 static sigset_t inherited_mask;
 
+/* Set the stand-in's mask to m, with glibc's SIGCANCEL (32) blocked
+ * whatever m says. The pthread shim uses it as its wake-up signal: blocked
+ * on every kernel thread that has waited in the kernel, open only inside
+ * ppoll/pselect/epoll_pwait's mask, so that a wake-up sent after the wait
+ * published itself and before the call began stays pending and ends the
+ * call at once. The shim blocks it once per kernel thread; a stand-in that
+ * opened it again between leases (helpers keep 32 and 33 open) took such
+ * a wake-up in its handler before the call, which then slept on. Without
+ * the shim nothing sends 32 to a stand-in. glibc's sigaddset refuses 32:
+ * its bit is set directly (the kernel's set is one 64-bit word here). */
+static void standin_setmask(const sigset_t *m)
+{
+    sigset_t k = *m;
+    uint64_t b;
+    memcpy(&b, &k, sizeof b);
+    b |= 1ULL << (32 - 1);
+    memcpy(&k, &b, sizeof b);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &k, NULL, (size_t)(_NSIG / 8));
+}
+
+/* Every signal blocked but glibc's SIGSETXID (33: setuid() in a threaded
+ * process waits for every thread), as nth_helper_block_signals, and 32. */
+static void standin_block_all(void)
+{
+    sigset_t all;
+    sigfillset(&all);
+    sigdelset(&all, 33);
+    standin_setmask(&all);
+}
+
 static void standin_mask(int serving)
 {
     if (__atomic_load_n(&nth_switch_hook, __ATOMIC_ACQUIRE))
         return;
     if (serving)
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &inherited_mask, NULL, (size_t)(_NSIG / 8));
+        standin_setmask(&inherited_mask);
     else
-        nth_helper_block_signals(NULL);
+        standin_block_all();
 }
 
 static void standin_put(struct standin *s);
@@ -240,7 +271,7 @@ static void *standin_main(void *arg)
     struct standin *s = arg;
     struct nth_vp *sh = &s->shell;
     prctl(PR_SET_NAME, "nth-standin", 0, 0, 0);
-    nth_helper_block_signals(NULL);
+    standin_block_all();
     nth_vp_self_set(sh);
     sh->idle.flags = NTH_TF_IDLE;
     sh->idle.on_cpu = 1;

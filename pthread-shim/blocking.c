@@ -2,7 +2,8 @@
  * blocking.c -- sleeps and blocking system calls from nano-threads.
  *
  * Sleeps become nano-thread sleeps (nth_sleep_until), in slices so that a
- * cancellation request or a queued signal is seen; an interrupted sleep
+ * cancellation request or a queued signal is seen (on a stand-in, each
+ * slice is an interruptible ppoll in the kernel instead); an interrupted sleep
  * returns EINTR and the remaining time, after nanosleep(3p) and
  * clock_nanosleep(3p).
  *
@@ -22,8 +23,11 @@
  * is open around the call, so a request that comes just before it starts
  * waits for the call to return (glibc's cancellation had that window too).
  * connect and fsync wait in the kernel, not interruptible by pthread_kill.
- * Calls from kernel threads that are not VPs, and the runtime's own, go
- * straight to libc.
+ * A nano-thread that a stand-in runs (its VP's kernel thread in another
+ * call) takes the same paths as one on a VP: nth_blocking_enter hands the
+ * VP on, and its waits stay interruptible (they went to libc before, where
+ * no cancellation or pthread_kill reached them). Calls from kernel threads
+ * that run no nano-thread, and the runtime's own, go straight to libc.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +43,8 @@
 #include "shim.h"
 
 /* ---- sleeps ------------------------------------------------------------------- */
+
+static int kppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *umask, int *kicked);
 
 /* Sleep until deadline on clock; 0, or EINTR with *left_ns set when a
  * signal's handler ran (queued for the caller, or process-directed and
@@ -65,7 +71,18 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
             mask = shim_sleep_guard_begin();
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
-        shim_nap(clock, end);         /* pthread_kill ends it early */
+        if (nth_on_standin()) {
+            /* In the kernel, with the VP handed on: the VP this stand-in
+             * serves may be stalled outside nth_blocking_enter (glibc's
+             * own futex in thrd_join), and then no one fires a nano-thread
+             * alarm armed here (watchdog.c, "Not covered"). The wake-up
+             * signal ends it as the doorbell ends a nap. */
+            struct timespec ts = shim_ns_ts(end - now);
+            int kicked;
+            (void)kppoll(NULL, 0, &ts, NULL, &kicked);
+        } else {
+            shim_nap(clock, end);     /* pthread_kill ends it early */
+        }
     }
 }
 
@@ -74,10 +91,8 @@ int nth_shim_clock_nanosleep(clockid_t clock, int flags, const struct timespec *
 {
     if ((clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) || FROM_RUNTIME())
         return REAL(clock_nanosleep)(clock, flags, req, rem);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(clock_nanosleep)(clock, flags, req, rem);
-    }
     if (shim_check_ts(req))
         return EINVAL;
     int64_t deadline = (flags & TIMER_ABSTIME) ? shim_ts_ns(req) : shim_now(clock) + shim_ts_ns(req);
@@ -187,10 +202,8 @@ static int wait_fd(int fd, short events)
         __typeof__(&name) real_ = REAL(name);                               \
         if (FROM_RUNTIME())                                                 \
             return real_ args;                                              \
-        if (!shim_on_vp()) {                                                \
-            shim_before_kernel_call();                                      \
+        if (!shim_on_nano())                                                \
             return real_ args;                                              \
-        }                                                                   \
         SHIM_HOME_ENTER();                                                  \
         int w_ = wait_fd(fd, ev);                                           \
         if (w_) { errno = w_; return SHIM_HOME_RET((ret)-1); }              \
@@ -238,10 +251,8 @@ IO_OUT(ssize_t, sendmsg, (int fd, const struct msghdr *m, int f), fd, (fd, m, f)
         __typeof__(&name) real_ = REAL(name);                               \
         if (FROM_RUNTIME())                                                 \
             return real_ args;                                              \
-        if (!shim_on_vp()) {                                                \
-            shim_before_kernel_call();                                      \
+        if (!shim_on_nano())                                                \
             return real_ args;                                              \
-        }                                                                   \
         SHIM_HOME_ENTER();                                                  \
         nth_blocking_enter();                                               \
         ret res_ = real_ args;                                              \
@@ -294,10 +305,8 @@ int nth_shim_poll(struct pollfd *fds, nfds_t n, int ms)
 {
     if (ms == 0 || FROM_RUNTIME())
         return REAL(poll)(fds, n, ms);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(poll)(fds, n, ms);
-    }
     struct timespec tmo = shim_ns_ts((int64_t)ms * 1000000LL);
     return kpoll_common(fds, n, deadline_of(ms < 0 ? NULL : &tmo), NULL);
 }
@@ -308,10 +317,8 @@ int nth_shim_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, con
 {
     if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return REAL(ppoll)(fds, n, tmo, mask);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(ppoll)(fds, n, tmo, mask);
-    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -353,10 +360,8 @@ int nth_shim_select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restr
 {
     if ((tv && tv->tv_sec == 0 && tv->tv_usec == 0))
         return REAL(select)(n, r, w, e, tv);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(select)(n, r, w, e, tv);
-    }
     if (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000)) {
         errno = EINVAL;
         return -1;
@@ -382,10 +387,8 @@ int nth_shim_pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *rest
 {
     if ((tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return REAL(pselect)(n, r, w, e, tmo, mask);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(pselect)(n, r, w, e, tmo, mask);
-    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -430,10 +433,8 @@ int nth_shim_epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
 {
     if (ms == 0)
         return REAL(epoll_wait)(ep, ev, max, ms);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(epoll_wait)(ep, ev, max, ms);
-    }
     return epoll_common(ep, ev, max, ms, NULL);
 }
 SHIM_EXPORT(epoll_wait)
@@ -443,10 +444,8 @@ int nth_shim_epoll_pwait(int ep, struct epoll_event *ev, int max, int ms, const 
 {
     if (ms == 0)
         return REAL(epoll_pwait)(ep, ev, max, ms, mask);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(epoll_pwait)(ep, ev, max, ms, mask);
-    }
     return epoll_common(ep, ev, max, ms, mask);
 }
 SHIM_EXPORT(epoll_pwait)
@@ -459,10 +458,8 @@ pid_t nth_shim_waitpid(pid_t pid, int *status, int options)
     pid_t (*rwaitpid)(pid_t, int *, int) = REAL(waitpid);
     if ((options & WNOHANG))
         return rwaitpid(pid, status, options);
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return rwaitpid(pid, status, options);
-    }
     SHIM_HOME_ENTER();
     pid_t r = rwaitpid(pid, status, options | WNOHANG);
     if (r != 0)

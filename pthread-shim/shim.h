@@ -210,16 +210,14 @@ void shim_nap(clockid_t clock, int64_t until);
 /* 1 when ra (a return address) is in the runtime's own code. */
 int shim_runtime_caller(const void *ra);
 #define FROM_RUNTIME() shim_runtime_caller(__builtin_return_address(0))
-/* 1 when the caller runs on a VP; no side effect. Off a VP (a kernel
- * thread that is no VP, or a stall watchdog's stand-in running the
- * nano-thread) a wrapped call blocks in the kernel as libc's does, after
- * shim_before_kernel_call(). */
-int shim_on_vp(void);
-/* Off a VP, right before a call that may block in the kernel: on a
- * stand-in, hands the stalled VP it serves on to another stand-in
- * (nth_blocking_handoff), so that the VP's other ready nano-threads keep a
- * kernel thread; nothing on any other thread. Keeps errno. */
-void shim_before_kernel_call(void);
+/* 1 when the caller is a nano-thread: on a VP, or run by a stall
+ * watchdog's stand-in (its VP's kernel thread in a system call). No side
+ * effect (never starts the runtime). Else (a kernel thread that is no VP,
+ * main before the runtime starts) a wrapped call blocks in the kernel as
+ * libc's does. On a stand-in the shim's waits, and the calls it brackets
+ * with nth_blocking_enter/leave (which hands the stand-in's VP on first),
+ * stay interruptible by pthread_kill and pthread_cancel. */
+int shim_on_nano(void);
 /* Finish the calling thread with value: run its cleanup handlers
  * (newest first), then nth_exit (which runs key destructors). */
 __attribute__((noreturn)) void shim_exit(void *value);

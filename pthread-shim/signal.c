@@ -58,18 +58,12 @@
 #include "futex_lock.h"
 #include "shim.h"
 
-int shim_on_vp(void)
+int shim_on_nano(void)
 {
-    return nth_vp_id() >= 0;
-}
-
-void shim_before_kernel_call(void)
-{
-    /* On a stall watchdog's stand-in the call would take the stalled VP's
-     * lease into the kernel too, leaving its other ready nano-threads no
-     * kernel thread (threads blocked in read() outnumbering the VPs
-     * deadlocked): hand it on first. Nothing on any other thread. */
-    (void)nth_blocking_handoff();
+    /* A stand-in runs a nano-thread whose VP's kernel thread is in a
+     * system call; the nano-thread's waits work there as on a VP (its
+     * own blocking calls hand the VP on, nth_blocking_enter). */
+    return nth_vp_id() >= 0 || nth_on_standin();
 }
 
 /* A nano-thread runs on this kernel thread (a VP's, or a stand-in's of the
@@ -823,10 +817,8 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
 SHIM_DECL(sigtimedwait)
 int nth_shim_sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info, const struct timespec *restrict tmo)
 {
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(sigtimedwait)(set, info, tmo);
-    }
     if (tmo && shim_check_ts(tmo)) {
         errno = EINVAL;
         return -1;
@@ -839,10 +831,8 @@ SHIM_EXPORT(sigtimedwait)
 SHIM_DECL(sigwaitinfo)
 int nth_shim_sigwaitinfo(const sigset_t *restrict set, siginfo_t *restrict info)
 {
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(sigwaitinfo)(set, info);
-    }
     return wait_signal(set, info, INT64_MAX);
 }
 SHIM_EXPORT(sigwaitinfo)
@@ -850,10 +840,8 @@ SHIM_EXPORT(sigwaitinfo)
 SHIM_DECL(sigwait)
 int nth_shim_sigwait(const sigset_t *restrict set, int *restrict sig)
 {
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(sigwait)(set, sig);
-    }
     siginfo_t si;
     int r = wait_signal(set, &si, INT64_MAX);
     if (r < 0)
@@ -871,10 +859,8 @@ SHIM_EXPORT(sigwait)
 SHIM_DECL(sigsuspend)
 int nth_shim_sigsuspend(const sigset_t *mask)
 {
-    if (!shim_on_vp()) {
-        shim_before_kernel_call();
+    if (!shim_on_nano())
         return REAL(sigsuspend)(mask);
-    }
     SHIM_HOME_ENTER();
     struct shim_thread *self = shim_self();
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);

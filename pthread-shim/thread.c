@@ -194,7 +194,7 @@ void nth_shim_pthread_exit(void *value)
     /* A kernel thread, not a nano-thread. Not "off a VP": a thread that a
      * stand-in runs (its VP in the kernel) is a nano-thread all the same,
      * and libc's pthread_exit ended the stand-in under it. */
-    if (FROM_RUNTIME() || (!shim_on_vp() && !nth_self()))
+    if (FROM_RUNTIME() || (!shim_on_nano() && !nth_self()))
         REAL(pthread_exit)(value);
     shim_exit(value);
 }

@@ -17,7 +17,7 @@ progdir=$top_builddir/tests/shim
 out=$progdir/compare-out
 mkdir -p "$out"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork static_init first_call errno_migrate sigwake restart sleepint tls manyread rdtimers c11)
+[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork static_init first_call errno_migrate sigwake restart sleepint tls manyread rdtimers c11 cancelblk)
 
 lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
 preload=
@@ -56,8 +56,9 @@ run() {
 
 # VPs for the default shim run where the program needs a number (else the
 # runtime's default): errno_migrate forces migrations between two VPs,
-# tls needs two to move threads between kernel threads.
-declare -A vps=([errno_migrate]=2 [tls]=2 [manyread]=2 [rdtimers]=2)
+# tls needs two to move threads between kernel threads; cancelblk runs
+# with 2 as the shim-vps1 mode runs it with 1.
+declare -A vps=([errno_migrate]=2 [tls]=2 [manyread]=2 [rdtimers]=2 [cancelblk]=2)
 
 # Known gaps of the shim, each with its reason (the README's limits): these
 # still run under the shim and their differences are shown, as XFAIL; one

@@ -2,16 +2,20 @@
  * test_blocking.c -- nth_blocking_enter/leave: two nano-threads on ONE VP
  * ping-pong over pipes with blocking read/write inside enter/leave and must
  * not deadlock; errno survives the trip; the VP keeps running others while
- * one nano-thread sits in the kernel.
+ * one nano-thread sits in the kernel; nth_on_standin() tells a nano-thread
+ * that a stand-in runs, and the stand-in keeps SIGCANCEL (32) blocked.
  * Each case runs in a forked child with its own runtime (see test_sync.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -167,11 +171,70 @@ static void test_errno_and_progress(void **st)
     run_case(errno_and_progress, 1, 30);
 }
 
+/* nth_on_standin(): 0 on a VP and on a kernel thread that is no VP; 1 for
+ * a nano-thread that a stand-in runs while main sits in read(). That
+ * stand-in serves with SIGCANCEL (32) blocked: the pthread shim opens it
+ * only inside its waits, and a stand-in that reopened it lost wake-ups. */
+static int sp[2];
+static int seen_standin = -1, seen_vp = -2, seen_sig32 = -1;
+
+static void *standin_probe(void *p)
+{
+    (void)p;
+    seen_standin = nth_on_standin();
+    seen_vp = nth_vp_id();
+    uint64_t m = 0;
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &m, sizeof m);
+    seen_sig32 = (int)(m >> (32 - 1) & 1);
+    char c = 'x';
+    T_EQ(write(sp[1], &c, 1), 1);   /* ends main's read */
+    return NULL;
+}
+
+static void *plain_thread(void *p)
+{
+    *(int *)p = nth_on_standin();
+    return NULL;
+}
+
+static void on_standin(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    T_EQ(nth_on_standin(), 0);
+    pthread_t k;
+    int plain = -1;
+    T_EQ(pthread_create(&k, NULL, plain_thread, &plain), 0);
+    T_EQ(pthread_join(k, NULL), 0);
+    T_EQ(plain, 0);
+    T_EQ(pipe(sp), 0);
+    nth_t t;
+    T_EQ(nth_create(&t, NULL, standin_probe, NULL), 0);
+    /* The probe is ready on the only VP: enter lends it to a stand-in,
+     * which runs the probe while main waits for its byte. */
+    char c;
+    T_EQ(nth_blocking_enter(), 0);
+    ssize_t r = read(sp[0], &c, 1);
+    T_EQ(nth_blocking_leave(), 0);
+    T_EQ(r, 1);
+    T_EQ(nth_join(t, NULL), 0);
+    T_EQ(seen_standin, 1);
+    T_EQ(seen_vp, -1);
+    T_EQ(seen_sig32, 1);
+    T_EQ(nth_on_standin(), 0);
+}
+
+static void test_on_standin(void **st)
+{
+    (void)st;
+    run_case(on_standin, 1, 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipe_pingpong_1vp),
         cmocka_unit_test(test_errno_and_progress),
+        cmocka_unit_test(test_on_standin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
