@@ -941,3 +941,8 @@ int nth_setname(nth_t th, const char *name)
     nth_trace_rt_rename(t);
     return 0;
 }
+
+void nth_exit_hooks_fork_child(void)
+{
+    exit_hooks_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+}
