@@ -169,6 +169,7 @@ struct fork_case {
     int vp;          /* VP the forker moves to first, -1: stay */
     int end;
     int from_main;   /* fork from main rather than a created nano-thread */
+    int traced;      /* the parent runtime records a trace */
 };
 
 static void *forker(void *arg)
@@ -198,10 +199,20 @@ static void *forker(void *arg)
     return NULL;
 }
 
+static char trace_path[64];
+
 static void run_case(void *arg)
 {
     struct fork_case *fc = arg;
-    child_init(2);
+    if (fc->traced) {
+        nth_config_t c;
+        nth_config_default(&c);
+        c.vps = 2;
+        c.trace = trace_path;
+        CHECK_EQ(nth_init(&c), 0);
+    } else {
+        child_init(2);
+    }
     nth_mutex_init(&pm, NULL);
     nth_cond_init(&pc, NULL);
     nth_t others[6];
@@ -222,6 +233,8 @@ static void run_case(void *arg)
     nth_mutex_unlock(&pm);
     for (int i = 0; i < 6; i++)
         CHECK_EQ(nth_join(others[i], NULL), 0);
+    if (fc->traced)
+        exit(0);   /* the trace is written at exit() (run_child would _exit) */
 }
 
 static void check_case(struct fork_case *fc)
@@ -236,29 +249,51 @@ static void check_case(struct fork_case *fc)
 static void fork_from_nano_thread(void **s)
 {
     (void)s;
-    struct fork_case fc = { -1, END_EXIT, 0 };
+    struct fork_case fc = { -1, END_EXIT, 0, 0 };
     check_case(&fc);
 }
 
 static void fork_from_vp1(void **s)
 {
     (void)s;
-    struct fork_case fc = { 1, END_EXIT, 0 };
+    struct fork_case fc = { 1, END_EXIT, 0, 0 };
     check_case(&fc);
 }
 
 static void fork_child_ends_by_nth_exit(void **s)
 {
     (void)s;
-    struct fork_case fc = { 1, END_NTH_EXIT, 0 };
+    struct fork_case fc = { 1, END_NTH_EXIT, 0, 0 };
     check_case(&fc);
 }
 
 static void fork_from_main(void **s)
 {
     (void)s;
-    struct fork_case fc = { -1, END_EXIT, 1 };
+    struct fork_case fc = { -1, END_EXIT, 1, 0 };
     check_case(&fc);
+}
+
+/* Traced: the child records nothing (the file is the parent's) and runs
+ * as untraced; the parent's trace is still written, by the parent alone. */
+static void fork_while_traced(void **s)
+{
+    (void)s;
+    if (SKIP_UNDER_TSAN)
+        skip();
+    snprintf(trace_path, sizeof trace_path, "/tmp/nth-test-fork-%d.bin", (int)getpid());
+    unlink(trace_path);
+    struct fork_case fc = { 1, END_EXIT, 0, 1 };
+    int st = run_child(run_case, &fc, "/dev/null", 60);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    FILE *f = fopen(trace_path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fclose(f);
+    unlink(trace_path);
+    assert_true(len > 0);
 }
 
 int main(void)
@@ -268,6 +303,7 @@ int main(void)
         cmocka_unit_test(fork_from_vp1),
         cmocka_unit_test(fork_child_ends_by_nth_exit),
         cmocka_unit_test(fork_from_main),
+        cmocka_unit_test(fork_while_traced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
