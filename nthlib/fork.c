@@ -8,8 +8,9 @@
  * nano-thread, the one that called fork(); every other nano-thread, VP,
  * stand-in and helper thread of the parent is gone, and whatever lock one
  * of their kernel threads held stays held. nth_fork_child, a pthread_atfork
- * child handler installed when the runtime starts (libc's pthread_atfork:
- * the shim leaves it to libc, so it runs the same under the shim), builds
+ * child handler installed when the library is loaded (libc's
+ * pthread_atfork: the shim leaves it to libc, so it runs the same under
+ * the shim), builds
  * a one-VP runtime around the survivor:
  *
  * - a new VP 0, run by the forking kernel thread, whose idle context gets
@@ -146,4 +147,13 @@ void nth_fork_install(void)
     static int installed;
     if (!__atomic_exchange_n(&installed, 1, __ATOMIC_RELAXED))
         (void)pthread_atfork(NULL, NULL, nth_fork_child);
+}
+
+/* Also at load time: child handlers run in registration order, and a
+ * program's own (under the shim, any pthread_atfork made before the first
+ * call that starts the runtime) may use threads and locks, so ours must
+ * come first. Until the runtime runs it returns at once. */
+__attribute__((constructor)) static void fork_install_early(void)
+{
+    nth_fork_install();
 }

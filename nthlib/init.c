@@ -53,8 +53,8 @@ static int start(const nth_config_t *cfg)
     r = nth_vps_start(cfg);
     if (r)
         return r;
-    /* After nth_vps_start, whose handler (the process's CPU mask back) the
-     * child needs first; before any nano-thread can fork. */
+    /* Done at load time already (fork.c); a no-op then, kept for a
+     * start from another library's constructor that ran before ours. */
     nth_fork_install();
     __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
     /* After `started`: the assignment callback restricts the running VPs. */
