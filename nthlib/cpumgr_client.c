@@ -646,3 +646,24 @@ NTH_API int nth_cpumgr_attached(void)
     nth_cpumgr_client_init(NULL);
     return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE);
 }
+
+void nth_cpumgr_client_fork_child(void)
+{
+    /* Run alone, as with no daemon (DESIGN invariant 8), and never touch
+     * the parent's slot: the segment stays mapped in the child (a VP
+     * asleep on its word in the parent is not ours) but is forgotten, so
+     * neither the exit path (nth_cpumgr_client_fini) nor a tick writes it.
+     * Attaching as a new application would need a claim of our own; a
+     * forked child that wants one can exec. */
+    C.lock = 0;
+    C.off = 1;
+    C.shm = NULL;
+    C.slot = -1;
+    C.waiting_first = 0;
+    C.held = 0;
+    C.cb = NULL;
+    __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
+}

@@ -441,3 +441,16 @@ unsigned long nth_cpumgr_rt_reclaims(void)
 {
     return __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED);
 }
+
+void nth_cpumgr_rt_fork_child(void)
+{
+    /* No watcher in the child: its exit must not wait for one
+     * (stop_watcher), and no VP sleeps on the parent's slot word. The
+     * per-VP records (indexed by the parent's VP ids) are dropped, which
+     * turns on_sched_point and the park operations into no-ops. */
+    R.lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+    R.vps = NULL;
+    R.stop = 1;
+    __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_park_ops, NULL, __ATOMIC_RELEASE);
+}

@@ -53,6 +53,9 @@ static int start(const nth_config_t *cfg)
     r = nth_vps_start(cfg);
     if (r)
         return r;
+    /* Done at load time already (fork.c); a no-op then, kept for a
+     * start from another library's constructor that ran before ours. */
+    nth_fork_install();
     __atomic_store_n(&nth_rt.started, 1, __ATOMIC_RELEASE);
     /* After `started`: the assignment callback restricts the running VPs. */
     nth_cpumgr_rt_start(cfg);

@@ -680,6 +680,30 @@ NTH_HIDDEN extern nth_blocking_timers_fn nth_blocking_timers;
 #define NTH_SWITCH_SLOT 1
 NTH_HIDDEN extern nth_switch_hook_fn nth_switch_hook;
 
+/* (7) fork() (fork.c). In a child of fork() only the forking kernel
+ * thread lives on, and any lock another kernel thread held at the fork
+ * stays held for ever: nth_fork_child, a pthread_atfork child handler
+ * installed at start-up, makes the runtime a one-VP runtime running the
+ * forking nano-thread on VP 0. Each part resets its own process-wide
+ * state through these, never waiting on a lock (they reinitialise them);
+ * only nth_fork_child calls them, on the child's only kernel thread. */
+NTH_HIDDEN void nth_fork_install(void);
+NTH_HIDDEN void nth_stack_fork_child(void);      /* stack.c: class and slab locks */
+NTH_HIDDEN void nth_sched_fork_child(void);      /* sched.c: hook registration lock */
+NTH_HIDDEN void nth_exit_hooks_fork_child(void); /* nano_thread.c */
+NTH_HIDDEN void nth_keys_fork_child(void);       /* key.c */
+/* sync_glue.c: drop every alarm (their waiters died with their kernel
+ * threads) and give vp0 an empty timer queue if the timer hooks are in. */
+NTH_HIDDEN void nth_timers_fork_child(struct nth_vp *vp0);
+/* watchdog.c: forget the monitor, backstop and stand-ins, then start the
+ * watchdog again for the new VP set (not under ThreadSanitizer, which
+ * kills a child that starts threads after a multi-threaded fork). */
+NTH_HIDDEN void nth_watchdog_fork_child(void);
+/* cpumgr_client.c / cpumgr_rt.c: the child runs alone (DESIGN invariant 8)
+ * and never writes the parent's slot. */
+NTH_HIDDEN void nth_cpumgr_client_fork_child(void);
+NTH_HIDDEN void nth_cpumgr_rt_fork_child(void);
+
 /* The VP's stats for tests. */
 NTH_HIDDEN uint64_t nth_vp_nstarted(int vp);
 NTH_HIDDEN uint64_t nth_vp_ncalled(int vp);

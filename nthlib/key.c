@@ -152,3 +152,10 @@ void nth__keys_exit(void **slot)
         free(sp->block[i]);
     free(sp);
 }
+
+void nth_keys_fork_child(void)
+{
+    /* A dead kernel thread may have held it: the table itself is only
+     * written under it, one slot at a time, so it stays usable. */
+    __atomic_store_n(&keys_lock, 0, __ATOMIC_RELAXED);
+}

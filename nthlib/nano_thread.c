@@ -210,7 +210,9 @@ int create_general(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void
         t->name[0] = '\0';
     nth_tool_thread_created(t);
     nth_trace_rt_create(vp, t, tr0);
-    if (vp)
+    /* A stand-in's shell (id -1) is in no VP list that live_count sums:
+     * count it as a creator that is no VP. */
+    if (vp && vp->id >= 0)
         __atomic_store_n(&vp->ncreated, vp->ncreated + 1, __ATOMIC_RELAXED);
     else
         __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_RELAXED);
@@ -593,7 +595,14 @@ static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *r
     NTH_TRACE_IF_ON nth_trace_rt_exit(t);
     if (t->flags & NTH_TF_MAIN)
         __atomic_store_n(&nth_rt.main_exited, 1, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);
+    /* An exit on a stand-in's shell (id -1), which live_count does not
+     * sum, comes off the shared count: counted there, a nano-thread that
+     * ended while a stand-in ran it kept the count above zero for ever,
+     * and a process whose main had exited never ended. */
+    if (__builtin_expect(vp->id >= 0, 1))
+        __atomic_store_n(&vp->nexited, vp->nexited + 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_sub(&nth_rt.live, 1, __ATOMIC_SEQ_CST);
     if (__builtin_expect(__atomic_load_n(&nth_rt.main_exited, __ATOMIC_RELAXED), 0))
         nth_exit_if_last();
     __atomic_store_n(&t->state, NTH_ST_EXITED, __ATOMIC_RELEASE);
@@ -931,4 +940,9 @@ int nth_setname(nth_t th, const char *name)
     t->name[NTH_NAME_MAX - 1] = '\0';
     nth_trace_rt_rename(t);
     return 0;
+}
+
+void nth_exit_hooks_fork_child(void)
+{
+    exit_hooks_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
 }

@@ -462,6 +462,11 @@ int nth_nsched_hooks;
 static nth_sched_hook_fn sched_hooks[NTH_HOOKS_MAX];
 static nth_futex_lock_t hooks_lock = NTH_FUTEX_LOCK_INIT;
 
+void nth_sched_fork_child(void)
+{
+    hooks_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+}
+
 void nth_run_sched_hooks(struct nth_vp *vp, int where)
 {
     for (int i = 0; i < NTH_HOOKS_MAX; i++) {

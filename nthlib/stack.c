@@ -365,3 +365,17 @@ int nth_getstack(nth_t th, void **addr, size_t *bytes, size_t *guard)
     }
     return 0;
 }
+
+void nth_stack_fork_child(void)
+{
+    /* The pools are liburcu stacks: a pop or push cut short by the fork is
+     * one compare-and-swap that happened or did not, so they are whole;
+     * only the locks a dead kernel thread may hold need resetting. A slab
+     * being carved at the fork stays half published (base NULL): its
+     * units are lost, nothing else. */
+    classes_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+    for (int i = 0; i < MAX_CLASSES; i++) {
+        classes[i].pop_lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
+        classes[i].grow_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+    }
+}

@@ -232,3 +232,19 @@ void nth__sync_trace_wait(const void *obj, unsigned kind)
 {
     nth_trace_rt_wait_obj_self((uintptr_t)obj, kind);
 }
+
+void nth_timers_fork_child(struct nth_vp *vp0)
+{
+    /* Every alarm belongs to a waiter of a nano-thread or kernel thread
+     * that did not survive the fork (the forking nano-thread is in fork(),
+     * not in a timed wait): an empty shared queue, and vp0 starts with an
+     * empty one of its own. The parent's queues are left as they are. */
+    nth_tq_init(nth__sync_fallback_tq());
+    /* Installing when the fork came: the installer is gone; install again
+     * at the next timed wait. */
+    int one = 1;
+    (void)__atomic_compare_exchange_n(&hooks_state, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    vp0->timerq = NULL;
+    if (__atomic_load_n(&hooks_state, __ATOMIC_ACQUIRE) == 2)
+        (void)vp_tq(vp0);
+}

@@ -737,3 +737,24 @@ unsigned long nth_watchdog_ran(void)
 {
     return __atomic_load_n(&W.nrun, __ATOMIC_RELAXED);
 }
+
+void nth_watchdog_fork_child(void)
+{
+    /* The monitor, the backstop and every stand-in (idle in the cache or
+     * serving a VP) died with the fork; their records are left behind
+     * (a stand-in's shell may be what the forking nano-thread ran on). */
+    W.vps = NULL;
+    W.cache_lock = 0;
+    W.cache = NULL;
+    W.kick = 0;
+    W.wake_at = 0;
+    __atomic_store_n(&W.backstop_state, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_RELEASE);
+    nth_config_t c = nth_rt.cfg;
+#ifdef NTH_TSAN
+    /* ThreadSanitizer kills a child that starts a thread after a
+     * multi-threaded fork (its die_after_fork): records only. */
+    c.stall_us = 0;
+#endif
+    (void)nth_watchdog_start(&c);
+}

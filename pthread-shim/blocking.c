@@ -497,9 +497,9 @@ SHIM_EXPORT(wait)
 /* ---- fork ------------------------------------------------------------------ */
 
 /* libc's fork runs the pthread_atfork handlers (registered in libc) in
- * POSIX order. Limit: the child's runtime is not re-initialised yet, so a
- * child should only call async-signal-safe functions and exec, as POSIX
- * requires of multi-threaded programs anyway. */
+ * POSIX order; nthlib's own, installed when libnth is loaded (before the
+ * program's), gives the child a one-VP
+ * runtime running the forking thread (nthlib/fork.c). */
 SHIM_DECL(fork)
 pid_t nth_shim_fork(void)
 {

@@ -4,7 +4,7 @@
 core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
-	tests/core/test_topology tests/core/test_helper_mask
+	tests/core/test_topology tests/core/test_helper_mask tests/core/test_fork
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -15,6 +15,11 @@ tests_core_test_create_join_SOURCES = tests/core/test_create_join.c tests/core/c
 tests_core_test_create_join_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_create_join_LDFLAGS = $(core_test_ldflags)
 tests_core_test_create_join_LDADD = $(core_test_libs)
+
+tests_core_test_fork_SOURCES = tests/core/test_fork.c tests/core/child.h
+tests_core_test_fork_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_fork_LDFLAGS = $(core_test_ldflags)
+tests_core_test_fork_LDADD = $(core_test_libs)
 
 tests_core_test_sched_SOURCES = tests/core/test_sched.c tests/core/child.h
 tests_core_test_sched_CFLAGS = $(TEST_CFLAGS)

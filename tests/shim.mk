@@ -100,6 +100,13 @@ tests_shim_posix_fork_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_fork_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_fork_LDADD =
 
+check_PROGRAMS += tests/shim/posix-forkrt
+tests_shim_posix_forkrt_SOURCES = tests/shim/forkrt.c tests/shim/check.h
+tests_shim_posix_forkrt_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_forkrt_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_forkrt_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_forkrt_LDADD =
+
 check_PROGRAMS += tests/shim/posix-static_init
 tests_shim_posix_static_init_SOURCES = tests/shim/static_init.c tests/shim/check.h
 tests_shim_posix_static_init_CPPFLAGS = $(shim_posix_cppflags)

@@ -1,0 +1,159 @@
+/*
+ * fork.c -- the child of fork(): a fresh one-VP runtime running the forking
+ * nano-thread.
+ *
+ * POSIX fork(2p): "the child process shall be created with a single
+ * thread ... a replica of the calling thread". In a runtime's terms the
+ * child has one kernel thread, the one that called fork(), running one
+ * nano-thread, the one that called fork(); every other nano-thread, VP,
+ * stand-in and helper thread of the parent is gone, and whatever lock one
+ * of their kernel threads held stays held. nth_fork_child, a pthread_atfork
+ * child handler installed when the library is loaded (libc's
+ * pthread_atfork: the shim leaves it to libc, so it runs the same under
+ * the shim), builds
+ * a one-VP runtime around the survivor:
+ *
+ * - a new VP 0, run by the forking kernel thread, whose idle context gets
+ *   a fresh stack; the forking nano-thread is its running one, whichever
+ *   VP (or watchdog stand-in) it ran on in the parent;
+ * - empty ready queues, timer queues and idle/park counts; the parent's
+ *   nano-threads, VPs and queues are left as they are in memory (never
+ *   freed: a dead kernel thread may have been in the middle of using them,
+ *   and nothing refers to them any more), which costs the child the
+ *   parent's stacks in its copy of the address space and nothing else;
+ * - every runtime lock a dead kernel thread may have held is reinitialised
+ *   (each part's *_fork_child in internal.h), never taken;
+ * - the VP runs unbound, on the process's CPU mask (restore_mask_in_child
+ *   in vp.c, registered before us, puts it back), so a child that execs
+ *   keeps the whole mask;
+ * - the watchdog starts again (monitor and backstop threads);
+ * - the cpumgr client runs alone, as with no daemon (DESIGN invariant 8):
+ *   the parent's slot stays the parent's; the child never writes it;
+ * - tracing is off in the child: its records would go to the parent's
+ *   file (trace_writer.c already refuses to write it from a child).
+ *
+ * A child of a fork() made by a kernel thread that is no nano-thread (a
+ * foreign thread, or a helper) keeps the parent's runtime state, unusable:
+ * it should exec or call only async-signal-safe functions (README).
+ */
+#include "internal.h"
+#include "cpumgr_client.h"
+#include "trace_hooks.h"
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* A new VP 0 for the calling kernel thread, now running t. NULL when out
+ * of memory. */
+static struct nth_vp *new_vp0(struct nth_vp *old, struct nth_thread *t)
+{
+    struct nth_vp *vp = aligned_alloc(NTH_CACHELINE, sizeof *vp);
+    if (!vp)
+        return NULL;
+    memset(vp, 0, sizeof *vp);
+    vp->id = 0;
+    nth_rq_init(&vp->rq);
+    /* Nominal (nth_vps_set_allowed matches VPs to CPUs by it); bound only
+     * if a rebind is asked for. */
+    vp->cpu = old->id >= 0 ? old->cpu : sched_getcpu();
+    vp->idle.flags = NTH_TF_IDLE;
+    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
+    if (!u) {
+        free(vp);
+        return NULL;
+    }
+    vp->idle.stack_lo = u->stack_lo;
+    vp->idle.stack_size = u->stack_size;
+    vp->idle.asan_bottom = u->stack_lo;
+    vp->idle.asan_size = u->stack_size;
+#ifdef NTH_TSAN
+    vp->idle.tsan_fiber = __tsan_create_fiber(0);
+#endif
+    nth_ctx_make(&vp->idle.ctx, u->stack_lo, u->stack_size, nth_idle_entry, vp);
+    vp->current = t;
+    vp->errno_loc = old->errno_loc;
+    /* The TCB the idle context runs with (its kernel thread's own, or VP
+     * 0's allocated one) and the one loaded now, t's. */
+    vp->tp_own = old->tp_own;
+    vp->tp_loaded = old->tp_loaded;
+    vp->hook_seen = old->hook_seen;
+    vp->altstack = old->id >= 0 ? old->altstack : NULL;
+    vp->tid = (int)syscall(SYS_gettid);
+    return vp;
+}
+
+static void nth_fork_child(void)
+{
+    struct nth_vp *old = nth_vp_self();
+    struct nth_thread *t = old ? old->current : NULL;
+    if (!t || (t->flags & NTH_TF_IDLE))
+        return;   /* not a nano-thread's fork (see the top) */
+    __atomic_store_n(&nth_trace_on, 0, __ATOMIC_RELEASE);
+    nth_stack_fork_child();
+    nth_sched_fork_child();
+    nth_exit_hooks_fork_child();
+    nth_keys_fork_child();
+    struct nth_vp *vp = new_vp0(old, t);
+    struct nth_vp **vps = malloc(sizeof *vps);
+    if (!vp || !vps) {
+        static const char msg[] = "nthlib: no memory to restart the runtime in a fork()ed child\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        _exit(127);
+    }
+    vps[0] = vp;
+
+    /* The survivor: running on the new VP, joined by nobody (a joiner
+     * waiting in the parent, also one whose call it runs in, did not
+     * survive; the general exit path then never returns into its frame). */
+    t->vp = vp;
+    t->on_cpu = 1;
+    t->move_to = 0;
+    t->move_until = 0;
+    t->home_vp = NTH_VP_ANY;
+    t->flags &= ~(unsigned)NTH_TF_CALLED;
+    uintptr_t j = __atomic_load_n(&t->jstate, __ATOMIC_RELAXED);
+    if (j != NTH_J_DETACHED)
+        __atomic_store_n(&t->jstate, NTH_J_JOINABLE, __ATOMIC_RELAXED);
+
+    nth_rt.vps = vps;
+    nth_rt.nvps = 1;
+    nth_rq_init(&nth_rt.grq);
+    nth_rt.nspinning = 0;
+    nth_rt.nparked = 0;
+    nth_rt.vps_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
+    /* The live count is live + the VPs' created - exited: t alone. If t
+     * is not main, main is gone, so t's exit (the last thread's) ends the
+     * child with status 0, as pthread_exit from a last thread does. */
+    nth_rt.live = 1;
+    nth_rt.exiting = 0;
+    nth_rt.main_exited = !(t->flags & NTH_TF_MAIN);
+    nth_vp_self_set(vp);
+    /* nth_vp_self_set took the loaded TCB for the VP's own; keep the
+     * idle context's (new_vp0). */
+    vp->tp_own = old->tp_own;
+    vp->errno_loc = old->errno_loc;
+
+    nth_next_local_plain_init(1);
+    nth_timers_fork_child(vp);
+    nth_cpumgr_client_fork_child();
+    nth_cpumgr_rt_fork_child();
+    nth_watchdog_fork_child();
+}
+
+void nth_fork_install(void)
+{
+    static int installed;
+    if (!__atomic_exchange_n(&installed, 1, __ATOMIC_RELAXED))
+        (void)pthread_atfork(NULL, NULL, nth_fork_child);
+}
+
+/* Also at load time: child handlers run in registration order, and a
+ * program's own (under the shim, any pthread_atfork made before the first
+ * call that starts the runtime) may use threads and locks, so ours must
+ * come first. Until the runtime runs it returns at once. */
+__attribute__((constructor)) static void fork_install_early(void)
+{
+    nth_fork_install();
+}
