@@ -49,6 +49,8 @@ struct slotpriv {
     int enforce_logged;     /* "moved its threads" already logged */
     uint32_t gen;           /* occupant generation written to the slot */
     double credit;          /* priority rotation: CPU-quanta owed (policy.h) */
+    int32_t refused_pid;    /* occupant refused at admission (its pid does */
+    uint64_t refused_start; /* not map the segment): ignored, not re-checked */
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -123,7 +125,8 @@ static void slot_name(const struct nth_cpumgr_slot *s, char *out)
 {
     for (unsigned i = 0; i < NTH_CPUMGR_NAME_LEN; i++) {
         char c = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
-        out[i] = (c && (unsigned char)c < 32) ? '?' : c;
+        /* Control bytes and non-ASCII (a terminal may act on either). */
+        out[i] = (c && ((unsigned char)c < 32 || (unsigned char)c >= 127)) ? '?' : c;
     }
     out[NTH_CPUMGR_NAME_LEN - 1] = 0;
 }
@@ -143,7 +146,35 @@ struct daemon {
     uint32_t token;                        /* last token given out */
     uint32_t tok[NTH_CPUMGR_MAX_CPUS];
     uint8_t nxt[NTH_CPUMGR_MAX_CPUS];      /* receiver slot index + 1 */
+    /* The header words we own, as we last wrote them (DESIGN invariant 7:
+     * the segment's copy is untrusted, any client may scribble on it). */
+    struct nth_cpumgr_shm_hdr hdr;
+    unsigned hdr_repairs;                  /* repairs so far (one logged) */
 };
+
+/* Bump the allocation epoch: ours, then the segment's copy. */
+static void bump_epoch(struct daemon *d)
+{
+    d->hdr.epoch++;
+    __atomic_store_n(&d->shm->epoch, d->hdr.epoch, __ATOMIC_RELEASE);
+}
+
+/* Compare the segment's header with ours; rewrite it if it differs. Once a
+ * pass, before the slots: a scribbled magic, version or daemon state makes
+ * every client run alone and `cpumgr status`/`stop` refuse the segment,
+ * so it is put back within a period and clients re-attach (invariant 8).
+ * The first repair is logged, the others only counted (a hostile client
+ * must not flood the log). */
+static void check_header(struct daemon *d)
+{
+    char what[160];
+    if (cm_seg_header_repair(d->shm, &d->hdr, what, sizeof what) == 0)
+        return;
+    if (d->hdr_repairs++ == 0)
+        fprintf(stderr, "cpumgr: segment %s: header overwritten by someone else (%s); "
+                "rewrote it from the daemon's copy (further repairs counted, not logged)\n",
+                d->o->name, what);
+}
 
 static void forget(struct daemon *d, int i, const char *reason)
 {
@@ -197,6 +228,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
             forget(d, i, "detach");
         p->bad_logged = 0;
         p->claim_since = 0;
+        p->refused_pid = 0;
         return;
     }
     int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
@@ -219,18 +251,39 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         return;
     }
     p->claim_since = 0;
-    if (st != NTH_CPUMGR_SLOT_ACTIVE) {
-        nonsense(d, i, "bad state", (long)st);
+    if (st != NTH_CPUMGR_SLOT_ACTIVE || !pid_ok) {
+        /* Nonsense: ignored while a live process may own the slot; freed
+         * once none can (no such pid, or it died), else one slot would be
+         * lost for the daemon's life per scribble. Looked at once a
+         * period. */
+        if (st != NTH_CPUMGR_SLOT_ACTIVE)
+            nonsense(d, i, "bad state", (long)st);
+        else
+            nonsense(d, i, "bad pid", (long)pid);
+        if ((liveness || !pid_ok) && (!pid_ok || nth_cpumgr_proc_start_time(pid) != start)) {
+            uint32_t exp = st;
+            if (__atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                fprintf(stderr, "cpumgr: slot %d: no live owner; bad slot freed\n", i);
+                if (p->known)
+                    forget(d, i, "dead");
+                p->bad_logged = 0;
+                p->refused_pid = 0;
+            }
+        }
         return;
     }
-    if (!pid_ok) {
-        nonsense(d, i, "bad pid", (long)pid);
+    /* An occupant refused at admission stays refused (one log line, one
+     * read of its maps); only its death, seen once a period, frees the
+     * slot. */
+    int refused = p->refused_pid && p->refused_pid == pid && p->refused_start == start;
+    if (refused && !liveness)
         return;
-    }
     /* A new occupant is always checked; known ones once per period, so a
      * futex wake (a request change) is answered without reading /proc. */
     int check = liveness || !p->known || p->pid != pid || p->start != start;
     if (check && nth_cpumgr_proc_start_time(pid) != start) {
+        p->refused_pid = 0;
         /* Dead (or the pid was reused by another process): reclaim. */
         if (!p->known)
             fprintf(stderr, "cpumgr: slot %d: owner pid %d is gone, slot reclaimed\n", i, (int)pid);
@@ -241,6 +294,8 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
         return;
     }
+    if (refused)
+        return;
     if (p->known && (p->pid != pid || p->start != start)) {
         /* A new occupant without us seeing FREE: close the old account. */
         forget(d, i, "detach");
@@ -260,8 +315,23 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         return;
     cm_mask_to_bitmap(s->affinity, aff);
     hwloc_bitmap_and(aff, aff, d->owned);
+    int maps = 1;
+    if (!p->known && (maps = cm_maps_segment(pid, d->o->name)) == 0) {
+        /* Admission: pid and start time name a live process, but one that
+         * never mapped the segment is no client (a forged slot): it would
+         * hold CPUs nobody runs on. Refused once, not re-read each pass. */
+        char nm[NTH_CPUMGR_NAME_LEN];
+        slot_name(s, nm);
+        fprintf(stderr, "cpumgr: slot %d: pid %d (\"%s\") does not map %s: not a client; "
+                "slot refused\n", i, (int)pid, nm, d->o->name);
+        p->refused_pid = pid;
+        p->refused_start = start;
+        hwloc_bitmap_free(aff);
+        return;
+    }
     if (!p->known) {
         p->known = 1;
+        p->client_ok = maps == 1 ? 1 : 0;
         p->pid = pid;
         p->start = start;
         slot_name(s, p->name);
@@ -514,7 +584,7 @@ static void rebalance(struct daemon *d)
             }
         }
         if (changed) {
-            __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
+            bump_epoch(d);
             __atomic_store_n(&d->shm->pass_ns, d->pass_ns, __ATOMIC_RELAXED);
         }
         for (int k = 0; k < nwake; k++)
@@ -678,12 +748,25 @@ static int setup_segment(struct daemon *d)
         return -1;
     }
     d->shm = s;
-    s->ncpus = (uint32_t)d->ncpus;
-    cm_bitmap_to_mask(d->owned, s->cpus);
-    s->period_ms = d->o->period_ms;
+    /* Our copy of the header: what we write now and restore if scribbled. */
+    struct nth_cpumgr_shm_hdr *h = &d->hdr;
+    memset(h, 0, sizeof *h);
+    h->magic = NTH_CPUMGR_MAGIC;
+    h->layout_version = NTH_CPUMGR_LAYOUT_VERSION;
+    h->size = sizeof *s;
+    h->max_slots = NTH_CPUMGR_MAX_SLOTS;
+    h->ncpus = (uint32_t)d->ncpus;
+    cm_bitmap_to_mask(d->owned, h->cpus);
+    h->period_ms = d->o->period_ms;
+    h->daemon_pid = getpid();
+    h->daemon_start_time = nth_cpumgr_proc_start_time(getpid());
+    /* A restart on a dead daemon's segment keeps its RUNNING until we are
+     * ready, as before: clients keep their slots meanwhile. */
+    uint32_t was = __atomic_load_n(&s->daemon_state, __ATOMIC_RELAXED);
+    h->daemon_state = was == NTH_CPUMGR_DAEMON_RUNNING ? was : NTH_CPUMGR_DAEMON_STARTING;
+    h->epoch = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
     __atomic_store_n(&s->heartbeat_ms, now_ms(), __ATOMIC_RELEASE);
-    __atomic_store_n(&s->daemon_start_time, nth_cpumgr_proc_start_time(getpid()), __ATOMIC_RELEASE);
-    __atomic_store_n(&s->daemon_pid, getpid(), __ATOMIC_RELEASE);
+    cm_seg_header_write(s, h);
     if (rebuilt) {
         /* Restart: the slots are the state. Take each live application's
          * last assignment as its previous one so placement stays stable. */
@@ -703,7 +786,8 @@ static int setup_segment(struct daemon *d)
     /* A previous daemon's hand-offs are not ours to honour. */
     for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
         __atomic_store_n(&s->cpu[c].token, 0, __ATOMIC_SEQ_CST);
-    __atomic_add_fetch(&s->epoch, 1, __ATOMIC_RELEASE);
+    bump_epoch(d);
+    h->daemon_state = NTH_CPUMGR_DAEMON_RUNNING;
     __atomic_store_n(&s->daemon_state, NTH_CPUMGR_DAEMON_RUNNING, __ATOMIC_RELEASE);
     return 0;
 }
@@ -712,8 +796,10 @@ static int setup_segment(struct daemon *d)
  * end, and a start that fails once the segment is set up. */
 static void teardown_segment(struct daemon *d)
 {
+    check_header(d); /* clients must read STOPPED under a good magic */
+    d->hdr.daemon_state = NTH_CPUMGR_DAEMON_STOPPED;
     __atomic_store_n(&d->shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&d->shm->epoch, 1, __ATOMIC_RELEASE);
+    bump_epoch(d);
     shm_unlink(d->o->name);
     cm_seg_unmap(d->shm);
     d->shm = NULL;
@@ -803,6 +889,7 @@ int cm_daemon_run(const struct cm_opts *o)
                 __atomic_store_n(&d.shm->slots[i].cpu_ns, p->cpu_ns, __ATOMIC_RELAXED);
             }
         }
+        check_header(&d);
         __atomic_store_n(&d.shm->heartbeat_ms, tms, __ATOMIC_RELEASE);
         /* The liveness check reads /proc (tens of us): a pass that answers
          * a request puts it off once, to a pass LIVE_DEFER_NS later, so
@@ -843,6 +930,8 @@ int cm_daemon_run(const struct cm_opts *o)
     disarm(&d, NULL);
     teardown_segment(&d);
     cm_trace_close();
+    if (d.hdr_repairs > 1)
+        fprintf(stderr, "cpumgr: segment header was rewritten %u times\n", d.hdr_repairs);
     fprintf(stderr, "cpumgr: stopped, %s removed\n", o->name);
     hwloc_topology_destroy(d.topo);
     hwloc_bitmap_free(d.owned);

@@ -4,6 +4,7 @@
  * from /proc, never from the segment.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@
 
 int cm_enforce_is_client(pid_t pid, const char *name)
 {
+    return cm_maps_segment(pid, name) == 1;
+}
+
+int cm_maps_segment(pid_t pid, const char *name)
+{
     char path[64], want[256 + 16], line[4096];
     if (pid <= 0 || !name || name[0] != '/')
         return 0;
@@ -22,7 +28,7 @@ int cm_enforce_is_client(pid_t pid, const char *name)
     size_t wl = strlen(want);
     FILE *f = fopen(path, "re");
     if (!f)
-        return 0;
+        return errno == EACCES || errno == EPERM ? -1 : 0;
     int found = 0;
     while (!found && fgets(line, sizeof line, f)) {
         size_t n = strlen(line);

@@ -16,6 +16,11 @@
  * ever touched. 1 yes, 0 no or unreadable. */
 int cm_enforce_is_client(pid_t pid, const char *name);
 
+/* The same question for admission: 1 pid maps the segment, 0 it does not
+ * (or there is no such process), -1 we may not read its maps (another
+ * user's process, a client of --group: EACCES), so cannot tell. */
+int cm_maps_segment(pid_t pid, const char *name);
+
 /* Threads of pid that are runnable on a CPU of `taken` (/proc/PID/task/TID/
  * stat: state R, last CPU in taken) are bound to `to` (non-empty). Returns
  * how many were moved; *first_cpu gets the CPU the first one was found on.

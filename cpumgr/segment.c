@@ -107,3 +107,56 @@ int cm_seg_daemon_alive(const struct nth_cpumgr_shm *s)
     uint64_t st = __atomic_load_n(&s->daemon_start_time, __ATOMIC_ACQUIRE);
     return pid > 0 && st != 0 && nth_cpumgr_proc_start_time(pid) == st;
 }
+
+void cm_seg_header_write(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_hdr *h)
+{
+    /* Magic and version last: a reader that sees them good sees the rest. */
+    __atomic_store_n(&s->size, h->size, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->max_slots, h->max_slots, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->ncpus, h->ncpus, __ATOMIC_RELAXED);
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        __atomic_store_n(&s->cpus[w], h->cpus[w], __ATOMIC_RELAXED);
+    __atomic_store_n(&s->epoch, h->epoch, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->period_ms, h->period_ms, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->daemon_start_time, h->daemon_start_time, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->daemon_pid, h->daemon_pid, __ATOMIC_RELAXED);
+    for (unsigned w = 0; w < sizeof s->reserved / sizeof s->reserved[0]; w++)
+        __atomic_store_n(&s->reserved[w], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->layout_version, h->layout_version, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->magic, h->magic, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->daemon_state, h->daemon_state, __ATOMIC_RELEASE);
+}
+
+int cm_seg_header_repair(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_hdr *h,
+                         char *what, size_t whatlen)
+{
+    int bad = 0;
+#define CM_HDR_CMP(field, have, want)                                                        \
+    do {                                                                                     \
+        unsigned long long hv_ = (unsigned long long)(have), wv_ = (unsigned long long)(want); \
+        if (hv_ != wv_ && bad++ == 0)                                                        \
+            snprintf(what, whatlen, "%s is %#llx, should be %#llx", field, hv_, wv_);         \
+    } while (0)
+    CM_HDR_CMP("magic", __atomic_load_n(&s->magic, __ATOMIC_RELAXED), h->magic);
+    CM_HDR_CMP("layout_version", __atomic_load_n(&s->layout_version, __ATOMIC_RELAXED),
+               h->layout_version);
+    CM_HDR_CMP("size", __atomic_load_n(&s->size, __ATOMIC_RELAXED), h->size);
+    CM_HDR_CMP("max_slots", __atomic_load_n(&s->max_slots, __ATOMIC_RELAXED), h->max_slots);
+    CM_HDR_CMP("ncpus", __atomic_load_n(&s->ncpus, __ATOMIC_RELAXED), h->ncpus);
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        CM_HDR_CMP("cpus[]", __atomic_load_n(&s->cpus[w], __ATOMIC_RELAXED), h->cpus[w]);
+    CM_HDR_CMP("epoch", __atomic_load_n(&s->epoch, __ATOMIC_RELAXED), h->epoch);
+    CM_HDR_CMP("daemon_pid", (uint32_t)__atomic_load_n(&s->daemon_pid, __ATOMIC_RELAXED),
+               (uint32_t)h->daemon_pid);
+    CM_HDR_CMP("daemon_state", __atomic_load_n(&s->daemon_state, __ATOMIC_RELAXED),
+               h->daemon_state);
+    CM_HDR_CMP("daemon_start_time", __atomic_load_n(&s->daemon_start_time, __ATOMIC_RELAXED),
+               h->daemon_start_time);
+    CM_HDR_CMP("period_ms", __atomic_load_n(&s->period_ms, __ATOMIC_RELAXED), h->period_ms);
+    for (unsigned w = 0; w < sizeof s->reserved / sizeof s->reserved[0]; w++)
+        CM_HDR_CMP("reserved[]", __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED), 0);
+#undef CM_HDR_CMP
+    if (bad)
+        cm_seg_header_write(s, h);
+    return bad;
+}

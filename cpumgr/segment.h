@@ -30,4 +30,32 @@ int cm_seg_name_ok(const char *name);
 /* Is the daemon recorded in s alive (same pid and start time)? */
 int cm_seg_daemon_alive(const struct nth_cpumgr_shm *s);
 
+/* The header words the daemon alone writes (cpumgr_shm.h), as the daemon
+ * last wrote them: its private copy, which the segment's must match. The
+ * heartbeat and pass_ns (rewritten at every pass) and the client-written
+ * wake and wake_ns are not in it; the reserved words must stay 0. */
+struct nth_cpumgr_shm_hdr {
+    uint64_t magic;
+    uint32_t layout_version, size, max_slots, ncpus;
+    uint64_t cpus[NTH_CPUMGR_MASK_WORDS];
+    uint64_t epoch;
+    int32_t daemon_pid;
+    uint32_t daemon_state;
+    uint64_t daemon_start_time;
+    uint32_t period_ms;
+};
+
+/* Write every word of h into s's header, and zero its reserved words.
+ * Daemon only; atomic word stores (clients read them concurrently). */
+void cm_seg_header_write(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_hdr *h);
+
+/* Compare s's header with h; if a word differs, rewrite the header from h
+ * (cm_seg_header_write) and describe the first difference in what (one
+ * line, no newline: field, value found, value expected). Returns the
+ * number of words that differed, 0 if none (what untouched). Daemon only,
+ * once a pass (DESIGN invariant 7: the header is the daemon's, a client
+ * that scribbles on it is repaired, never believed). */
+int cm_seg_header_repair(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_hdr *h,
+                         char *what, size_t whatlen);
+
 #endif

@@ -55,7 +55,8 @@ static int print_once(const char *name)
         char nm[NTH_CPUMGR_NAME_LEN];
         for (unsigned k = 0; k < sizeof nm; k++) {
             char c = sl->name[k];
-            nm[k] = (c && ((unsigned char)c < 32 || c == 127)) ? '?' : c;
+            /* Control bytes and non-ASCII: a terminal may act on either. */
+            nm[k] = (c && ((unsigned char)c < 32 || (unsigned char)c >= 127)) ? '?' : c;
         }
         nm[sizeof nm - 1] = 0;
         char list[256];

@@ -46,6 +46,8 @@ static struct {
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
+    int hdr_warned;              /* a scribbled header is reported once */
+    int full_warned;             /* "all slots taken" is reported once */
     int held;                    /* the runtime attaches later (init_held) */
     int ever_attached;           /* a daemon may have bound our threads */
     hwloc_topology_t topo;
@@ -346,12 +348,33 @@ static void map_segment(void)
     C.ino = st.st_ino;
 }
 
+/* Is the mapped segment's header still the daemon's (magic, version, size,
+ * slot count, a known daemon state)? Something other than the daemon wrote
+ * it otherwise: we run alone, saying so once, and re-attach when the daemon
+ * has rewritten it (it checks its header every period; DESIGN invariants 7
+ * and 8). Lock held. */
+static int header_ok(void)
+{
+    const struct nth_cpumgr_shm *s = C.shm;
+    int ok = __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == NTH_CPUMGR_MAGIC &&
+             __atomic_load_n(&s->layout_version, __ATOMIC_ACQUIRE) == NTH_CPUMGR_LAYOUT_VERSION &&
+             __atomic_load_n(&s->size, __ATOMIC_RELAXED) == sizeof *s &&
+             __atomic_load_n(&s->max_slots, __ATOMIC_RELAXED) == NTH_CPUMGR_MAX_SLOTS &&
+             __atomic_load_n(&s->daemon_state, __ATOMIC_RELAXED) <= NTH_CPUMGR_DAEMON_STOPPED;
+    if (!ok && !C.hdr_warned) {
+        fprintf(stderr, "nthlib: cpumgr segment %s: header overwritten (not the daemon's); "
+                "running alone on CPUs of the affinity mask until it is valid again\n", C.name);
+        C.hdr_warned = 1;
+    }
+    return ok;
+}
+
 /* Try to become attached. Lock held. Returns nonzero if assignment changed. */
 static int try_attach(void)
 {
     C.last_try_ms = now_ms();
     map_segment();
-    if (!C.shm || !daemon_running())
+    if (!C.shm || !header_ok() || !daemon_running())
         return 0;
     int changed = 0;
     if (C.slot >= 0 && slot_is_ours(C.slot)) {
@@ -359,7 +382,15 @@ static int try_attach(void)
         C.waiting_first = 0;
         publish_request();
     } else if (claim() != 0) {
-        return 0; /* every slot taken: stay alone, retry later */
+        /* Every slot taken: stay alone, retry later; say so once. */
+        if (!C.full_warned) {
+            char list[256];
+            hwloc_bitmap_list_snprintf(list, sizeof list, C.affinity);
+            fprintf(stderr, "nthlib: cpumgr %s: all %u slots taken; running alone on CPUs %s "
+                    "(retrying every %d ms)\n", C.name, NTH_CPUMGR_MAX_SLOTS, list, RETRY_MS);
+            C.full_warned = 1;
+        }
+        return 0;
     }
     __atomic_store_n(&nth_cpumgr_watch, &C.shm->slots[C.slot].aseq, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_vp_word, &C.shm->slots[C.slot].vp_wake, __ATOMIC_RELEASE);
@@ -421,7 +452,9 @@ int nth_cpumgr_tick(void)
     int changed = 0;
     if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED)) {
         uint32_t ds = __atomic_load_n(&C.shm->daemon_state, __ATOMIC_ACQUIRE);
-        if (ds == NTH_CPUMGR_DAEMON_STOPPED)
+        if (!header_ok())
+            changed = go_alone(0); /* keep slot and mapping: the daemon repairs */
+        else if (ds == NTH_CPUMGR_DAEMON_STOPPED)
             changed = go_alone(1);
         else if (!daemon_running())
             changed = go_alone(0); /* keep the slot: a restart keeps it too */

@@ -768,6 +768,209 @@ static void test_version_refused(void **state)
     munmap(s, sizeof *s);
 }
 
+/* Wait until path holds needle at least n times (bounded). */
+static void wait_log(const char *path, const char *needle, int n)
+{
+    uint64_t t0 = ms();
+    while (count_in(path, needle) < n) {
+        if (ms() - t0 > WAIT_MS) fail_msg("%s: want %d line(s) with \"%s\"", path, n, needle);
+        sleep_ms(5);
+    }
+}
+
+/* Wait until the client says it is (not) attached, whatever its CPUs. */
+static void wait_attached(struct proc *p, int attached)
+{
+    uint64_t t0 = ms();
+    for (;;) {
+        drain(p);
+        if (p->attached == attached) return;
+        if (ms() - t0 > WAIT_MS) fail_msg("client %d: want A=%d, have A=%d", (int)p->pid,
+                                          attached, p->attached);
+        sleep_ms(2);
+    }
+}
+
+/* Issue 5 trial P1: garbage over the header (bytes 16..255) while a client
+ * runs. The client says so once and runs alone; the daemon (stopped
+ * meanwhile, so the client surely sees it) logs one line and rewrites the
+ * header from its own copy; the client re-attaches, `status` and `stop`
+ * work. A second scribble (ncpus, cpus[]) is repaired without a new line. */
+static void test_header_scribbled(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    uint32_t want_ncpus = s->ncpus;
+    uint64_t want_cpus0 = s->cpus[0];
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    memset((char *)s + 16, 0xa5, offsetof(struct nth_cpumgr_shm, slots) - 16);
+    wait_attached(&a, 0);
+    wait_log(logf, "header overwritten (not the daemon's)", 1);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    wait_log(logf, "rewrote it from the daemon's copy", 1);
+    wait_state(&a, 1, ncpus);
+    assert_int_equal(s->ncpus, want_ncpus);
+    assert_int_equal(s->max_slots, NTH_CPUMGR_MAX_SLOTS);
+    assert_int_equal(s->daemon_pid, daemon_pid);
+    /* While it runs: a quiet repair (counted, not logged again). */
+    __atomic_store_n(&s->ncpus, 64u, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->cpus[0], 500u, __ATOMIC_RELAXED);
+    uint64_t t0 = ms();
+    while (__atomic_load_n(&s->ncpus, __ATOMIC_RELAXED) != want_ncpus ||
+           __atomic_load_n(&s->cpus[0], __ATOMIC_RELAXED) != want_cpus0) {
+        if (ms() - t0 > WAIT_MS) fail_msg("ncpus/cpus[] not repaired");
+        sleep_ms(5);
+    }
+    assert_int_equal(count_in(logf, "rewrote it from the daemon's copy"), 1);
+    assert_int_equal(count_in(logf, "header overwritten (not the daemon's)"), 1);
+    char cmd[PATH_MAX * 3 + 256];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr stop --name %s >/dev/null", bindir, seg);
+    assert_int_equal(system(cmd), 0);
+    reap(daemon_pid);
+    assert_int_equal(count_in(logf, "header was rewritten "), 1); /* 2 or more */
+    wait_attached(&a, 0);
+    cm_seg_unmap(s);
+}
+
+/* Claim a free slot from here and fill it (a forged or filler occupant). */
+static struct nth_cpumgr_slot *forge(struct nth_cpumgr_shm *s, pid_t pid, int req, int prio,
+                                     const char *name, uint32_t state)
+{
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        struct nth_cpumgr_slot *r = &s->slots[i];
+        uint32_t exp = NTH_CPUMGR_SLOT_FREE;
+        if (!__atomic_compare_exchange_n(&r->state, &exp, NTH_CPUMGR_SLOT_CLAIMING, 0,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        r->pid = pid;
+        r->start_time = nth_cpumgr_proc_start_time(pid);
+        memset(r->affinity, 0xff, sizeof r->affinity);
+        r->request = req;
+        r->priority = prio;
+        memset(r->name, 0, sizeof r->name);
+        memcpy(r->name, name, strlen(name) < sizeof r->name ? strlen(name) : sizeof r->name - 1);
+        __atomic_store_n(&r->state, state, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&s->wake, 1, __ATOMIC_RELEASE);
+        return r;
+    }
+    return NULL;
+}
+
+/* Issue 5 trial P2: an ACTIVE slot naming a live process that never mapped
+ * the segment is refused at admission (one line, no CPU), not re-checked
+ * every period, and freed when that process dies. */
+static void test_forged_slot(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    char *argv[] = {"/bin/sleep", "30", NULL};
+    pid_t sl = spawn(argv, NULL, NULL, NULL);
+    /* Past the exec: its maps are sleep's own, not a copy of ours. */
+    char comm[64], path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)sl);
+    uint64_t t0 = ms();
+    for (;;) {
+        FILE *c = fopen(path, "r");
+        int ok = c && fgets(comm, sizeof comm, c) && strncmp(comm, "sleep", 5) == 0;
+        if (c) fclose(c);
+        if (ok) break;
+        if (ms() - t0 > WAIT_MS) fail_msg("sleep did not start");
+        sleep_ms(2);
+    }
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *f = forge(s, sl, 1024, 1000, "forged", NTH_CPUMGR_SLOT_ACTIVE);
+    assert_non_null(f);
+    wait_log(logf, "not a client; slot refused", 1);
+    sleep_ms(300); /* ~30 periods */
+    assert_int_equal(count_in(logf, "not a client; slot refused"), 1);
+    assert_int_equal(count_in(logf, "application forged"), 0);
+    assert_int_equal(__atomic_load_n(&f->assigned_count, __ATOMIC_RELAXED), 0);
+    assert_int_equal(slot_count(s, a.pid, NULL), ncpus);
+    drain(&a);
+    assert_int_equal(a.n, ncpus);
+    kill(sl, SIGKILL);
+    reap(sl);
+    t0 = ms();
+    while (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != NTH_CPUMGR_SLOT_FREE) {
+        if (ms() - t0 > WAIT_MS) fail_msg("refused slot not freed after its pid died");
+        sleep_ms(5);
+    }
+    cm_seg_unmap(s);
+}
+
+/* Issue 5 trial P3: with every slot taken a client says so in one line and
+ * runs alone; it attaches once a slot is free. */
+static void test_slots_full(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *fill[NTH_CPUMGR_MAX_SLOTS];
+    for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
+        fill[i] = forge(s, getpid(), 0, 1, "filler", NTH_CPUMGR_SLOT_ACTIVE);
+        assert_non_null(fill[i]);
+    }
+    struct proc a;
+    start_client(&a, "1", "1");
+    wait_log(logf, "slots taken; running alone on CPUs", 1);
+    drain(&a);
+    assert_int_equal(a.attached, 0);
+    sleep_ms(300); /* several retries: still one line */
+    assert_int_equal(count_in(logf, "slots taken; running alone on CPUs"), 1);
+    __atomic_store_n(&fill[5]->state, NTH_CPUMGR_SLOT_FREE, __ATOMIC_RELEASE);
+    wait_state(&a, 1, 1);
+    cm_seg_unmap(s);
+}
+
+/* Issue 5 trial P4: a slot of nonsense whose pid is no live process is
+ * freed (not lost for the daemon's life); `status` masks non-ASCII and
+ * control bytes of names. */
+static void test_bad_slot_freed(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *b = forge(s, 1, 1, 1, "\x1b[2J\x1b[31mEVIL", 0xdeadbeefu);
+    assert_non_null(b);
+    b->start_time = 0; /* not pid 1's */
+    /* A live occupant (us: we map the segment) with a hostile name. */
+    struct nth_cpumgr_slot *g = forge(s, getpid(), 1, 1, "\xff\xfe\x9b[31m\xc3\xa9", NTH_CPUMGR_SLOT_ACTIVE);
+    assert_non_null(g);
+    wait_log(logf, "bad slot freed", 1);
+    assert_int_equal(__atomic_load_n(&b->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_FREE);
+    wait_log(logf, "attached to slot", 1);
+    char cmd[PATH_MAX * 3 + 256], out[16384];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s", bindir, seg);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    pclose(f);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)out[i] >= 127 || ((unsigned char)out[i] < 32 && out[i] != '\n'))
+            fail_msg("status printed byte %#x raw at %zu", (unsigned char)out[i], i);
+    FILE *l = fopen(logf, "r");
+    assert_non_null(l);
+    int c;
+    while ((c = fgetc(l)) != EOF)
+        if (c >= 127) fail_msg("daemon log has byte %#x raw", c);
+    fclose(l);
+    cm_seg_unmap(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -781,6 +984,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_version_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_scribbled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forged_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slots_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_slot_freed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
