@@ -145,7 +145,7 @@ static int held_attempt(int nspin, enum how how)
     stage = 3;
     nth_attr_setvp(&a, me);
     int mine = n;
-    spin_vp[mine] = -1;
+    __atomic_store_n(&spin_vp[mine], -1, __ATOMIC_RELEASE);
     T_EQ(nth_create(&th[n++], &a, spinner, &spin_vp[mine]), 0);
     wait_by(how);
     stage = 4;
@@ -230,8 +230,10 @@ static void test_sleep_4vps_3spin(void **st) { (void)st; run_case(4, 3, BY_SLEEP
 static void test_cond_timedwait_4vps_3spin(void **st) { (void)st; run_case(4, 3, BY_COND); }
 static void test_yield_stolen_4vps_3spin(void **st) { (void)st; run_case(4, 3, BY_YIELD); }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);   /* e.g. "*yield*" */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sleep_2vps),
         cmocka_unit_test(test_cond_timedwait_2vps),
