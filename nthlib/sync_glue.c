@@ -135,10 +135,47 @@ void nth__sync_fallback_armed(uint64_t before)
     fallback_watch(vp && vp->id >= 0 ? vp : NULL, before);
 }
 
-/* The backstop's: fire the shared queue if no enabled VP outside the
- * kernel will. */
+/* An alarm of a running VP's queue this late (ns past its deadline) is
+ * held: every scheduling point of that VP fires what is due
+ * (timer_hook), so the VP has run one nano-thread all that time -- a
+ * compute-bound one that makes no nthlib call (DESIGN invariant 1: it is
+ * never preempted), or one stuck in the kernel without
+ * nth_blocking_enter. Far above a VP's usual gap between scheduling points,
+ * and below the backstop's period (watchdog.c, BACKSTOP_NS), which bounds
+ * how late a held alarm fires. */
+#define HELD_NS (2 * 1000000ULL)
+
+/* Fire the held alarms of the enabled VPs (disabled ones are adopted by
+ * timer_hook; a VP in nth_blocking_enter moved its alarms to the shared
+ * queue). On the backstop's kernel thread, which is no VP: a woken
+ * nano-thread goes to the global queue and unparks an idle VP
+ * (make_ready), which runs it while the holder computes on. The owner may
+ * reach a scheduling point meanwhile and fire the same queue: nth_tq_fire
+ * pops each alarm under the queue's lock, so each fires once; a cancel
+ * waits for a callback already running (nth_tq_cancel). One relaxed load
+ * per VP when nothing is held. */
+static void held_timers(void)
+{
+    uint64_t now = 0;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *o = nth_rt.vps[i];
+        struct nth_tq *q = __atomic_load_n((struct nth_tq **)&o->timerq, __ATOMIC_ACQUIRE);
+        if (!q || nth_tq_next_deadline(q) == NTH_TQ_NONE ||
+            __atomic_load_n(&o->disabled, __ATOMIC_RELAXED))
+            continue;
+        if (!now)
+            now = nth_now_ns();
+        /* Held: everything due goes, not only what is that late. */
+        if (now > HELD_NS && nth_tq_next_deadline(q) <= now - HELD_NS)
+            (void)nth_tq_fire(q, now);
+    }
+}
+
+/* The backstop's: fire the alarms held by a VP that reaches no scheduling
+ * point, and the shared queue if no enabled VP outside the kernel will. */
 static uint64_t orphan_timers(void)
 {
+    held_timers();
     struct nth_tq *fb = nth__sync_fallback_tq();
     if (nth_tq_next_deadline(fb) == NTH_TQ_NONE)
         return NTH_TQ_NONE;

@@ -42,9 +42,18 @@
  * which the other VPs fire; when every enabled VP is in a system call the
  * backstop fires it (plan_wake), and the nano-threads it wakes get a
  * stand-in like any other work. Without the watchdog (NTH_STALL_US=0) the
- * backstop is started for that by the first such alarm. Not covered: the
- * timer queue of a VP stalled in the kernel without nth_blocking_enter (a
- * timed wait armed on it expires when the VP comes back).
+ * backstop is started for that by the first such alarm. Each pass also
+ * fires the alarms a VP holds, more than 2 ms late in its own queue because
+ * it reaches no scheduling point (a nano-thread computing without calls, or
+ * one in the kernel without nth_blocking_enter; sync_glue.c, held_timers):
+ * the woken nano-threads go to the global queue, for an idle VP.
+ *
+ * Computing VPs: a nano-thread that computes without scheduling points is
+ * not stalled and gets no stand-in, but work queued behind it (a yielder, a
+ * nano-thread created there) woke no idle VP when it was queued. The
+ * backstop wakes a parked VP for it, which steals it (queued_unseen); and
+ * for work left on a parked VP's queue (queued while another VP spun idle
+ * and then went on to compute).
  */
 #include <errno.h>
 #include <sched.h>
@@ -445,6 +454,29 @@ static int looks_stalled(struct nth_vp *vp)
            tid_sleeping(__atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE));
 }
 
+/* vp has not switched for stall_ns and is not in the kernel: either its
+ * nano-thread computes without scheduling points, which nobody preempts
+ * (DESIGN invariant 1), or it is parked. Work queued on it then (a
+ * yielder, a nano-thread created or made ready behind the computing one;
+ * or queued on the parked VP while another VP spun idle -- the enqueue
+ * then wakes nobody, the spinner being expected to take it, and that
+ * spinner went on to compute something else) waits for a thief, but
+ * thieves that parked before it was queued sleep on. Wake one (vp itself
+ * first if parked), which takes it (steal.c takes a busy victim's head
+ * slot too once the victim has not switched for its grace). Not while a
+ * VP spins: that one steals on its own. */
+static void queued_unseen(struct nth_vp *vp)
+{
+    if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) || !vp_has_work(vp))
+        return;
+    if (!__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&vp->current, __ATOMIC_ACQUIRE) == &vp->idle)
+        return;                    /* in its idle loop: it looks itself */
+    if (__atomic_load_n(&nth_rt.nspinning, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) > 0)
+        nth_wake_one(vp);
+}
+
 /* The backstop's check of one VP: lend it a stand-in if it has not switched
  * since the monitor suspected it (suspect), or for stall_ns in the
  * backstop's own view (o), and still looks stalled. */
@@ -454,9 +486,13 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, in
     int long_enough = observe(vp, o, t);
     if (sus && sus - 1 == __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED))
         long_enough = 1;
-    if (!long_enough || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) || !looks_stalled(vp))
+    if (!long_enough || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
         return;
-    (void)nth_standin_lend(vp);  /* on failure: try next period */
+    if (looks_stalled(vp)) {
+        (void)nth_standin_lend(vp);  /* on failure: try next period */
+        return;
+    }
+    queued_unseen(vp);
 }
 
 /* Some running VP has a nano-thread queued (its own queues, or the global

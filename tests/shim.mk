@@ -140,6 +140,13 @@ tests_shim_posix_cancelblk_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_cancelblk_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_cancelblk_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_cancelblk_LDADD =
+check_PROGRAMS += tests/shim/posix-busy
+tests_shim_posix_busy_SOURCES = tests/shim/busy.c tests/shim/check.h
+tests_shim_posix_busy_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_busy_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_busy_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_busy_LDADD =
+
 check_PROGRAMS += tests/shim/posix-rdtimers
 tests_shim_posix_rdtimers_SOURCES = tests/shim/rdtimers.c tests/shim/check.h
 tests_shim_posix_rdtimers_CPPFLAGS = $(shim_posix_cppflags)

@@ -38,6 +38,15 @@ tests_sync_test_timer_migration_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_timer_migration_LDFLAGS = -static
 tests_sync_test_timer_migration_LDADD = $(TEST_LIBS)
 
+# A compute-bound nano-thread does not hold its VP's alarms, nor work
+# queued behind it (reads a VP's parked flag: static link).
+check_PROGRAMS += tests/sync/test-held-alarms
+TESTS += tests/sync/test-held-alarms
+tests_sync_test_held_alarms_SOURCES = tests/sync/test_held_alarms.c
+tests_sync_test_held_alarms_CFLAGS = $(TEST_CFLAGS)
+tests_sync_test_held_alarms_LDFLAGS = -static
+tests_sync_test_held_alarms_LDADD = $(TEST_LIBS)
+
 # Stall watchdog: a raw read() on one VP, rescued by a stand-in kernel
 # thread, and hanging without it (reads internal counters: static link).
 check_PROGRAMS += tests/sync/test-watchdog
