@@ -94,6 +94,13 @@ static void bad(const char *var, const char *val, const char *accepted)
     nth_env_bad(var, val, accepted);
 }
 
+void nth_cpumgr_env_bad(const char *v)
+{
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+        bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
+}
+
 int nth_config_from_env(nth_config_t *cfg)
 {
     int r = 0;
@@ -170,7 +177,7 @@ int nth_config_from_env(nth_config_t *cfg)
         if (nth_cpumgr_name_check(v)) {
             /* Alone rather than on the default segment: the user meant
              * some other daemon, or none (the client's rule too). */
-            bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
+            nth_cpumgr_env_bad(v);
             cfg->cpumgr = "off";
             r = EINVAL;
         } else {

@@ -368,9 +368,17 @@ static char *per_process_path(const char *path)
 static void check_malloc_env(void)
 {
     const char *v = getenv("NTH_TRACE_MALLOC");
-    if (!v || strcmp(v, "1"))
-        return;   /* unset, off, or a bad value the interposer reports */
+    if (!v || !*v || !strcmp(v, "0"))
+        return;
     void *marker = dlsym(RTLD_DEFAULT, "nth_malloc_interposer");
+    if (strcmp(v, "1")) {
+        /* The interposer's constructor reports a bad value and sets it to
+         * 0 before we get here; without it the value was taken silently.
+         * Said once per process tree the same way: 0 for the children. */
+        nth_env_bad("NTH_TRACE_MALLOC", v, NTH_TRACE_MALLOC_ACCEPTED);
+        (void)setenv("NTH_TRACE_MALLOC", "0", 1);
+        return;
+    }
     void *m = dlsym(RTLD_DEFAULT, "malloc");
     Dl_info dm, di;
     if (marker && m && dladdr(marker, &dm) && dladdr(m, &di) && dm.dli_fbase == di.dli_fbase)
