@@ -496,10 +496,11 @@ NTH_HIDDEN int nth_parse_size(const char *s, size_t *out);
  * leaves names without the leading '/' implementation-defined;
  * env_names.h). 0 or EINVAL. Pure; any thread. */
 NTH_HIDDEN int nth_cpumgr_name_check(const char *v);
-/* Report a bad NTH_CPUMGR value v in the one-line wording, once per
- * process: the cpumgr API (nth_cpus_request() before the runtime starts)
- * and the runtime's start both read the variable, and a program that calls
- * the first then starts the second printed the line twice. Any thread. */
+/* Report a bad NTH_CPUMGR value v in the one-line wording for the cpumgr
+ * API's lazy start (nth_cpus_request() before the runtime starts), once
+ * per process; nth_config_from_env() then stays silent about it (the
+ * runtime's start read the variable again: the line came twice). Any
+ * thread. */
 NTH_HIDDEN void nth_cpumgr_env_bad(const char *v);
 /* NTH_CPUMGR_ACCEPTED, the accepted values for the message: env_names.h. */
 #include "env_names.h"
