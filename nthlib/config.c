@@ -94,6 +94,14 @@ static void bad(const char *var, const char *val, const char *accepted)
     nth_env_bad(var, val, accepted);
 }
 
+static int cpumgr_env_said;   /* by the cpumgr API's lazy start */
+
+void nth_cpumgr_env_bad(const char *v)
+{
+    if (!__atomic_exchange_n(&cpumgr_env_said, 1, __ATOMIC_ACQ_REL))
+        bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
+}
+
 int nth_config_from_env(nth_config_t *cfg)
 {
     int r = 0;
@@ -170,7 +178,10 @@ int nth_config_from_env(nth_config_t *cfg)
         if (nth_cpumgr_name_check(v)) {
             /* Alone rather than on the default segment: the user meant
              * some other daemon, or none (the client's rule too). */
-            bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
+            /* Every call says it (a public function), unless the cpumgr
+             * API's lazy start already did in this process. */
+            if (!__atomic_load_n(&cpumgr_env_said, __ATOMIC_ACQUIRE))
+                bad("NTH_CPUMGR", v, NTH_CPUMGR_ACCEPTED);
             cfg->cpumgr = "off";
             r = EINVAL;
         } else {

@@ -492,8 +492,9 @@ static int client_init(const char *name, int attach)
         C.off = 1;
     } else if (nth_cpumgr_name_check(name)) {
         /* Reached with a bad name only on a lazy start from the API
-         * (nth_init() turns a bad NTH_CPUMGR into "off", reported once). */
-        nth_env_bad("NTH_CPUMGR", name, NTH_CPUMGR_ACCEPTED);
+         * (nth_init() turns a bad NTH_CPUMGR into "off"): the runtime's
+         * start reads it again, so the line is said once per process. */
+        nth_cpumgr_env_bad(name);
         C.off = 1;
         rc = EINVAL;
     } else {

@@ -18,6 +18,10 @@
 #define NTH_CPUMGR_ACCEPTED "off, or a shared-memory name: '/' then 1..199 bytes without '/' " \
                             "(default /nth-cpumgr-UID)"
 
+/* The accepted values of NTH_TRACE_MALLOC (libnth and libnth-malloc.so
+ * report a bad one with these words). */
+#define NTH_TRACE_MALLOC_ACCEPTED "1 (malloc counter tracks in the trace) or 0 (off, the default)"
+
 static inline int nth_name_has_suffix(const char *s, const char *suf)
 {
     size_t n = strlen(s), m = strlen(suf);

@@ -496,6 +496,12 @@ NTH_HIDDEN int nth_parse_size(const char *s, size_t *out);
  * leaves names without the leading '/' implementation-defined;
  * env_names.h). 0 or EINVAL. Pure; any thread. */
 NTH_HIDDEN int nth_cpumgr_name_check(const char *v);
+/* Report a bad NTH_CPUMGR value v in the one-line wording for the cpumgr
+ * API's lazy start (nth_cpus_request() before the runtime starts), once
+ * per process; nth_config_from_env() then stays silent about it (the
+ * runtime's start read the variable again: the line came twice). Any
+ * thread. */
+NTH_HIDDEN void nth_cpumgr_env_bad(const char *v);
 /* NTH_CPUMGR_ACCEPTED, the accepted values for the message: env_names.h. */
 #include "env_names.h"
 /* CPU cap from cgroup v2 cpu.max along the cgroup path of proc_cgroup (the

@@ -131,6 +131,12 @@ enum nth_trace_obj_kind {
 
 /* nth_trace_file_header.flags */
 #define NTH_TRACE_FLAG_CPUMGR 1u    /* written by the cpumgr daemon (--trace) */
+/* Set by the writer (pwrite into the header, which never needs new disk
+ * space) when appending records failed: the records from then on are
+ * missing and counted as lost, and a missing end record has this cause,
+ * not a kill. The errno of the first failure is in NTH_TRACE_FLAG_ERRNO. */
+#define NTH_TRACE_FLAG_WRITE_ERROR 2u
+#define NTH_TRACE_FLAG_ERRNO(flags) ((flags) >> 16)
 
 enum nth_trace_name_kind {
     NTH_NAME_THREAD = 1,       /* id = trace id */

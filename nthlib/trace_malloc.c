@@ -20,6 +20,7 @@
 #include <string.h>
 #include "nth/trace.h"
 #include "env_msg.h"
+#include "env_names.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -125,7 +126,7 @@ static void memory_init(void)
     if (!v)
         return;
     if (strcmp(v, "1") && strcmp(v, "0")) {
-        nth_env_bad("NTH_TRACE_MALLOC", v, "1 (malloc counter tracks in the trace) or 0 (off, the default)");
+        nth_env_bad("NTH_TRACE_MALLOC", v, NTH_TRACE_MALLOC_ACCEPTED);
         /* Said once per process tree: the value is taken as 0, and so it
          * reaches the children (nthrun itself runs with the preload, then
          * execs the program: the line came twice). A constructor runs

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "trace_out.h"
 
 int nth_out_open(struct nth_out *o, const char *path, int gz)
@@ -13,6 +14,7 @@ int nth_out_open(struct nth_out *o, const char *path, int gz)
     o->gz = NULL;
     o->err = 0;
     o->n = 0;
+    snprintf(o->path, sizeof o->path, "%s", path);
     if (gz) {
         o->gz = gzopen(path, "wb6");
         return o->gz ? 0 : (errno ? errno : ENOMEM);
@@ -21,15 +23,26 @@ int nth_out_open(struct nth_out *o, const char *path, int gz)
     return o->fp ? 0 : errno;
 }
 
+/* zlib says Z_ERRNO when the file's write(2) failed: errno has why. */
+static int gz_errno(gzFile gz)
+{
+    int e = errno, zerr = Z_OK;
+    gzerror(gz, &zerr);
+    if (zerr == Z_ERRNO && e)
+        return e;
+    return zerr == Z_MEM_ERROR ? ENOMEM : EIO;
+}
+
 static void flush(struct nth_out *o)
 {
     if (!o->n || o->err) {
         o->n = 0;
         return;
     }
+    errno = 0;
     if (o->gz) {
         if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)
-            o->err = EIO;
+            o->err = gz_errno(o->gz);
     } else if (fwrite(o->buf, 1, o->n, o->fp) != o->n) {
         o->err = errno ? errno : EIO;
     }
@@ -76,12 +89,16 @@ int nth_out_close(struct nth_out *o)
 {
     flush(o);
     if (o->gz) {
-        if (gzclose(o->gz) != Z_OK && !o->err)
-            o->err = EIO;
+        errno = 0;
+        int zrc = gzclose(o->gz);   /* the file is gone: errno is all there is */
+        if (zrc != Z_OK && !o->err)
+            o->err = zrc == Z_ERRNO && errno ? errno : zrc == Z_MEM_ERROR ? ENOMEM : EIO;
     } else if (o->fp) {
         if (fclose(o->fp) && !o->err)
-            o->err = errno;
+            o->err = errno ? errno : EIO;
     }
+    if (o->err && (o->gz || o->fp))
+        unlink(o->path);
     o->gz = NULL;
     o->fp = NULL;
     return o->err;

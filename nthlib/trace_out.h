@@ -12,6 +12,7 @@ struct nth_out {
     FILE *fp;
     gzFile gz;
     int err;                     /* first error (errno value), sticky */
+    char path[4096];             /* removed by nth_out_close on an error */
     size_t n;
     char buf[1 << 16];
 };
@@ -21,7 +22,10 @@ int nth_out_open(struct nth_out *o, const char *path, int gz);
 void nth_out_printf(struct nth_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string literal with quotes, escaping what JSON requires. */
 void nth_out_json_str(struct nth_out *o, const char *s);
-/* Flush and close; returns the first error seen, or 0. */
+/* Flush and close; returns the first error seen (the errno of the failed
+ * write, e.g. ENOSPC, also through zlib), or 0. On an error the file is
+ * removed: a cut-off trace (often 0 bytes on a full disk) opens in no
+ * viewer and only hid that it was not written. */
 int nth_out_close(struct nth_out *o);
 
 #endif

@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include "trace_convert.h"
 #include "trace_out.h"
@@ -364,6 +365,8 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
         }
         rc = nth_out_close(&o);
     }
+    if (rc)   /* a .prv without its .pcf and .row is no Paraver trace */
+        unlink(out);
     free(pcf);
     free(row);
     free(p.types);

@@ -245,7 +245,11 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
     int ended = 0;
     for (size_t i = 0; i < nt; i++)
         if (all[i].type == NTH_REC_END) ended = 1;
-    if (!ended)
+    if (f->hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR)   /* the writer's own word on why records are missing */
+        warnf(f, warn, "writing this file failed during the run (%s): the records from then on are missing "
+                       "(the process's exit line counted them as lost)%s",
+              strerror((int)NTH_TRACE_FLAG_ERRNO(f->hdr.flags)), ended ? "" : ", the end record too");
+    else if (!ended)
         warnf(f, warn, "no end record: the process was killed or left through _exit() or a crash; "
                        "records after its last flush are missing");
     if (bad_type) warnf(f, warn, "%u records of unknown type skipped", bad_type);

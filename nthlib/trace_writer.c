@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <stdlib.h>
@@ -99,27 +100,69 @@ static void drain_unlock(void)
     __atomic_store_n(&wr_drain_lock, 0, __ATOMIC_RELEASE);
 }
 
-static int write_all(const void *p, size_t n)
+static int wr_err;                       /* errno of the first failed append, 0 if none */
+
+/* The first failed append, said once (one line naming the file and the
+ * cause) and marked in the file's header, so that a converter blames the
+ * missing records on it rather than on a kill. Signal-safe: write(2),
+ * pwrite(2), strerrordesc_np (a table look-up, no locale, no malloc). */
+static void report_write_error(int e)
 {
-    const char *c = p;
-    while (n) {
-        ssize_t w = nth_sys_write(wr_fd, c, n);
+    if (wr_err)
+        return;
+    wr_err = e ? e : EIO;
+    const char *why = strerrordesc_np(wr_err);
+    char line[1024];
+    size_t n = 0;
+    const char *parts[] = { "nthlib: trace: cannot write ", wr_bin_path ? wr_bin_path : "the trace file", ": ",
+                            why ? why : "unknown error", "; events from now on are counted as lost\n" };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++)
+            line[n++] = *c;
+    if (line[n - 1] != '\n')
+        line[n - 1] = '\n';
+    ssize_t w = nth_sys_write(2, line, n);
+    (void)w;
+    uint32_t flags = NTH_TRACE_FLAG_WRITE_ERROR | (uint32_t)wr_err << 16;
+    w = pwrite(wr_fd, &flags, sizeof flags, offsetof(struct nth_trace_file_header, flags));
+    (void)w;
+}
+
+/* Append n records after the whole records on file (header + wr_bytes)
+ * and add what reached the file to wr_bytes. On a failure (a full disk:
+ * often a short write, then ENOSPC) the records that reached the file
+ * whole stay, the file is cut back to the last of them, so that it never
+ * ends in a torn record, and the failure is reported once. Returns the
+ * number of records written (n unless it failed). */
+static uint64_t write_recs(const struct nth_trace_rec *p, uint64_t n)
+{
+    const char *c = (const char *)p;
+    size_t len = (size_t)n * sizeof *p, done = 0;
+    while (done < len) {
+        ssize_t w = nth_sys_write(wr_fd, c + done, len - done);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;   /* 0 bytes written: no room */
+            uint64_t whole = done / sizeof *p;
+            wr_bytes += whole * sizeof *p;
+            off_t end = (off_t)(sizeof(struct nth_trace_file_header) + wr_bytes);
+            if (done % sizeof *p && ftruncate(wr_fd, end) == 0)
+                (void)lseek(wr_fd, end, SEEK_SET);
+            report_write_error(e);
+            return whole;
+        }
+        done += (size_t)w;
     }
-    return 0;
+    wr_bytes += len;
+    return n;
 }
 
 static void write_mark(uint16_t type, uint64_t count)
 {
     struct nth_trace_rec r = { .ts = nth_trace_now(), .type = type,
                                .vp = NTH_TRACE_NO_VP, .value = count };
-    if (write_all(&r, sizeof r) == 0) {
-        wr_bytes += sizeof r;
+    if (write_recs(&r, 1) == 1) {
         if (type == NTH_REC_LOST)
             wr_reported += count;
     }
@@ -140,15 +183,14 @@ static void drain_one(struct nth_trace_buf *b)
     if (keep) {
         uint64_t first = tail & (b->cap - 1);
         uint64_t n1 = keep < b->cap - first ? keep : b->cap - first;
-        if (write_all(&b->ring[first], n1 * sizeof(struct nth_trace_rec)) ||
-            (keep > n1 && write_all(&b->ring[0], (keep - n1) * sizeof(struct nth_trace_rec))))
-            for (uint64_t i = tail; i != tail + keep; i++) {   /* disk full or closed: count, never block */
-                const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
-                wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
-                wr_dropped_recs += r->type != NTH_REC_LOST;
-            }
-        else
-            wr_bytes += keep * sizeof(struct nth_trace_rec);
+        uint64_t w = write_recs(&b->ring[first], n1);
+        if (w == n1 && keep > n1)
+            w += write_recs(&b->ring[0], keep - n1);
+        for (uint64_t i = tail + w; i != tail + keep; i++) {   /* disk full or closed: count, never block */
+            const struct nth_trace_rec *r = &b->ring[i & (b->cap - 1)];
+            wr_dropped += r->type == NTH_REC_LOST ? r->value : 1;
+            wr_dropped_recs += r->type != NTH_REC_LOST;
+        }
     }
     if (keep < n) {
         for (uint64_t i = tail + keep; i != head; i++) {
@@ -326,9 +368,17 @@ static char *per_process_path(const char *path)
 static void check_malloc_env(void)
 {
     const char *v = getenv("NTH_TRACE_MALLOC");
-    if (!v || strcmp(v, "1"))
-        return;   /* unset, off, or a bad value the interposer reports */
+    if (!v || !*v || !strcmp(v, "0"))
+        return;
     void *marker = dlsym(RTLD_DEFAULT, "nth_malloc_interposer");
+    if (strcmp(v, "1")) {
+        /* The interposer's constructor reports a bad value and sets it to
+         * 0 before we get here; without it the value was taken silently.
+         * Said once per process tree the same way: 0 for the children. */
+        nth_env_bad("NTH_TRACE_MALLOC", v, NTH_TRACE_MALLOC_ACCEPTED);
+        (void)setenv("NTH_TRACE_MALLOC", "0", 1);
+        return;
+    }
     void *m = dlsym(RTLD_DEFAULT, "malloc");
     Dl_info dm, di;
     if (marker && m && dladdr(marker, &dm) && dladdr(m, &di) && dm.dli_fbase == di.dli_fbase)
@@ -396,11 +446,18 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     h.mono_start_ns = nth_trace_now();
     h.real_start_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     gethostname(h.host, sizeof h.host - 1);
-    if (write_all(&h, sizeof h)) {
-        int e = errno ? errno : EIO;
-        close(wr_fd);
-        wr_fd = -1;
-        return e;
+    for (size_t done = 0; done < sizeof h;) {   /* not write_all: nothing to report on yet */
+        ssize_t w = nth_sys_write(wr_fd, (const char *)&h + done, sizeof h - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            close(wr_fd);
+            wr_fd = -1;
+            unlink(wr_bin_path);   /* no torn header left behind */
+            return e;
+        }
+        done += (size_t)w;
     }
     int rc = start_writer();
     if (rc) {

@@ -19,6 +19,19 @@ NTH_VPS=1 NTH_TRACE=e.txt "$DEMO" return >e.out 2>e.err || fail "rt_demo (bad NT
 grep -q "^nthlib: NTH_TRACE='e.txt' is not valid; accepted values: .*\.json" e.err || fail "bad NTH_TRACE: $(cat e.err)"
 grep -v '^nthlib: ' e.err && fail "lines without the nthlib: prefix (above)"
 
+# A bad NTH_TRACE_MALLOC without libnth-malloc.so preloaded (rt_demo links
+# libnth statically): said once by libnth, as the interposer says it.
+for v in 2 yes -1; do
+    NTH_VPS=1 NTH_TRACE=m.json NTH_TRACE_MALLOC=$v "$DEMO" return >e.out 2>e.err || fail "rt_demo (NTH_TRACE_MALLOC=$v) exited $?: $(cat e.err)"
+    n=$(grep -c "^nthlib: NTH_TRACE_MALLOC='$v' is not valid; accepted values: 1 .* or 0 " e.err)
+    [ "$n" = 1 ] || fail "NTH_TRACE_MALLOC='$v' reported $n times: $(cat e.err)"
+done
+# A bad NTH_CPUMGR read by the cpumgr API before the runtime starts, then by
+# the runtime's start: one line in one process.
+NTH_VPS=1 NTH_CPUMGR=foo "$DEMO" request-first >e.out 2>e.err || fail "rt_demo (NTH_CPUMGR=foo) exited $?: $(cat e.err)"
+n=$(grep -c "^nthlib: NTH_CPUMGR='foo' is not valid; accepted values: " e.err)
+[ "$n" = 1 ] || fail "NTH_CPUMGR='foo' reported $n times: $(cat e.err)"
+
 # nth-trace: an unreadable input is named as the input
 "$TOOL" convert "$work/nonexistent.bin" -o x.json >t.out 2>t.err; st=$?
 [ "$st" = 3 ] || fail "convert of a missing input: status $st, want 3"

@@ -170,7 +170,7 @@ static int recycle(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr|recycle [NAME]\n");
+        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr|recycle|request-first [NAME]\n");
         return 2;
     }
     mode = argv[1];
@@ -189,6 +189,12 @@ int main(int argc, char **argv)
         }
         printf("cpus 1 then 2\n");
         return 0;
+    }
+    if (!strcmp(mode, "request-first")) {
+        /* The cpumgr API before the runtime starts: both read NTH_CPUMGR
+         * (env_messages.sh: a bad value is said once). Then as "return". */
+        nth_cpus_request(1);
+        mode = "return";
     }
     if (nth_init(NULL) != 0)
         return 2;
