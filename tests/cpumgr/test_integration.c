@@ -925,7 +925,9 @@ static void test_slots_full(void **state)
     struct proc a;
     start_client(&a, "1", "1");
     wait_log(logf, "slots taken; running alone on CPUs", 1);
-    drain(&a);
+    /* the client prints its state line after that message: wait for it */
+    for (uint64_t t0 = ms(); drain(&a), a.attached < 0 && ms() - t0 < WAIT_MS;)
+        sleep_ms(2);
     assert_int_equal(a.attached, 0);
     sleep_ms(300); /* several retries: still one line */
     assert_int_equal(count_in(logf, "slots taken; running alone on CPUs"), 1);
