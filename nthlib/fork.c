@@ -59,19 +59,10 @@ static struct nth_vp *new_vp0(struct nth_vp *old, struct nth_thread *t)
      * if a rebind is asked for. */
     vp->cpu = old->id >= 0 ? old->cpu : sched_getcpu();
     vp->idle.flags = NTH_TF_IDLE;
-    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
-    if (!u) {
+    if (nth_vp_idle_on_own_stack(vp) != 0) {
         free(vp);
         return NULL;
     }
-    vp->idle.stack_lo = u->stack_lo;
-    vp->idle.stack_size = u->stack_size;
-    vp->idle.asan_bottom = u->stack_lo;
-    vp->idle.asan_size = u->stack_size;
-#ifdef NTH_TSAN
-    vp->idle.tsan_fiber = __tsan_create_fiber(0);
-#endif
-    nth_ctx_make(&vp->idle.ctx, u->stack_lo, u->stack_size, nth_idle_entry, vp);
     vp->current = t;
     vp->errno_loc = old->errno_loc;
     /* The TCB the idle context runs with (its kernel thread's own, or VP

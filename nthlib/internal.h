@@ -521,6 +521,7 @@ NTH_HIDDEN int nth_topology_load(hwloc_topology_t *topo, unsigned long flags);
 
 NTH_HIDDEN int nth_vps_start(const nth_config_t *cfg);
 NTH_HIDDEN void nth_vp_bind(struct nth_vp *vp);
+NTH_HIDDEN int nth_vp_idle_on_own_stack(struct nth_vp *vp);
 
 /* At a scheduling point: bind the VP's kernel thread to vp->cpu if a
  * rebind was asked for (enable(), bounded reclaim) and the VP has a CPU.

@@ -67,6 +67,25 @@ static void save_initial_mask(void)
 }
 
 
+/* Gives vp an idle context on a stack of its own (a 64 KiB unit), for a
+ * VP whose kernel thread's stack belongs to a nano-thread (VP 0 at start,
+ * VP 0 of a fork child). 0, or ENOMEM. */
+int nth_vp_idle_on_own_stack(struct nth_vp *vp)
+{
+    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
+    if (!u)
+        return ENOMEM;
+    vp->idle.stack_lo = u->stack_lo;
+    vp->idle.stack_size = u->stack_size;
+    vp->idle.asan_bottom = u->stack_lo;
+    vp->idle.asan_size = u->stack_size;
+#ifdef NTH_TSAN
+    vp->idle.tsan_fiber = __tsan_create_fiber(0);
+#endif
+    nth_ctx_make(&vp->idle.ctx, u->stack_lo, u->stack_size, nth_idle_entry, vp);
+    return 0;
+}
+
 void nth_vp_bind(struct nth_vp *vp)
 {
     /* vp->cpu is rewritten by the cpumgr watcher (enable) while the VP
@@ -283,17 +302,8 @@ int nth_vps_start(const nth_config_t *cfg)
     /* VP 0 is the calling kernel thread; its idle context needs a stack of
      * its own because the caller's stack now belongs to a nano-thread. */
     struct nth_vp *vp0 = vps[0];
-    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
-    if (!u)
+    if (nth_vp_idle_on_own_stack(vp0) != 0)
         goto nomem;
-    vp0->idle.stack_lo = u->stack_lo;
-    vp0->idle.stack_size = u->stack_size;
-    vp0->idle.asan_bottom = u->stack_lo;
-    vp0->idle.asan_size = u->stack_size;
-#ifdef NTH_TSAN
-    vp0->idle.tsan_fiber = __tsan_create_fiber(0);
-#endif
-    nth_ctx_make(&vp0->idle.ctx, u->stack_lo, u->stack_size, nth_idle_entry, vp0);
     vp0->current = &nth_main_thread;
     nth_main_thread.vp = vp0;
     nth_vp_self_set(vp0);
