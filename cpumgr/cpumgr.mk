@@ -7,9 +7,9 @@ cpumgr_libcpumgr_core_la_SOURCES = cpumgr/policy.c cpumgr/policy.h \
 	cpumgr/accounting.c cpumgr/accounting.h cpumgr/daemon.c cpumgr/daemon.h \
 	cpumgr/status.c cpumgr/status.h cpumgr/trace.c cpumgr/trace.h \
 	cpumgr/enforce.c cpumgr/enforce.h cpumgr/masks.c cpumgr/masks.h \
-	cpumgr/cpulist.c cpumgr/cpulist.h
-cpumgr_libcpumgr_core_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
-cpumgr_libcpumgr_core_la_LIBADD = $(HWLOC_LIBS) -lm -lrt
+	cpumgr/cpulist.c cpumgr/cpulist.h cpumgr/deathwatch.c cpumgr/deathwatch.h
+cpumgr_libcpumgr_core_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(AX_PTHREAD_CFLAGS)
+cpumgr_libcpumgr_core_la_LIBADD = $(HWLOC_LIBS) -lm -lrt $(AX_PTHREAD_CFLAGS)
 cpumgr_cpumgr_SOURCES = cpumgr/main.c
 cpumgr_cpumgr_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 cpumgr_cpumgr_LDADD = cpumgr/libcpumgr-core.la

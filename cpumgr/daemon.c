@@ -17,6 +17,7 @@
 
 #include "accounting.h"
 #include "cpulist.h"
+#include "deathwatch.h"
 #include "enforce.h"
 #include "trace.h"
 #include "daemon.h"
@@ -189,8 +190,10 @@ static void forget(struct daemon *d, int i, const char *reason)
         if (e)
             fprintf(stderr, "cpumgr: --accounting %s: %s\n", d->o->accounting, strerror(e));
     }
-    if (p->known)
+    if (p->known) {
         cm_trace_grant(p->pid, p->name, 0);
+        cm_dw_unwatch(i);
+    }
     p->known = p->valid = 0;
     p->primed = 0;
     p->bad_logged = 0;
@@ -342,6 +345,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         }
         p->primed = 0;
         p->force_publish = 1; /* the client waits for our first answer */
+        cm_dw_watch(i, pid, start); /* its death wakes us (deathwatch.h) */
         /* A new generation: a hand-off armed for the slot's previous
          * occupant must not be taken by this one. */
         p->gen = __atomic_load_n(&s->gen, __ATOMIC_RELAXED) + 1u;
@@ -852,6 +856,11 @@ int cm_daemon_run(const struct cm_opts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Deaths wake us at once where pidfds exist; the check each period
+     * stays (pid plus start time) for the rest and as the fallback. */
+    if ((e = cm_dw_start(&d.shm->wake)) != 0)
+        fprintf(stderr, "cpumgr: pidfd_open: %s; a dead application is seen at the next "
+                "period\n", strerror(e));
     char list[256];
     hwloc_bitmap_list_snprintf(list, sizeof list, d.owned);
     fprintf(stderr, "cpumgr: ready on %s: %d CPUs (%s), policy %s%s, period %u ms, quantum %u ms\n",
@@ -896,7 +905,11 @@ int cm_daemon_run(const struct cm_opts *o)
          * that the grant is not behind it; a dead client is still seen
          * within a period and LIVE_DEFER_NS. */
         int live_due = tms - last_live >= o->period_ms;
-        int liveness = live_due && (!woken || live_deferred);
+        /* A pidfd saw an application exit: look now, not at the period's
+         * end, and ahead of any request (the dead one's CPUs are what
+         * the others wait for). */
+        int died = cm_dw_deaths();
+        int liveness = died || (live_due && (!woken || live_deferred));
         if (liveness) {
             last_live = tms;
             live_deferred = 0;
@@ -923,6 +936,7 @@ int cm_daemon_run(const struct cm_opts *o)
         if (en < wait_ns)
             wait_ns = en;
     }
+    cm_dw_stop();
     /* Clean stop: close the books, tell clients to go alone, unlink. */
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
         if (d.p[i].known)
