@@ -3,6 +3,7 @@
  * dead ones, run the policy and the placement, publish assignments.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <hwloc.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -138,6 +139,7 @@ struct daemon {
     hwloc_bitmap_t owned;
     int ncpus;
     struct nth_cpumgr_shm *shm;
+    int segfd;              /* the segment, read-only: slot locks (F_GETLK) */
     struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
     unsigned rot;
     int dirty;
@@ -319,14 +321,25 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     cm_mask_to_bitmap(s->affinity, aff);
     hwloc_bitmap_and(aff, aff, d->owned);
     int maps = 1;
-    if (!p->known && (maps = cm_maps_segment(pid, d->o->name)) == 0) {
+    if (!p->known && (maps = cm_maps_segment(pid, d->o->name)) < 0 &&
+        cm_seg_slot_locker(d->segfd, (unsigned)i) == pid)
+        maps = 2; /* maps unreadable (another user's, --group); its slot lock vouches */
+    if (!p->known && maps <= 0) {
         /* Admission: pid and start time name a live process, but one that
          * never mapped the segment is no client (a forged slot): it would
-         * hold CPUs nobody runs on. Refused once, not re-read each pass. */
+         * hold CPUs nobody runs on. A process whose maps we may not read
+         * must hold the slot lock instead: without it anyone in --group
+         * could name another user's process. Refused once, not re-read
+         * each pass. */
         char nm[NTH_CPUMGR_NAME_LEN];
         slot_name(s, nm);
-        fprintf(stderr, "cpumgr: slot %d: pid %d (\"%s\") does not map %s: not a client; "
-                "slot refused\n", i, (int)pid, nm, d->o->name);
+        if (maps == 0)
+            fprintf(stderr, "cpumgr: slot %d: pid %d (\"%s\") does not map %s: not a client; "
+                    "slot refused\n", i, (int)pid, nm, d->o->name);
+        else
+            fprintf(stderr, "cpumgr: slot %d: pid %d (\"%s\"): its maps are not readable and "
+                    "it holds no lock on its slot of %s: not a client; slot refused\n",
+                    i, (int)pid, nm, d->o->name);
         p->refused_pid = pid;
         p->refused_start = start;
         hwloc_bitmap_free(aff);
@@ -752,6 +765,7 @@ static int setup_segment(struct daemon *d)
         return -1;
     }
     d->shm = s;
+    d->segfd = shm_open(d->o->name, O_RDONLY | O_CLOEXEC, 0); /* -1: no slot lock proof */
     /* Our copy of the header: what we write now and restore if scribbled. */
     struct nth_cpumgr_shm_hdr *h = &d->hdr;
     memset(h, 0, sizeof *h);
@@ -807,12 +821,16 @@ static void teardown_segment(struct daemon *d)
     shm_unlink(d->o->name);
     cm_seg_unmap(d->shm);
     d->shm = NULL;
+    if (d->segfd >= 0)
+        close(d->segfd);
+    d->segfd = -1;
 }
 
 int cm_daemon_run(const struct cm_opts *o)
 {
     static struct daemon d; /* large; one per process */
     memset(&d, 0, sizeof d);
+    d.segfd = -1;
     d.o = o;
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
         d.p[i].allowed = hwloc_bitmap_alloc();

@@ -160,3 +160,15 @@ int cm_seg_header_repair(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_h
         cm_seg_header_write(s, h);
     return bad;
 }
+
+pid_t cm_seg_slot_locker(int fd, unsigned i)
+{
+    if (fd < 0 || i >= NTH_CPUMGR_MAX_SLOTS)
+        return -1;
+    /* A write lock conflicts with any read lock a client holds there. */
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    nth_cpumgr_slot_lock_range(i, &fl.l_start, &fl.l_len);
+    if (fcntl(fd, F_GETLK, &fl) != 0)
+        return -1;
+    return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
+}

@@ -27,6 +27,13 @@ void cm_seg_unmap(struct nth_cpumgr_shm *s);
 /* Validate a segment name: "/" then 1..200 bytes without "/". 0 or EINVAL. */
 int cm_seg_name_ok(const char *name);
 
+/* Pid of a process holding a POSIX lock on slot i's bytes of the segment
+ * file open as fd (the slot lock, nth_cpumgr_slot_lock_range): 0 if none,
+ * -1 if fd is bad or F_GETLK fails. The kernel fills the pid: unlike the
+ * slot's pid, no client can forge it. One of several holders may be
+ * reported. */
+pid_t cm_seg_slot_locker(int fd, unsigned i);
+
 /* Is the daemon recorded in s alive (same pid and start time)? */
 int cm_seg_daemon_alive(const struct nth_cpumgr_shm *s);
 

@@ -37,6 +37,8 @@ static struct {
     char name[256];
     struct nth_cpumgr_shm *shm;  /* mapped segment, or NULL */
     ino_t ino;                   /* its inode: a new daemon makes a new one */
+    int fd;                      /* its descriptor, kept for the slot lock
+                                    (nth_cpumgr_slot_lock_range), or -1 */
     int slot;                    /* claimed slot, or -1 */
     int attached;                /* atomic: daemon running and our slot live */
     int waiting_first;           /* claimed, the daemon has not answered yet */
@@ -64,7 +66,7 @@ static struct {
     int priority;
     nth_cpumgr_assign_fn cb;
     void *cbarg;
-} C = { .slot = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT };
+} C = { .slot = -1, .fd = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT };
 
 static const uint32_t standalone_word;
 const uint32_t *nth_cpumgr_watch = &standalone_word;
@@ -248,12 +250,27 @@ static int slot_is_ours(int i)
  * a re-attach) would otherwise stay live beside the new one, and the
  * daemon would count this process twice (two slots of one rt_app pid were
  * seen in segments left by test_runtime). Lock held. */
+/* Hold the slot lock on slot i, and on no other slot (a slot we left
+ * must not vouch for its next occupant). Best effort: without it a daemon
+ * that can read our /proc/PID/maps still admits us. Lock held. */
+static void slot_lock(int i)
+{
+    if (C.fd < 0)
+        return;
+    struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+    (void)fcntl(C.fd, F_SETLK, &fl);
+    fl.l_type = F_RDLCK;
+    nth_cpumgr_slot_lock_range((unsigned)i, &fl.l_start, &fl.l_len);
+    (void)fcntl(C.fd, F_SETLK, &fl);
+}
+
 static int claim(void)
 {
     for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
         if (slot_is_ours((int)i)) {
             struct nth_cpumgr_slot *s = &C.shm->slots[i];
             C.slot = (int)i;
+            slot_lock((int)i);
             C.waiting_first = 0;
             C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
             publish_request();
@@ -280,6 +297,7 @@ static int claim(void)
         __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
         __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
         C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+        slot_lock((int)i); /* before ACTIVE: the daemon may look at once */
         __atomic_store_n(&s->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
         C.slot = (int)i;
         C.waiting_first = 1;
@@ -300,6 +318,9 @@ static void unmap_segment(int final)
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
     if (C.shm && final)
         munmap(C.shm, sizeof *C.shm);
+    if (C.fd >= 0)
+        close(C.fd); /* drops our slot lock */
+    C.fd = -1;
     C.shm = NULL;
     C.slot = -1;
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
@@ -310,6 +331,15 @@ static void unmap(void) { unmap_segment(0); }
 /* Map the segment named C.name if it is not the one we hold. Lock held. */
 static void map_segment(void)
 {
+    /* Still the segment we hold? Asked by path: opening it again and
+     * closing that descriptor would drop our slot lock (POSIX locks go
+     * with any close of the file by the process). glibc's shm_open is
+     * /dev/shm + name. */
+    char path[sizeof C.name + 16];
+    struct stat cur;
+    if (C.shm && C.fd >= 0 && (size_t)snprintf(path, sizeof path, "/dev/shm%s", C.name) < sizeof path &&
+        stat(path, &cur) == 0 && cur.st_ino == C.ino)
+        return;
     int fd = shm_open(C.name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         unmap();
@@ -328,7 +358,6 @@ static void map_segment(void)
     void *p = MAP_FAILED;
     if ((size_t)st.st_size >= sizeof(struct nth_cpumgr_shm))
         p = mmap(NULL, sizeof(struct nth_cpumgr_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     struct nth_cpumgr_shm *s = p;
     if (p == MAP_FAILED || s->magic != NTH_CPUMGR_MAGIC ||
         s->layout_version != NTH_CPUMGR_LAYOUT_VERSION || s->size != sizeof *s ||
@@ -342,10 +371,12 @@ static void map_segment(void)
         C.warned = 1;
         if (p != MAP_FAILED)
             munmap(p, sizeof *s);
+        close(fd);
         return;
     }
     C.shm = s;
     C.ino = st.st_ino;
+    C.fd = fd;
 }
 
 /* Is the mapped segment's header still the daemon's (magic, version, size,
@@ -379,6 +410,7 @@ static int try_attach(void)
     int changed = 0;
     if (C.slot >= 0 && slot_is_ours(C.slot)) {
         /* The daemon came back on the same segment and kept our slot. */
+        slot_lock(C.slot);
         C.waiting_first = 0;
         publish_request();
     } else if (claim() != 0) {
@@ -691,6 +723,9 @@ void nth_cpumgr_client_fork_child(void)
      * forked child that wants one can exec. */
     C.lock = 0;
     C.off = 1;
+    if (C.fd >= 0)
+        close(C.fd); /* the parent's slot lock is the parent's own */
+    C.fd = -1;
     C.shm = NULL;
     C.slot = -1;
     C.waiting_first = 0;

@@ -49,6 +49,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,19 @@ static inline uint64_t nth_cpumgr_proc_start_time(int32_t pid)
         if (*p == ' ')
             field++;
     return strtoull(p, NULL, 10);
+}
+
+/* The bytes of slot i in the segment file, for the slot lock: a client
+ * holds a POSIX read lock (fcntl F_SETLK, F_RDLCK) on them from before it
+ * sets its slot ACTIVE until it leaves it. The kernel records the locking
+ * pid, so a daemon that may not read the client's /proc/PID/maps (another
+ * user's process, cpumgr --group) still learns from F_GETLK that this pid
+ * has the segment open: a forged slot naming some other process has no
+ * such lock. Not part of the layout: older clients simply hold none. */
+static inline void nth_cpumgr_slot_lock_range(unsigned i, off_t *start, off_t *len)
+{
+    *start = (off_t)(offsetof(struct nth_cpumgr_shm, slots) + i * sizeof(struct nth_cpumgr_slot));
+    *len = (off_t)sizeof(struct nth_cpumgr_slot);
 }
 
 /* Default segment name for user uid into buf (>= 32 bytes). */

@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -61,6 +63,10 @@ static void sleep_ms(unsigned m)
     nanosleep(&ts, NULL);
 }
 
+/* Identity for the next spawn()s (0: ours): test_group_other_user. */
+static uid_t spawn_uid;
+static gid_t spawn_gid;
+
 static pid_t spawn(char *const argv[], int *in, int *out, const char *errpath)
 {
     int pin[2] = {-1, -1}, pout[2] = {-1, -1};
@@ -77,6 +83,9 @@ static pid_t spawn(char *const argv[], int *in, int *out, const char *errpath)
             int fd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (fd >= 0) dup2(fd, 2);
         }
+        if (spawn_uid && (setgroups(0, NULL) != 0 || setgid(spawn_gid) != 0 ||
+                          setuid(spawn_uid) != 0))
+            _exit(126);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -242,6 +251,8 @@ static int teardown(void **state)
         waitpid(kids[i], NULL, 0);
     }
     nkids = 0;
+    spawn_uid = 0;
+    spawn_gid = 0;
     shm_unlink(seg);
     if (getenv("NTH_TEST_KEEP_LOGS") == NULL) {
         unlink(logf);
@@ -945,6 +956,76 @@ static void test_forged_slot(void **state)
     cm_seg_unmap(s);
 }
 
+/* Under --group the daemon may not read another user's /proc/PID/maps.
+ * A client of another user proves it has the segment open with the slot
+ * lock (nth_cpumgr_slot_lock_range) and is admitted; a slot naming
+ * another user's process that holds no such lock (forged by any member of
+ * the group) is refused, where it used to be admitted unchecked. Needs
+ * root: the daemon runs as a user of its own (created here with useradd
+ * if missing), the processes as nobody in that user's group. */
+static void test_group_other_user(void **state)
+{
+    (void)state;
+    if (getuid() != 0) skip();
+    if (!getpwnam("nthcmtest") &&
+        system("useradd -r -M -U -s /usr/sbin/nologin nthcmtest >/dev/null 2>&1") != 0)
+        skip();
+    struct passwd *pw = getpwnam("nthcmtest");
+    if (!pw) skip();
+    uid_t du = pw->pw_uid;
+    gid_t dg = pw->pw_gid;
+    struct group *gr = getgrgid(dg);
+    if (!gr) skip();
+    static char extra[64];
+    snprintf(extra, sizeof extra, "--group %s", gr->gr_name);
+    /* The daemon's user writes the accounting file: let it create it. */
+    unlink(acctf);
+    spawn_uid = du;
+    spawn_gid = dg;
+    start_daemon(extra);
+    /* A client of nobody (65534) in the daemon's group. */
+    spawn_uid = 65534;
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    /* nobody's sleep, named in a slot that nobody's process never locked. */
+    char *argv[] = {"/bin/sleep", "30", NULL};
+    pid_t sl = spawn(argv, NULL, NULL, NULL);
+    spawn_uid = 0;
+    char comm[64], path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)sl);
+    uint64_t t0 = ms();
+    for (;;) {
+        FILE *c = fopen(path, "r");
+        int ok = c && fgets(comm, sizeof comm, c) && strncmp(comm, "sleep", 5) == 0;
+        if (c) fclose(c);
+        if (ok) break;
+        if (ms() - t0 > WAIT_MS) fail_msg("sleep did not start");
+        sleep_ms(2);
+    }
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *f = forge(s, sl, 1024, 1000, "forged", NTH_CPUMGR_SLOT_ACTIVE);
+    assert_non_null(f);
+    t0 = ms();
+    while (count_in(logf, "not a client; slot refused") < 1 &&
+           count_in(logf, "application forged") < 1) {
+        if (ms() - t0 > WAIT_MS) fail_msg("forged slot neither refused nor admitted");
+        sleep_ms(5);
+    }
+    if (count_in(logf, "application forged")) {
+        char cmd[PATH_MAX + 32];
+        snprintf(cmd, sizeof cmd, "cat %s >&2", logf);
+        (void)!system(cmd);
+    }
+    assert_int_equal(count_in(logf, "application forged"), 0);
+    assert_int_equal(count_in(logf, "its maps are not readable"), 1);
+    sleep_ms(100);
+    assert_int_equal(__atomic_load_n(&f->assigned_count, __ATOMIC_RELAXED), 0);
+    assert_int_equal(slot_count(s, a.pid, NULL), ncpus);
+    cm_seg_unmap(s);
+}
+
 /* Issue 5 trial P3: with every slot taken a client says so in one line and
  * runs alone; it attaches once a slot is free. */
 static void test_slots_full(void **state)
@@ -1025,6 +1106,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_version_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_scribbled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forged_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slots_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_slot_freed, setup, teardown),
     };
