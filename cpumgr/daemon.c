@@ -842,11 +842,11 @@ int cm_daemon_run(const struct cm_opts *o)
             return 1;
         }
     }
-    if (setup_cpus(&d) != 0)
-        return 1;
-    /* The files are checked before the segment exists: a daemon that does
-     * not start leaves no segment behind (a stale one makes `cpumgr status`
-     * say "NOT running" until `cpumgr stop`), and no file it created. */
+    /* The files are checked first: before the segment exists, so that a
+     * daemon that does not start leaves no segment behind (a stale one
+     * makes `cpumgr status` say "NOT running" until `cpumgr stop`) and no
+     * file it created; and before the hwloc topology is loaded, which
+     * took seconds under load for a typo in a path (issue 5 trial M1). */
     int acct_created = 0, trace_created = 0, e;
     if (o->accounting && (e = cm_account_check(o->accounting, &acct_created)) != 0) {
         fprintf(stderr, "cpumgr: --accounting %s: cannot open for append: %s\n", o->accounting, strerror(e));
@@ -856,7 +856,7 @@ int cm_daemon_run(const struct cm_opts *o)
         fprintf(stderr, "cpumgr: --trace %s: cannot open for writing: %s\n", o->trace, strerror(e));
         goto fail;
     }
-    if (setup_segment(&d) != 0)
+    if (setup_cpus(&d) != 0 || setup_segment(&d) != 0)
         goto fail;
     if (o->trace && (e = cm_trace_begin()) != 0) {
         fprintf(stderr, "cpumgr: --trace %s: %s\n", o->trace, strerror(e));
@@ -885,6 +885,16 @@ int cm_daemon_run(const struct cm_opts *o)
             o->name, d.ncpus, list, cm_policy_name(o->policy), o->share ? " +share" : "",
             o->period_ms, o->quantum_ms);
     if (o->ready_fd >= 0) {
+        /* Detached: from here on the log is not the launching terminal's
+         * (cpumgr(8): a background daemon's log goes to /dev/null; the
+         * start-up errors above were still shown there). Before the
+         * byte that lets `cpumgr` return, so nothing reaches the
+         * terminal after it. */
+        int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (nul >= 0) {
+            dup2(nul, 2);
+            close(nul);
+        }
         (void)!write(o->ready_fd, "R", 1);
         close(o->ready_fd);
     }

@@ -182,6 +182,9 @@ int main(int argc, char **argv)
     if (pid == 0) {
         close(fds[0]);
         setsid();
+        /* stderr stays the terminal's until the daemon is ready, so that
+         * start-up errors are seen; cm_daemon_run() then points it at
+         * /dev/null (cpumgr(8), --foreground). */
         int nul = open("/dev/null", O_RDWR);
         if (nul >= 0) { dup2(nul, 0); dup2(nul, 1); if (nul > 2) close(nul); }
         if (chdir("/") != 0) { /* keep going: nothing needs the cwd */ }
