@@ -112,6 +112,15 @@ bench_cpumgr_bench_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/nthlib
 bench_cpumgr_bench_LDFLAGS = -static
 bench_cpumgr_bench_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) -lrt
 
+# Dead-client reclaim: kill -9 of one of two applications until the other
+# holds every CPU (bench/cpumgr_dead.c; --cpumgr PATH, so two daemons can be
+# compared A/B). Needs only the segment layout header.
+bench_programs += bench/cpumgr-dead
+noinst_PROGRAMS += bench/cpumgr-dead
+bench_cpumgr_dead_SOURCES = bench/cpumgr_dead.c
+bench_cpumgr_dead_CFLAGS = $(AM_CFLAGS)
+bench_cpumgr_dead_LDADD = -lrt
+
 # A timer wake-up on a busy CPU, default against short EEVDF slice (the
 # cpumgr watcher's and daemon's setting, nthlib/sched_slice.h).
 bench_programs += bench/slice-wake

@@ -19,9 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +69,28 @@ static void sleep_ms(unsigned m)
 /* Identity for the next spawn()s (0: ours): test_group_other_user. */
 static uid_t spawn_uid;
 static gid_t spawn_gid;
+/* The next spawn()s get ENOSYS from pidfd_open (a seccomp filter, as an
+ * old kernel or a container would): test_kill_client_no_pidfd. */
+static int spawn_no_pidfd;
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+static int deny_pidfd_open(void)
+{
+    /* The syscall number alone: a test helper on the build's own ABI. */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
 
 static pid_t spawn(char *const argv[], int *in, int *out, const char *errpath)
 {
@@ -83,6 +108,8 @@ static pid_t spawn(char *const argv[], int *in, int *out, const char *errpath)
             int fd = open(errpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
             if (fd >= 0) dup2(fd, 2);
         }
+        if (spawn_no_pidfd && deny_pidfd_open() != 0)
+            _exit(125);
         if (spawn_uid && (setgroups(0, NULL) != 0 || setgid(spawn_gid) != 0 ||
                           setuid(spawn_uid) != 0))
             _exit(126);
@@ -253,6 +280,7 @@ static int teardown(void **state)
     nkids = 0;
     spawn_uid = 0;
     spawn_gid = 0;
+    spawn_no_pidfd = 0;
     shm_unlink(seg);
     if (getenv("NTH_TEST_KEEP_LOGS") == NULL) {
         unlink(logf);
@@ -391,6 +419,38 @@ static void test_kill_client_event(void **state)
     }
     printf("# reassigned %llu ms after kill -9 (period 10 s)\n", (unsigned long long)(ms() - t0));
     assert_int_equal(slot_count(s, b.pid, NULL), -1); /* slot reclaimed */
+    reap(b.pid);
+    cm_seg_unmap(s);
+    wait_log(logf, "is gone, slot reclaimed", 1);
+}
+
+/* Without pidfds (pidfd_open refused: ENOSYS from a seccomp filter here,
+ * as on Linux < 5.3) the daemon says so in one line and still finds a
+ * dead client at its check each period. */
+static void test_kill_client_no_pidfd(void **state)
+{
+    (void)state;
+    spawn_no_pidfd = 1;
+    start_daemon(NULL);
+    spawn_no_pidfd = 0;
+    if (ncpus < 2) skip();
+    wait_log(logf, "cpumgr: pidfd_open: Function not implemented; a dead application is seen "
+             "at the next period", 1);
+    struct proc a, b;
+    start_client(&a, "2", "1");
+    start_client(&b, "2", "1");
+    wait_state(&a, 1, ncpus / 2);
+    wait_state(&b, 1, ncpus - ncpus / 2);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    kill(b.pid, SIGKILL);
+    uint64_t t0 = ms();
+    while (slot_count(s, a.pid, NULL) != ncpus) {
+        if (ms() - t0 > WAIT_MS) fail_msg("dead client's CPUs not reassigned (no pidfd)");
+        sleep_ms(1);
+    }
+    printf("# no pidfd: reassigned %llu ms after kill -9 (period 10 ms)\n",
+           (unsigned long long)(ms() - t0));
     reap(b.pid);
     cm_seg_unmap(s);
     wait_log(logf, "is gone, slot reclaimed", 1);
@@ -1096,6 +1156,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_three_clients, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_client_event, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kill_client_no_pidfd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_from_request, setup, teardown),
