@@ -244,12 +244,6 @@ static int slot_is_ours(int i)
            __atomic_load_n(&s->start_time, __ATOMIC_RELAXED) == C.start_time;
 }
 
-/* Claim a slot with CAS FREE -> CLAIMING, fill it, then ACTIVE. A slot
- * already naming this process (pid and start time) is taken back instead:
- * one that survived while we lost track of it (C.slot reset by an unmap,
- * a re-attach) would otherwise stay live beside the new one, and the
- * daemon would count this process twice (two slots of one rt_app pid were
- * seen in segments left by test_runtime). Lock held. */
 /* Hold the slot lock on slot i, and on no other slot (a slot we left
  * must not vouch for its next occupant). Best effort: without it a daemon
  * that can read our /proc/PID/maps still admits us. Lock held. */
@@ -264,6 +258,12 @@ static void slot_lock(int i)
     (void)fcntl(C.fd, F_SETLK, &fl);
 }
 
+/* Claim a slot with CAS FREE -> CLAIMING, fill it, then ACTIVE. A slot
+ * already naming this process (pid and start time) is taken back instead:
+ * one that survived while we lost track of it (C.slot reset by an unmap,
+ * a re-attach) would otherwise stay live beside the new one, and the
+ * daemon would count this process twice (two slots of one rt_app pid were
+ * seen in segments left by test_runtime). Lock held. */
 static int claim(void)
 {
     for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++)
