@@ -399,6 +399,7 @@ static void wait_log(const char *path, const char *needle, int n);
 static void test_kill_client_event(void **state)
 {
     (void)state;
+    uint64_t t_start = ms(); /* the daemon's second periodic check is >= 10 s after */
     start_daemon("--period 10000");
     if (ncpus < 2) skip();
     if (count_in(logf, "pidfd_open:")) skip();
@@ -410,11 +411,18 @@ static void test_kill_client_event(void **state)
     struct nth_cpumgr_shm *s = map_seg();
     assert_non_null(s);
     /* The daemon's first pass checked liveness; the next check is due
-     * 10 s after it. Fail well before that: 2 s leaves room for load. */
-    kill(b.pid, SIGKILL);
+     * 10 s after it, so a reassignment before t_start + 9.5 s was not the
+     * periodic check's doing. Too loaded to tell if that leaves < 2 s. */
     uint64_t t0 = ms();
+    if (t0 > t_start + 7500) {
+        cm_seg_unmap(s);
+        skip();
+    }
+    kill(b.pid, SIGKILL);
     while (slot_count(s, a.pid, NULL) != ncpus) {
-        if (ms() - t0 > 2000) fail_msg("dead client's CPUs not reassigned within 2 s (period 10 s)");
+        if (ms() > t_start + 9500)
+            fail_msg("dead client's CPUs not reassigned %llu ms after the kill (period 10 s)",
+                     (unsigned long long)(ms() - t0));
         sleep_ms(1);
     }
     printf("# reassigned %llu ms after kill -9 (period 10 s)\n", (unsigned long long)(ms() - t0));
