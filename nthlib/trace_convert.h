@@ -120,6 +120,12 @@ int nth_tr_write_stats(struct nth_tr_file *f, FILE *out);
  * converting, from one thread. */
 extern const char *nth_tr_msg_prefix;
 
+/* Nonzero: a file without the end record is what the caller expects (nthrun
+ * converting what its program left after _exit() or SIGKILL says so in its
+ * own line), so nth_tr_load neither warns about it nor counts it. Other
+ * damage is still warned about. Set before loading, from one thread. */
+extern int nth_tr_no_end_ok;
+
 /* Load `n` binary files and write `out` in the format its suffix names
  * (.json, .json.gz, .prv). Returns 0, EINVAL for an unknown suffix or a file
  * that is no trace, or the load/write error; *warnings (may be NULL) gets
