@@ -41,6 +41,9 @@ struct jctx {
     size_t cur_len, cur_cap;
     int cur_open;
     uint64_t cur_ts, seq;
+    /* no event reported from now on is earlier: one up to it is written at
+     * once (those in the heap up to it were released first) */
+    uint64_t direct;
     /* events written, not yet released: a binary min-heap */
     struct pend *heap;
     size_t hn, hcap;
@@ -76,15 +79,19 @@ static int cur_room(struct jctx *j, size_t more)
 
 __attribute__((format(printf, 2, 3))) static void jp(struct jctx *j, const char *fmt, ...)
 {
+    if (!cur_room(j, 1024))   /* every piece fits, unless a name is long */
+        return;
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
+    int k = vsnprintf(j->cur + j->cur_len, j->cur_cap - j->cur_len, fmt, ap);
     va_end(ap);
-    if (k < 0 || !cur_room(j, (size_t)k + 1))
-        return;
-    va_start(ap, fmt);
-    vsnprintf(j->cur + j->cur_len, j->cur_cap - j->cur_len, fmt, ap);
-    va_end(ap);
+    if (k < 0 || (size_t)k >= j->cur_cap - j->cur_len) {
+        if (k < 0 || !cur_room(j, (size_t)k + 1))
+            return;
+        va_start(ap, fmt);
+        vsnprintf(j->cur + j->cur_len, j->cur_cap - j->cur_len, fmt, ap);
+        va_end(ap);
+    }
     j->cur_len += (size_t)k;
 }
 
@@ -122,6 +129,11 @@ static void pend_push(struct jctx *j)
     j->cur_len = 0;
     if (j->nomem)
         return;
+    if (j->cur_ts <= j->direct) {   /* the common case: no copy, no heap */
+        sep(j);
+        nth_out_write(&j->o, j->cur, len);
+        return;
+    }
     if (j->hn == j->hcap) {
         size_t nc = j->hcap ? j->hcap * 2 : 256;
         struct pend *h = realloc(j->heap, nc * sizeof *h);
@@ -340,6 +352,18 @@ static void j_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
     jp(j, ",\"s\":\"p\",\"cat\":\"trace\",\"name\":\"lost events\",\"args\":{\"count\":%" PRIu64 "}}", count);
 }
 
+/* A binary file cut by a write error (a full disk): the LOST record that
+ * would have counted what is missing could not be written either, so the
+ * header's flag is all the trace has; shown where the records stop. */
+static void j_cut(struct jctx *j, struct nth_tr_file *f)
+{
+    ev(j, "i", f->last_ts, 0);
+    jp(j, ",\"s\":\"p\",\"cat\":\"trace\",\"name\":\"records missing: write error\",\"args\":{\"error\":");
+    jstr(j, strerror((int)NTH_TRACE_FLAG_ERRNO(f->hdr.flags)));
+    jp(j, ",\"missing\":\"writing the binary trace failed here; the events from then on are not in this trace "
+          "and not in lost_events (the process's exit line counted them)\"}}");
+}
+
 static void meta(struct jctx *j, long tid, const char *what, const char *name, long sort)
 {
     sep(j);
@@ -389,7 +413,17 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         warnings += files[i].warnings;
     }
     nth_out_printf(&j.o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"nthlib\",\"lost_events\":%" PRIu64
-                   ",\"warnings\":%u},\"traceEvents\":[", lost, warnings);
+                   ",\"warnings\":%u", lost, warnings);
+    /* Processes whose binary file was cut by a write error: their loss is
+     * in no LOST record, so lost_events is short of it. */
+    int cut = 0;
+    for (int i = 0; i < n; i++)
+        if (files[i].hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR) {
+            nth_out_printf(&j.o, "%s{\"pid\":%u,\"error\":", cut++ ? "," : ",\"write_errors\":[", files[i].hdr.pid);
+            nth_out_json_str(&j.o, strerror((int)NTH_TRACE_FLAG_ERRNO(files[i].hdr.flags)));
+            nth_out_printf(&j.o, "}");
+        }
+    nth_out_printf(&j.o, "%s},\"traceEvents\":[", cut ? "]" : "");
     static const struct nth_tr_sink sink = {
         NULL, j_state_begin, j_state_end, j_run_begin, j_run_end, j_region_begin, j_region_end,
         j_event, j_counter, j_lost, j_func_begin, j_func_end,
@@ -436,15 +470,18 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         }
         if (next < 0)
             break;
-        j.pid = pids[next];
-        nth_tr_replay_step(rp[next]);
-        pend_push(&j);
         uint64_t low = UINT64_MAX;
         for (int i = 0; i < n; i++) {
             uint64_t l = nth_tr_replay_low(rp[i]);
             if (l < low) low = l;
         }
         release(&j, low);
+        j.direct = low;
+        j.pid = pids[next];
+        nth_tr_replay_step(rp[next]);
+        if ((files[next].hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR) && nth_tr_replay_next_ts(rp[next]) == UINT64_MAX)
+            j_cut(&j, &files[next]);   /* after its last slice closed */
+        pend_push(&j);
     }
     release(&j, UINT64_MAX);
     for (int i = 0; i < n; i++)
