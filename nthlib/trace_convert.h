@@ -108,6 +108,22 @@ struct nth_tr_sink {
  * closed at f->last_ts, so every begin has its end. Resets thread state. */
 void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink);
 
+/* The same replay one record at a time, so that a writer can interleave
+ * several files by time (merge). open: NULL when out of memory. step: one
+ * record through the sink, or, once they are all done, the closing of what
+ * is open (at f->last_ts); 0 when nothing is left. next_ts: the record the
+ * next step replays (f->last_ts for the closing, UINT64_MAX when done).
+ * low: no event a later step reports is earlier than this (a switch's
+ * OVERHEAD slice begins up to its overhead before the switch record, so
+ * it is the next record's time less the file's largest overhead;
+ * UINT64_MAX when done). One replay per file at a time. */
+struct nth_tr_replay;
+struct nth_tr_replay *nth_tr_replay_open(struct nth_tr_file *f, const struct nth_tr_sink *sink);
+int nth_tr_replay_step(struct nth_tr_replay *p);
+uint64_t nth_tr_replay_next_ts(const struct nth_tr_replay *p);
+uint64_t nth_tr_replay_low(const struct nth_tr_replay *p);
+void nth_tr_replay_close(struct nth_tr_replay *p);
+
 /* Writers. base_ns is the CLOCK_MONOTONIC time written as 0. Return 0 or an
  * error code (errno of the output file). */
 int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz);
@@ -119,6 +135,12 @@ int nth_tr_write_stats(struct nth_tr_file *f, FILE *out);
  * line a program under nthlib prints starts with "nthlib:". Set before
  * converting, from one thread. */
 extern const char *nth_tr_msg_prefix;
+
+/* Nonzero: a file without the end record is what the caller expects (nthrun
+ * converting what its program left after _exit() or SIGKILL says so in its
+ * own line), so nth_tr_load neither warns about it nor counts it. Other
+ * damage is still warned about. Set before loading, from one thread. */
+extern int nth_tr_no_end_ok;
 
 /* Load `n` binary files and write `out` in the format its suffix names
  * (.json, .json.gz, .prv). Returns 0, EINVAL for an unknown suffix or a file

@@ -8,21 +8,45 @@
  * appearance) with its states; tid 8193+4i its parallel regions, nested;
  * tid 8194+4i its function probes, nested (a track of their own, so that a
  * state change inside a function never breaks the nesting).
- * Everything is written in timestamp order as the replay produces it, so
- * timestamps never go backwards on a track; ts is microseconds since the
- * earliest trace start with three decimals, i.e. exact nanoseconds.
+ * Timed events are written in timestamp order across all tracks and all
+ * files (nth_tr_write_json), so timestamps never go backwards, on a track
+ * or in the file; ts is microseconds since the earliest trace start with
+ * three decimals, i.e. exact nanoseconds.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "trace_convert.h"
 #include "trace_out.h"
+
+/* A timed event waiting for its turn: sorted by (ts, seq), seq being the
+ * order the replays reported them in. */
+struct pend {
+    uint64_t ts, seq;
+    char *text;
+    size_t len;
+};
 
 struct jctx {
     struct nth_out o;
     uint64_t base;
     long pid;
     int first;
+    int nomem;                   /* an event could not be kept: ENOMEM */
+    /* the event being written */
+    char *cur;
+    size_t cur_len, cur_cap;
+    int cur_open;
+    uint64_t cur_ts, seq;
+    /* no event reported from now on is earlier: one up to it is written at
+     * once (those in the heap up to it were released first) */
+    uint64_t direct;
+    /* events written, not yet released: a binary min-heap */
+    struct pend *heap;
+    size_t hn, hcap;
 };
 
 #define VP_TID(v) (1 + (long)(v))
@@ -36,12 +60,132 @@ static void sep(struct jctx *j)
     j->first = 0;
 }
 
+static int cur_room(struct jctx *j, size_t more)
+{
+    if (j->cur_len + more < j->cur_cap)
+        return 1;
+    size_t nc = j->cur_cap ? j->cur_cap : 1024;
+    while (nc <= j->cur_len + more)
+        nc *= 2;
+    char *c = realloc(j->cur, nc);
+    if (!c) {
+        j->nomem = 1;
+        return 0;
+    }
+    j->cur = c;
+    j->cur_cap = nc;
+    return 1;
+}
+
+__attribute__((format(printf, 2, 3))) static void jp(struct jctx *j, const char *fmt, ...)
+{
+    if (!cur_room(j, 1024))   /* every piece fits, unless a name is long */
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(j->cur + j->cur_len, j->cur_cap - j->cur_len, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= j->cur_cap - j->cur_len) {
+        if (k < 0 || !cur_room(j, (size_t)k + 1))
+            return;
+        va_start(ap, fmt);
+        vsnprintf(j->cur + j->cur_len, j->cur_cap - j->cur_len, fmt, ap);
+        va_end(ap);
+    }
+    j->cur_len += (size_t)k;
+}
+
+/* A JSON string literal, escaped as nth_out_json_str does. */
+static void jstr(struct jctx *j, const char *s)
+{
+    size_t n = strnlen(s, 512);
+    if (!cur_room(j, 6 * n + 3))
+        return;
+    char *p = j->cur + j->cur_len;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') { *p++ = '\\'; *p++ = (char)c; }
+        else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
+        else *p++ = (char)c;
+    }
+    *p++ = '"';
+    *p = 0;
+    j->cur_len = (size_t)(p - j->cur);
+}
+
+static int pend_less(const struct pend *a, const struct pend *b)
+{
+    return a->ts < b->ts || (a->ts == b->ts && a->seq < b->seq);
+}
+
+/* The event being written joins the heap. */
+static void pend_push(struct jctx *j)
+{
+    if (!j->cur_open)
+        return;
+    j->cur_open = 0;
+    size_t len = j->cur_len;
+    j->cur_len = 0;
+    if (j->nomem)
+        return;
+    if (j->cur_ts <= j->direct) {   /* the common case: no copy, no heap */
+        sep(j);
+        nth_out_write(&j->o, j->cur, len);
+        return;
+    }
+    if (j->hn == j->hcap) {
+        size_t nc = j->hcap ? j->hcap * 2 : 256;
+        struct pend *h = realloc(j->heap, nc * sizeof *h);
+        if (!h) { j->nomem = 1; return; }
+        j->heap = h;
+        j->hcap = nc;
+    }
+    char *t = malloc(len + 1);
+    if (!t) { j->nomem = 1; return; }
+    memcpy(t, j->cur, len);
+    struct pend e = { j->cur_ts, j->seq++, t, len };
+    size_t i = j->hn++;
+    while (i > 0 && pend_less(&e, &j->heap[(i - 1) / 2])) {
+        j->heap[i] = j->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    j->heap[i] = e;
+}
+
+/* Write, in (ts, seq) order, every pending event with ts <= upto: no event
+ * reported later sorts before them. */
+static void release(struct jctx *j, uint64_t upto)
+{
+    while (j->hn && j->heap[0].ts <= upto) {
+        struct pend top = j->heap[0], last = j->heap[--j->hn];
+        size_t i = 0;
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= j->hn) break;
+            if (c + 1 < j->hn && pend_less(&j->heap[c + 1], &j->heap[c])) c++;
+            if (!pend_less(&j->heap[c], &last)) break;
+            j->heap[i] = j->heap[c];
+            i = c;
+        }
+        if (j->hn)
+            j->heap[i] = last;
+        sep(j);
+        nth_out_write(&j->o, top.text, top.len);
+        free(top.text);
+    }
+}
+
+/* A timed event: its text goes to a pending buffer until every event that
+ * sorts before it has been written (release). */
 static void ev(struct jctx *j, const char *ph, uint64_t ts, long tid)
 {
-    sep(j);
+    pend_push(j);
+    j->cur_open = 1;
+    j->cur_ts = ts;
     uint64_t d = ts - j->base;
-    nth_out_printf(&j->o, "{\"ph\":\"%s\",\"ts\":%" PRIu64 ".%03u,\"pid\":%ld,\"tid\":%ld", ph,
-                   d / 1000, (unsigned)(d % 1000), j->pid, tid);
+    jp(j, "{\"ph\":\"%s\",\"ts\":%" PRIu64 ".%03u,\"pid\":%ld,\"tid\":%ld", ph,
+       d / 1000, (unsigned)(d % 1000), j->pid, tid);
 }
 
 static const char *state_name(struct nth_tr_file *f, unsigned st, char *buf, size_t n)
@@ -65,30 +209,30 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
     char b[48], full[400];
     const char *s = state_name(f, l->state, b, sizeof b);
     ev(j, "B", ts, THREAD_TID(t));
-    nth_out_printf(&j->o, ",\"cat\":\"state\",\"name\":");
+    jp(j, ",\"cat\":\"state\",\"name\":");
     if (l->obj) {
         char lab[320], addr[24];
         nth_tr_obj_label(f, l->kind, l->obj, lab, sizeof lab);
         snprintf(addr, sizeof addr, "0x%" PRIx64, l->obj);
         snprintf(full, sizeof full, "%s %s", s, lab);
-        nth_out_json_str(&j->o, full);
-        nth_out_printf(&j->o, ",\"args\":{\"state\":");
-        nth_out_json_str(&j->o, s);
-        nth_out_printf(&j->o, ",\"object\":");
-        nth_out_json_str(&j->o, lab);
+        jstr(j, full);
+        jp(j, ",\"args\":{\"state\":");
+        jstr(j, s);
+        jp(j, ",\"object\":");
+        jstr(j, lab);
         if (l->kind) {
-            nth_out_printf(&j->o, ",\"kind\":");
-            nth_out_json_str(&j->o, nth_tr_obj_kind_name(l->kind));
+            jp(j, ",\"kind\":");
+            jstr(j, nth_tr_obj_kind_name(l->kind));
         }
         if (l->kind == NTH_OBJ_JOIN)
-            nth_out_printf(&j->o, ",\"nano_thread\":%" PRIu64 "}}", l->obj);
+            jp(j, ",\"nano_thread\":%" PRIu64 "}}", l->obj);
         else
-            nth_out_printf(&j->o, ",\"address\":\"%s\"}}", addr);
+            jp(j, ",\"address\":\"%s\"}}", addr);
     } else {
-        nth_out_json_str(&j->o, s);
-        nth_out_printf(&j->o, ",\"args\":{\"state\":");
-        nth_out_json_str(&j->o, s);
-        nth_out_printf(&j->o, "}}");
+        jstr(j, s);
+        jp(j, ",\"args\":{\"state\":");
+        jstr(j, s);
+        jp(j, "}}");
     }
 }
 
@@ -97,7 +241,7 @@ static void j_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_
     (void)f; (void)l;
     struct jctx *j = c;
     ev(j, "E", ts, THREAD_TID(t));
-    nth_out_printf(&j->o, "}");
+    jp(j, "}");
 }
 
 static void j_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
@@ -105,11 +249,11 @@ static void j_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp
     struct jctx *j = c;
     char b[300];
     ev(j, "B", ts, VP_TID(vp));
-    nth_out_printf(&j->o, ",\"cat\":\"vp\",\"name\":");
-    nth_out_json_str(&j->o, t ? thread_name(f, t, b, sizeof b) : "IDLE");
+    jp(j, ",\"cat\":\"vp\",\"name\":");
+    jstr(j, t ? thread_name(f, t, b, sizeof b) : "IDLE");
     if (t)
-        nth_out_printf(&j->o, ",\"args\":{\"nano_thread\":%" PRIu64 "}", t->id);
-    nth_out_printf(&j->o, "}");
+        jp(j, ",\"args\":{\"nano_thread\":%" PRIu64 "}", t->id);
+    jp(j, "}");
 }
 
 static void j_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *t)
@@ -117,7 +261,7 @@ static void j_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t sinc
     (void)f; (void)since; (void)t;
     struct jctx *j = c;
     ev(j, "E", ts, VP_TID(vp));
-    nth_out_printf(&j->o, "}");
+    jp(j, "}");
 }
 
 static void j_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region, unsigned team,
@@ -126,7 +270,7 @@ static void j_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct n
     (void)f;
     struct jctx *j = c;
     ev(j, "B", ts, REGION_TID(t));
-    nth_out_printf(&j->o, ",\"cat\":\"region\",\"name\":\"parallel region %" PRIu64 "\",\"args\":{\"region\":%" PRIu64
+    jp(j, ",\"cat\":\"region\",\"name\":\"parallel region %" PRIu64 "\",\"args\":{\"region\":%" PRIu64
                    ",\"member\":%u,\"team\":%u}}", region, region, member, team);
 }
 
@@ -135,7 +279,7 @@ static void j_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t s
     (void)f; (void)since; (void)region;
     struct jctx *j = c;
     ev(j, "E", ts, REGION_TID(t));
-    nth_out_printf(&j->o, "}");
+    jp(j, "}");
 }
 
 static void j_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, int vp, uint32_t type, uint64_t value)
@@ -146,14 +290,14 @@ static void j_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_t
     char b[32];
     if (!tn) { snprintf(b, sizeof b, "event %u", type); tn = b; }
     ev(j, "i", ts, t ? THREAD_TID(t) : VP_TID(vp < 0 ? 0 : vp));
-    nth_out_printf(&j->o, ",\"s\":\"t\",\"cat\":\"event\",\"name\":");
-    nth_out_json_str(&j->o, tn);
-    nth_out_printf(&j->o, ",\"args\":{\"type\":%u,\"value\":%" PRIu64, type, value);
+    jp(j, ",\"s\":\"t\",\"cat\":\"event\",\"name\":");
+    jstr(j, tn);
+    jp(j, ",\"args\":{\"type\":%u,\"value\":%" PRIu64, type, value);
     if (vn) {
-        nth_out_printf(&j->o, ",\"value_name\":");
-        nth_out_json_str(&j->o, vn);
+        jp(j, ",\"value_name\":");
+        jstr(j, vn);
     }
-    nth_out_printf(&j->o, "}}");
+    jp(j, "}}");
 }
 
 static void j_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind, int vp, uint64_t value)
@@ -165,19 +309,19 @@ static void j_counter(void *c, struct nth_tr_file *f, uint64_t ts, uint32_t kind
         const char *an = nth_tr_name(f, NTH_NAME_APP, (uint64_t)vp, 0);
         char b[320];
         snprintf(b, sizeof b, "CPUs granted to %s (pid %d)", an ? an : "application", vp);
-        nth_out_printf(&j->o, ",\"name\":");
-        nth_out_json_str(&j->o, b);
-        nth_out_printf(&j->o, ",\"args\":{\"cpus\":%" PRIu64 "}}", value);
+        jp(j, ",\"name\":");
+        jstr(j, b);
+        jp(j, ",\"args\":{\"cpus\":%" PRIu64 "}}", value);
     } else if (kind == NTH_CTR_RQ_LEN)
-        nth_out_printf(&j->o, ",\"name\":\"ready queue VP %d\",\"args\":{\"length\":%" PRIu64 "}}", vp, value);
+        jp(j, ",\"name\":\"ready queue VP %d\",\"args\":{\"length\":%" PRIu64 "}}", vp, value);
     else if (kind == NTH_CTR_CPUS)
-        nth_out_printf(&j->o, ",\"name\":\"CPUs assigned\",\"args\":{\"cpus\":%" PRIu64 "}}", value);
+        jp(j, ",\"name\":\"CPUs assigned\",\"args\":{\"cpus\":%" PRIu64 "}}", value);
     else if (kind == NTH_CTR_MEM_BYTES)
-        nth_out_printf(&j->o, ",\"name\":\"malloc bytes in use\",\"args\":{\"bytes\":%" PRIu64 "}}", value);
+        jp(j, ",\"name\":\"malloc bytes in use\",\"args\":{\"bytes\":%" PRIu64 "}}", value);
     else if (kind == NTH_CTR_MEM_CALLS)
-        nth_out_printf(&j->o, ",\"name\":\"malloc calls\",\"args\":{\"calls\":%" PRIu64 "}}", value);
+        jp(j, ",\"name\":\"malloc calls\",\"args\":{\"calls\":%" PRIu64 "}}", value);
     else
-        nth_out_printf(&j->o, ",\"name\":\"counter %u\",\"args\":{\"value\":%" PRIu64 "}}", kind, value);
+        jp(j, ",\"name\":\"counter %u\",\"args\":{\"value\":%" PRIu64 "}}", kind, value);
 }
 
 static void j_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t fn)
@@ -187,9 +331,9 @@ static void j_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth
     char b[24];
     if (!n) { snprintf(b, sizeof b, "0x%" PRIx64, fn); n = b; }
     ev(j, "B", ts, FUNC_TID(t));
-    nth_out_printf(&j->o, ",\"cat\":\"function\",\"name\":");
-    nth_out_json_str(&j->o, n);
-    nth_out_printf(&j->o, ",\"args\":{\"address\":\"0x%" PRIx64 "\"}}", fn);
+    jp(j, ",\"cat\":\"function\",\"name\":");
+    jstr(j, n);
+    jp(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\"}}", fn);
 }
 
 static void j_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
@@ -197,7 +341,7 @@ static void j_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t sin
     (void)f; (void)since; (void)fn;
     struct jctx *j = c;
     ev(j, "E", ts, FUNC_TID(t));
-    nth_out_printf(&j->o, "}");
+    jp(j, "}");
 }
 
 static void j_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
@@ -205,7 +349,19 @@ static void j_lost(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t count)
     (void)f;
     struct jctx *j = c;
     ev(j, "i", ts, 0);
-    nth_out_printf(&j->o, ",\"s\":\"p\",\"cat\":\"trace\",\"name\":\"lost events\",\"args\":{\"count\":%" PRIu64 "}}", count);
+    jp(j, ",\"s\":\"p\",\"cat\":\"trace\",\"name\":\"lost events\",\"args\":{\"count\":%" PRIu64 "}}", count);
+}
+
+/* A binary file cut by a write error (a full disk): the LOST record that
+ * would have counted what is missing could not be written either, so the
+ * header's flag is all the trace has; shown where the records stop. */
+static void j_cut(struct jctx *j, struct nth_tr_file *f)
+{
+    ev(j, "i", f->last_ts, 0);
+    jp(j, ",\"s\":\"p\",\"cat\":\"trace\",\"name\":\"records missing: write error\",\"args\":{\"error\":");
+    jstr(j, strerror((int)NTH_TRACE_FLAG_ERRNO(f->hdr.flags)));
+    jp(j, ",\"missing\":\"writing the binary trace failed here; the events from then on are not in this trace "
+          "and not in lost_events (the process's exit line counted them)\"}}");
 }
 
 static void meta(struct jctx *j, long tid, const char *what, const char *name, long sort)
@@ -221,13 +377,32 @@ static void meta(struct jctx *j, long tid, const char *what, const char *name, l
     }
 }
 
+/* The processes' tracks are named first (metadata has no time), then every
+ * timed event of every file in one timestamp order: the replays advance
+ * together, the one with the earliest next record first (a k-way merge of
+ * files already sorted by time; ties in file order), and each event waits
+ * in a heap only until no replay can report an earlier one (a switch's
+ * OVERHEAD slice is dated before its record). Memory: the loaded records
+ * plus the events of that overlap window, never the whole output. Sorted
+ * by ts, stable: each track keeps its order, so every B still precedes
+ * its E. */
 int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
 {
     static struct jctx j;   /* 64 KiB buffer: not on a crashing stack */
     memset(&j, 0, sizeof j);
+    long *pids = calloc((size_t)(n > 0 ? n : 1), sizeof *pids);
+    struct nth_tr_replay **rp = calloc((size_t)(n > 0 ? n : 1), sizeof *rp);
+    if (!pids || !rp) {
+        free(pids);
+        free(rp);
+        return ENOMEM;
+    }
     int rc = nth_out_open(&j.o, out, gz);
-    if (rc)
+    if (rc) {
+        free(pids);
+        free(rp);
         return rc;
+    }
     j.first = 1;
     j.base = UINT64_MAX;
     uint64_t lost = 0;
@@ -238,7 +413,17 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         warnings += files[i].warnings;
     }
     nth_out_printf(&j.o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"nthlib\",\"lost_events\":%" PRIu64
-                   ",\"warnings\":%u},\"traceEvents\":[", lost, warnings);
+                   ",\"warnings\":%u", lost, warnings);
+    /* Processes whose binary file was cut by a write error: their loss is
+     * in no LOST record, so lost_events is short of it. */
+    int cut = 0;
+    for (int i = 0; i < n; i++)
+        if (files[i].hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR) {
+            nth_out_printf(&j.o, "%s{\"pid\":%u,\"error\":", cut++ ? "," : ",\"write_errors\":[", files[i].hdr.pid);
+            nth_out_json_str(&j.o, strerror((int)NTH_TRACE_FLAG_ERRNO(files[i].hdr.flags)));
+            nth_out_printf(&j.o, "}");
+        }
+    nth_out_printf(&j.o, "%s},\"traceEvents\":[", cut ? "]" : "");
     static const struct nth_tr_sink sink = {
         NULL, j_state_begin, j_state_end, j_run_begin, j_run_end, j_region_begin, j_region_end,
         j_event, j_counter, j_lost, j_func_begin, j_func_end,
@@ -251,6 +436,7 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         for (int k = 0; k < i; k++)   /* a recycled pid must not merge two processes */
             if (files[k].hdr.pid == f->hdr.pid)
                 j.pid += 4194304L * (i + 1);
+        pids[i] = j.pid;
         char b[320];
         snprintf(b, sizeof b, "%s %u", f->hdr.flags & NTH_TRACE_FLAG_CPUMGR ? "cpumgr daemon" : "nthlib process",
                  f->hdr.pid);
@@ -269,8 +455,51 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
             snprintf(b, sizeof b, "%s functions", nb);
             meta(&j, FUNC_TID(th), "thread_name", b, 10002 + 4 * (long)th->index);
         }
-        nth_tr_replay(f, &s);
+        if (!(rp[i] = nth_tr_replay_open(f, &s)))
+            j.nomem = 1;
     }
+    while (!j.nomem) {
+        int next = -1;
+        uint64_t nts = UINT64_MAX;
+        for (int i = 0; i < n; i++) {
+            uint64_t t = nth_tr_replay_next_ts(rp[i]);
+            if (t != UINT64_MAX && (next < 0 || t < nts)) {
+                next = i;
+                nts = t;
+            }
+        }
+        if (next < 0)
+            break;
+        uint64_t low = UINT64_MAX;
+        for (int i = 0; i < n; i++) {
+            uint64_t l = nth_tr_replay_low(rp[i]);
+            if (l < low) low = l;
+        }
+        release(&j, low);
+        j.direct = low;
+        j.pid = pids[next];
+        nth_tr_replay_step(rp[next]);
+        if ((files[next].hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR) && nth_tr_replay_next_ts(rp[next]) == UINT64_MAX)
+            j_cut(&j, &files[next]);   /* after its last slice closed */
+        pend_push(&j);
+    }
+    release(&j, UINT64_MAX);
+    for (int i = 0; i < n; i++)
+        nth_tr_replay_close(rp[i]);
+    while (j.hn)
+        free(j.heap[--j.hn].text);
+    free(j.heap);
+    free(j.cur);
+    free(pids);
+    free(rp);
+    j.heap = NULL;
+    j.cur = NULL;
+    j.hcap = j.cur_cap = 0;
     nth_out_printf(&j.o, "\n]}\n");
-    return nth_out_close(&j.o);
+    rc = nth_out_close(&j.o);
+    if (j.nomem && !rc) {
+        unlink(out);   /* an incomplete trace hides what is missing */
+        rc = ENOMEM;
+    }
+    return rc;
 }

@@ -69,6 +69,19 @@ void nth_out_printf(struct nth_out *o, const char *fmt, ...)
     o->n += (size_t)k;
 }
 
+void nth_out_write(struct nth_out *o, const char *s, size_t n)
+{
+    while (n) {
+        if (o->n == sizeof o->buf)
+            flush(o);
+        size_t k = sizeof o->buf - o->n < n ? sizeof o->buf - o->n : n;
+        memcpy(o->buf + o->n, s, k);
+        o->n += k;
+        s += k;
+        n -= k;
+    }
+}
+
 void nth_out_json_str(struct nth_out *o, const char *s)
 {
     if (sizeof o->buf - o->n < 4096)

@@ -20,6 +20,8 @@ struct nth_out {
 /* Open `path` for writing, gzip-compressed if gz. Returns 0 or errno. */
 int nth_out_open(struct nth_out *o, const char *path, int gz);
 void nth_out_printf(struct nth_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* n bytes of s as they are (any length). */
+void nth_out_write(struct nth_out *o, const char *s, size_t n);
 /* A JSON string literal with quotes, escaping what JSON requires. */
 void nth_out_json_str(struct nth_out *o, const char *s);
 /* Flush and close; returns the first error seen (the errno of the failed

@@ -9,6 +9,7 @@
 #include "trace_convert.h"
 
 const char *nth_tr_msg_prefix = "nth-trace";
+int nth_tr_no_end_ok;
 
 static void warnf(struct nth_tr_file *f, FILE *warn, const char *fmt, ...)
 {
@@ -249,7 +250,7 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
         warnf(f, warn, "writing this file failed during the run (%s): the records from then on are missing "
                        "(the process's exit line counted them as lost)%s",
               strerror((int)NTH_TRACE_FLAG_ERRNO(f->hdr.flags)), ended ? "" : ", the end record too");
-    else if (!ended)
+    else if (!ended && !nth_tr_no_end_ok)
         warnf(f, warn, "no end record: the process was killed or left through _exit() or a crash; "
                        "records after its last flush are missing");
     if (bad_type) warnf(f, warn, "%u records of unknown type skipped", bad_type);

@@ -335,16 +335,29 @@ static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth
     }
 }
 
-void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
+struct nth_tr_replay {
+    struct replay r;
+    size_t next;                     /* index of the next record */
+    int done;                        /* open slices closed */
+    uint64_t max_ovh;                /* largest switch overhead in the file */
+};
+
+struct nth_tr_replay *nth_tr_replay_open(struct nth_tr_file *f, const struct nth_tr_sink *sink)
 {
-    struct replay r = { f, sink, NULL, NULL, NULL, NULL, NULL };
-    r.vp_run = calloc(f->nvps, sizeof *r.vp_run);
-    r.vp_since = calloc(f->nvps, sizeof *r.vp_since);
-    r.vp_on = calloc(f->nvps, 1);
-    r.vp_loan = calloc(f->nvps, 1);
-    r.vp_owner = calloc(f->nvps, sizeof *r.vp_owner);
-    if (!r.vp_run || !r.vp_since || !r.vp_on || !r.vp_loan || !r.vp_owner)
-        goto out;
+    struct nth_tr_replay *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->r.f = f;
+    p->r.s = sink;
+    p->r.vp_run = calloc(f->nvps, sizeof *p->r.vp_run);
+    p->r.vp_since = calloc(f->nvps, sizeof *p->r.vp_since);
+    p->r.vp_on = calloc(f->nvps, 1);
+    p->r.vp_loan = calloc(f->nvps, 1);
+    p->r.vp_owner = calloc(f->nvps, sizeof *p->r.vp_owner);
+    if (!p->r.vp_run || !p->r.vp_since || !p->r.vp_on || !p->r.vp_loan || !p->r.vp_owner) {
+        nth_tr_replay_close(p);
+        return NULL;
+    }
     for (size_t i = 0; i < f->nthreads; i++) {
         struct nth_tr_thread *t = &f->threads[i];
         t->depth = t->extra = t->rdepth = t->rextra = t->fdepth = t->fextra = 0;
@@ -354,21 +367,69 @@ void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
         t->wkind = 0;
     }
     for (size_t i = 0; i < f->nrecs; i++)
-        step(&r, &f->recs[i]);
+        if (f->recs[i].type == NTH_REC_SWITCH && (f->recs[i].arg >> NTH_SWITCH_OVH_SHIFT) > p->max_ovh)
+            p->max_ovh = f->recs[i].arg >> NTH_SWITCH_OVH_SHIFT;
+    return p;
+}
+
+uint64_t nth_tr_replay_low(const struct nth_tr_replay *p)
+{
+    const struct nth_tr_file *f = p->r.f;
+    if (p->done)
+        return UINT64_MAX;
+    if (p->next == f->nrecs)
+        return f->last_ts;
+    uint64_t ts = f->recs[p->next].ts;
+    return ts > p->max_ovh ? ts - p->max_ovh : 0;
+}
+
+uint64_t nth_tr_replay_next_ts(const struct nth_tr_replay *p)
+{
+    const struct nth_tr_file *f = p->r.f;
+    return p->done ? UINT64_MAX : p->next < f->nrecs ? f->recs[p->next].ts : f->last_ts;
+}
+
+int nth_tr_replay_step(struct nth_tr_replay *p)
+{
+    struct nth_tr_file *f = p->r.f;
+    if (p->done)
+        return 0;
+    if (p->next < f->nrecs) {
+        step(&p->r, &f->recs[p->next++]);
+        return 1;
+    }
     /* Close what is open, innermost first, at the last timestamp. */
     for (size_t i = 0; i < f->nthreads; i++) {
         struct nth_tr_thread *t = &f->threads[i];
-        top_end(&r, f->last_ts, t);
+        top_end(&p->r, f->last_ts, t);
         t->depth = 0;
-        regions_close(&r, f->last_ts, t);
-        funcs_close(&r, f->last_ts, t);
+        regions_close(&p->r, f->last_ts, t);
+        funcs_close(&p->r, f->last_ts, t);
     }
     for (unsigned v = 0; v < f->nvps; v++)
-        vp_end(&r, f->last_ts, v);
-out:
-    free(r.vp_run);
-    free(r.vp_since);
-    free(r.vp_on);
-    free(r.vp_loan);
-    free(r.vp_owner);
+        vp_end(&p->r, f->last_ts, v);
+    p->done = 1;
+    return 1;
+}
+
+void nth_tr_replay_close(struct nth_tr_replay *p)
+{
+    if (!p)
+        return;
+    free(p->r.vp_run);
+    free(p->r.vp_since);
+    free(p->r.vp_on);
+    free(p->r.vp_loan);
+    free(p->r.vp_owner);
+    free(p);
+}
+
+void nth_tr_replay(struct nth_tr_file *f, const struct nth_tr_sink *sink)
+{
+    struct nth_tr_replay *p = nth_tr_replay_open(f, sink);
+    if (!p)
+        return;
+    while (nth_tr_replay_step(p))
+        ;
+    nth_tr_replay_close(p);
 }

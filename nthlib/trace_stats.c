@@ -221,6 +221,12 @@ int nth_tr_write_stats(struct nth_tr_file *f, FILE *out)
     fprintf(out, "%s of pid %u: %.3f ms, %zu records, %zu nano-threads, %u VPs, %" PRIu64 " lost events, %u warnings\n",
             daemon ? "cpumgr daemon trace" : "trace", f->hdr.pid, ms(f->last_ts - f->hdr.mono_start_ns), f->nrecs,
             f->nthreads, daemon ? 0 : f->nvps, f->lost, f->warnings);
+    if (f->hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR)
+        /* A full disk: the LOST record that would count them could not be
+         * written either, so the lost figure above is short of them. */
+        fprintf(out, "records missing: writing this file failed during the run (%s) at %.3f ms; the events from "
+                     "then on are not in it, and not in the lost figure (the process's exit line counted them)\n",
+                strerror((int)NTH_TRACE_FLAG_ERRNO(f->hdr.flags)), ms(f->last_ts - f->hdr.mono_start_ns));
     if (!f->nthreads) {
         /* Said once, instead of three empty tables. */
         if (daemon)

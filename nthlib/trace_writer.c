@@ -335,7 +335,7 @@ static int has_suffix(const char *s, const char *suf)
  * of memory). Several processes of one run (nthrun --trace FILE -- sh -c
  * 'prog1; prog2') all see the same NTH_TRACE, and each converted its
  * records into it at exit: only the last one's trace was left. nthrun
- * sets NTH_TRACE_MAIN_PID to the pid the program keeps (it execs it); that
+ * sets NTH_TRACE_MAIN_PID to the pid of the program it starts; that
  * process writes FILE, any other writes FILE with ".PID" inserted before
  * the format's suffix (run.json.gz -> run.4242.json.gz), and its exit line
  * names it. Without NTH_TRACE_MAIN_PID (one process, as before) FILE. */

@@ -6,12 +6,22 @@
  *
  * It sets NTH_VPS, NTH_TRACE and NTH_CPUMGR (see the README's table),
  * checks --trace and --cpumgr as the runtime would (env_names.h), sets
- * NTH_TRACE_MAIN_PID to its own pid when tracing (the program keeps it: it
- * writes FILE, the other processes of the run FILE.PID.EXT),
+ * NTH_TRACE_MAIN_PID to the program's pid when tracing (it writes FILE, the
+ * other processes of the run FILE.PID.EXT),
  * says once if NTH_VPS is more than the CPUs the program may use (and sets
  * NTH_VPS_TOLD so that the processes under it do not say it again),
  * prepends libnth-pthread.so to LD_PRELOAD and execs prog, so the exit
  * status (or the death by a signal) is the program's own.
+ *
+ * Traced (--trace, or NTH_TRACE set), it runs prog as its child instead and
+ * waits for it: a program that leaves through _exit() (dash running
+ * `sh -c 'prog1; prog2'` does) or is killed never runs its exit path and
+ * leaves only FILE.PID.bin, without the end record. nthrun then converts
+ * that file into FILE with nth-trace (trace_wait.h), says so in one line and
+ * removes the .bin; then it exits with the program's status, or dies by the
+ * signal that killed it. Signals sent to nthrun itself with kill(2) go on to
+ * the program; those from the terminal reach both (one process group), and
+ * nthrun leaves them to the program.
  *
  * The library is looked up, in order, as: $NTH_PTHREAD_LIB; the build tree
  * next to this binary (../.libs/libnth-pthread.so), so that `make check`
@@ -33,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "env_names.h"
+#include "nthrun_trace.h"
 
 #ifndef NTH_LIBDIR
 #define NTH_LIBDIR "/usr/local/lib"
@@ -50,7 +61,9 @@ static void usage(FILE *f)
             "  --trace FILE       write a trace; .json[.gz] for Perfetto, .prv for Paraver, .bin\n"
             "                     (NTH_TRACE). The program writes FILE; any other process it\n"
             "                     starts writes FILE with its pid before the suffix\n"
-            "                     (run.json.gz: run.PID.json.gz; NTH_TRACE_MAIN_PID)\n"
+            "                     (run.json.gz: run.PID.json.gz; NTH_TRACE_MAIN_PID). If the\n"
+            "                     program leaves only FILE.PID.bin (_exit(), SIGKILL), nthrun\n"
+            "                     converts it into FILE once the program is gone\n"
             "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
             "  -h, --help         this text\n"
             "Environment: NTH_SHIM_TLS=thread (default: __thread data and errno per thread,\n"
@@ -198,19 +211,15 @@ int main(int argc, char **argv)
         perror("nthrun: setenv");
         return 127;
     }
-    /* The program keeps our pid (we exec it): that process writes the
-     * trace file itself, every other process of the run FILE.PID.EXT
-     * (trace_writer.c), so that no process overwrites another's. */
-    const char *tr = getenv("NTH_TRACE");
-    if (tr && *tr) {
-        char pid[24];
-        snprintf(pid, sizeof pid, "%ld", (long)getpid());
-        if (setenv("NTH_TRACE_MAIN_PID", pid, 1)) {
-            perror("nthrun: setenv");
-            return 127;
-        }
-    }
     tell_oversubscribed(vps ? vps : getenv("NTH_VPS"));
+    /* Traced: the program runs as our child, which writes the trace file
+     * itself (NTH_TRACE_MAIN_PID, set there), every other process of the
+     * run FILE.PID.EXT (trace_writer.c), so that no process overwrites
+     * another's; and what it leaves behind when it cannot write FILE is
+     * converted once it is gone (nthrun_trace.c). */
+    const char *tr = getenv("NTH_TRACE");
+    if (tr && *tr)
+        return nthrun_traced(&argv[optind], tr);
     execvp(argv[optind], &argv[optind]);
     int e = errno;
     fprintf(stderr, "nthrun: cannot run '%s': %s\n", argv[optind], strerror(e));

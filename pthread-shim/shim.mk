@@ -22,10 +22,14 @@ EXTRA_libnth_pthread_la_DEPENDENCIES = $(top_srcdir)/pthread-shim/libnth-pthread
 # tests/shim fail, rather than skip, when the library is missing.
 NTH_SHIM_BUILT = yes
 
-# nthrun: sets NTH_* and LD_PRELOAD, then execs the program.
+# nthrun: sets NTH_* and LD_PRELOAD, then execs the program (traced: runs it
+# as a child and converts the trace it could not write).
 bin_PROGRAMS += pthread-shim/nthrun
-pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c
-pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"'
+pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c pthread-shim/nthrun_trace.h pthread-shim/nthrun_trace.c
+# nth-trace converts what a traced program could not (nthrun_trace.c): found
+# as the runtime's fatal-signal path finds it.
+pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"' \
+	-DNTH_TOOL_BUILD_PATH='"$(abs_top_builddir)/tools/nth-trace"' -DNTH_TOOL_INSTALL_PATH='"$(bindir)/nth-trace"'
 # Never sanitizer-instrumented: it only sets LD_PRELOAD and execs, and an
 # instrumented launcher would refuse a preload list its runtime is not first in.
 pthread_shim_nthrun_CFLAGS = $(WARN_CFLAGS)

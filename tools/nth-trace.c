@@ -13,6 +13,9 @@
  *
  * -q: no "wrote" line (warnings and errors are still printed). The runtime's
  * fatal-signal path runs `nth-trace convert -q` and says the line itself.
+ * --no-end-ok: a file without its end record is expected, no warning (nthrun
+ * converting what its program left after _exit() or SIGKILL says that in
+ * its own line).
  *
  * Exit status: 0 done; 1 done, but the input was truncated or damaged (the
  * warnings on stderr say what was skipped; the output is still complete and
@@ -35,6 +38,8 @@ static void usage_to(FILE *f)
                "       nth-trace stats FILE.bin [FILE.bin ...]\n"
                "       nth-trace --help\n"
                "-q: no \"wrote\" line (warnings and errors are still printed).\n"
+               "--no-end-ok: no warning for a file without its end record (its process left\n"
+               "through _exit() or was killed, and the caller knows it).\n"
                "Exit status: 0 done; 1 done, input truncated or damaged (warnings say what was\n"
                "skipped); 2 usage error; 3 an input cannot be read or is no trace, or the\n"
                "output cannot be written.\n");
@@ -61,6 +66,8 @@ static int run(int argc, char **argv, const char **in)
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-q")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--no-end-ok")) {
+            nth_tr_no_end_ok = 1;
         } else if (!strcmp(argv[i], "-o")) {
             if (++i == argc) return usage();
             out = argv[i];

@@ -89,7 +89,7 @@ elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
   fi
   # Two traced processes under one nthrun: each keeps its own trace. All
   # converted into FILE at exit, and the last one's overwrote the other's;
-  # now the process nthrun execs writes FILE, any other FILE.PID.EXT. The
+  # now the program nthrun starts writes FILE, any other FILE.PID.EXT. The
   # trailing 'exit' keeps the shell from exec'ing the second sort.
   d=$(mktemp -d /tmp/nthrun-test.$$.XXXXXX)
   timeout -s KILL 120 "$nthrun" --trace "$d/run.json" -- sh -c \

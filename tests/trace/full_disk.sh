@@ -3,7 +3,8 @@
 # says once, in one line, which file it cannot write and why (ENOSPC); the
 # binary file never ends in a torn record; the conversion names the real
 # cause, not a kill; a failed output leaves no (empty) file; gzip output
-# reports the errno too. Needs root for the mount: skipped otherwise.
+# reports the errno too; the converted trace and nth-trace stats say records
+# are missing. Needs root for the mount: skipped otherwise.
 . "$top_srcdir/tests/trace/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to mount a small tmpfs"; exit 77; }
 mkdir full
@@ -35,5 +36,18 @@ for fmt in json json.gz prv; do
     grep -q "writing this file failed during the run ($nospc)" "ce.$fmt" || fail "$fmt: convert: $(cat "ce.$fmt")"
     ! grep -q "bad name record\|inside a record" "ce.$fmt" || fail "$fmt: torn: $(cat "ce.$fmt")"
     [ "$fmt" != json ] || check_json c.json
+    # The loss reaches whoever opens the converted trace, not only the
+    # converter's stderr: the LOST record could not be written, the header
+    # flag is all there is (otherData, an instant where the records stop,
+    # and a line of nth-trace stats).
+    if [ "$fmt" = json ]; then
+        jq -e --arg e "$nospc" '.otherData.write_errors | length == 1 and .[0].error == $e' c.json >/dev/null ||
+            fail "json: no write_errors in otherData: $(jq -c .otherData c.json)"
+        jq -e '[.traceEvents[] | select(.ph == "i" and .name == "records missing: write error")] | length == 1' c.json >/dev/null ||
+            fail "json: no 'records missing' event"
+        "$TOOL" stats "$bin" >stats.txt 2>/dev/null
+        grep -q "^records missing: writing this file failed during the run ($nospc) at [0-9.]* ms" stats.txt ||
+            fail "stats does not say the records are missing: $(head -3 stats.txt)"
+    fi
 done
 exit 0

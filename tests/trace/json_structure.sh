@@ -2,10 +2,18 @@
 # A deterministic schedule (trace_sim) traced to plain JSON: well-formed
 # tracks, and what the schedule did is what the trace shows.
 . "$top_srcdir/tests/trace/lib.sh"
-# The checker itself must see an unclosed slice, a stray end and time going back.
+# The checker itself must see an unclosed slice, a stray end and time going
+# back (on the track, and so in the file).
 echo '{"traceEvents":[{"ph":"B","ts":2,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":1,"pid":1,"tid":1},
  {"ph":"E","ts":3,"pid":1,"tid":2},{"ph":"B","ts":4,"pid":1,"tid":3,"name":"b"}]}' > bad.json
-[ "$(jq -r -f "$CHECK" bad.json | wc -l)" = 3 ] || fail "check_json.jq misses defects: $(jq -r -f "$CHECK" bad.json)"
+[ "$(jq -r -f "$CHECK" bad.json | wc -l)" = 4 ] || fail "check_json.jq misses defects: $(jq -r -f "$CHECK" bad.json)"
+# ... and time going back in the file only, each track in order (two
+# processes written one after the other).
+echo '{"traceEvents":[{"ph":"M","pid":1,"tid":0,"name":"process_name","args":{"name":"p"}},
+ {"ph":"B","ts":5,"pid":1,"tid":1,"name":"a"},{"ph":"E","ts":6,"pid":1,"tid":1},
+ {"ph":"B","ts":2,"pid":2,"tid":1,"name":"b"},{"ph":"E","ts":7,"pid":2,"tid":1}]}' > unsorted.json
+[ "$(jq -r -f "$CHECK" unsorted.json)" = "ts not sorted in the file: 1 times, first at timed event 2 (2 after 6)" ] ||
+    fail "check_json.jq misses an unsorted file: $(jq -r -f "$CHECK" unsorted.json)"
 "$SIM" return t.json || fail "trace_sim exited $?"
 check_json t.json
 main=$(tid_of t.json "main #1"); wb=$(tid_of t.json "worker-b #3")

@@ -17,6 +17,19 @@ check_json all.json
 first_b=$(jq '[.traceEvents[]|select(.ph!="M")]|group_by(.pid)|map(min_by(.ts).ts)|max' all.json)
 last_a=$(jq '[.traceEvents[]|select(.ph!="M")]|group_by(.pid)|map(max_by(.ts).ts)|min' all.json)
 awk -v a="$last_a" -v b="$first_b" 'BEGIN { exit !(b > a) }' || fail "processes not on one timeline ($last_a, $first_b)"
+# Interleaved processes: the merged events are sorted by ts across the
+# processes (check_json), not one process after the other. The same file
+# twice overlaps completely (the second gets a pid of its own); two
+# simulations at once overlap as the scheduler lets them.
+"$TOOL" merge -q a.bin a.bin -o twice.json || fail "merge a.bin a.bin status $?"
+check_json twice.json
+[ "$(jq '[.traceEvents[]|.pid]|unique|length' twice.json)" = 2 ] || fail "a.bin twice: two pids expected"
+[ "$(jq '[.traceEvents[]|select(.ph!="M")]|group_by(.pid)|map(length)|unique|length' twice.json)" = 1 ] ||
+    fail "a.bin twice: not the same events for both"
+"$SIM" return c.bin & "$SIM" return d.bin & wait
+"$TOOL" merge -q c.bin d.bin a.bin -o cda.json.gz || fail "merge c d a status $?"
+gzip -dc cda.json.gz > cda.json
+check_json cda.json
 "$TOOL" merge a.bin b.bin -o all.prv 2>/dev/null || fail "merge to Paraver"
 head -n1 all.prv | grep -qE ':1\(2\):2:1\(3:1\):1\(3:1\)$' || fail "merged Paraver header: $(head -n1 all.prv)"
 "$TOOL" stats a.bin > stats.txt || fail "stats status $?"

@@ -1,0 +1,239 @@
+/*
+ * nthrun_trace.c -- nthrun --trace: the program runs as nthrun's child, so
+ * that what it leaves behind can be converted once it is gone.
+ *
+ * A traced process writes its records to FILE.PID.bin and converts them
+ * into FILE on its exit path (exit(), return from main, the fatal signals
+ * libnth catches), ending the .bin with an end record. One that leaves
+ * through _exit() or is killed by SIGKILL never gets there: dash, running
+ * `sh -c 'prog1; prog2'`, leaves through _exit(), and nthrun --trace FILE
+ * left no FILE at all, only the shell's .bin (issue 7, T1). nthrun knows
+ * the pid and FILE, and it outlives the program: it converts the .bin with
+ * nth-trace (the same tool, found the same way, as the runtime's
+ * fatal-signal path) and removes it. The missing end record is expected
+ * here, so it is said once in nthrun's own line, not as the converter's
+ * warning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "nthrun_trace.h"
+#include "trace_format.h"
+
+/* The signals a user or a job runner sends to stop or poke a program
+ * (timeout(1) sends SIGTERM to the process it started, which is nthrun). */
+static const int fwd_sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM };
+
+static volatile pid_t child_pid;   /* 0 once reaped: nothing to forward to */
+
+/* Forward what another process sent with kill(2) (si_code <= 0: SI_USER,
+ * SI_QUEUE, SI_TKILL). The terminal's ^C and ^\ (si_code SI_KERNEL) went
+ * to the whole foreground process group, the program included: sending
+ * them again would make it see each twice. */
+static void forward(int sig, siginfo_t *info, void *uc)
+{
+    (void)uc;
+    pid_t p = child_pid;
+    if (p > 0 && info && info->si_code <= 0) {
+        int e = errno;
+        kill(p, sig);
+        errno = e;
+    }
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n > m && strcmp(s + n - m, suf) == 0;
+}
+
+/* 1 if `bin` is the binary trace of process `pid` that needs converting:
+ * a header of this format and pid, no write error flagged (the process
+ * then ran its exit path and said what it could not write), and a last
+ * record that is not the end record. */
+static int needs_convert(const char *bin, pid_t pid)
+{
+    int fd = open(bin, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct nth_trace_file_header h;
+    struct nth_trace_rec last;
+    struct stat st;
+    int need = 0;
+    if (fstat(fd, &st) == 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+        !memcmp(h.magic, NTH_TRACE_MAGIC, sizeof h.magic) && h.pid == (uint32_t)pid &&
+        !(h.flags & NTH_TRACE_FLAG_WRITE_ERROR)) {
+        off_t body = st.st_size - (off_t)sizeof h;
+        need = body < (off_t)sizeof last || body % (off_t)sizeof last ||
+               pread(fd, &last, sizeof last, st.st_size - (off_t)sizeof last) != (ssize_t)sizeof last ||
+               last.type != NTH_REC_END;
+    }
+    close(fd);
+    return need;
+}
+
+/* $NTH_TRACE_TOOL, else this build tree's nth-trace, else the installed
+ * one (as trace_exit.c finds it); NULL if none is executable. */
+static const char *find_tool(void)
+{
+    const char *env = getenv("NTH_TRACE_TOOL");
+    if (env && *env)
+        return access(env, X_OK) == 0 ? env : NULL;
+#ifdef NTH_TOOL_BUILD_PATH
+    if (access(NTH_TOOL_BUILD_PATH, X_OK) == 0)
+        return NTH_TOOL_BUILD_PATH;
+#endif
+#ifdef NTH_TOOL_INSTALL_PATH
+    if (access(NTH_TOOL_INSTALL_PATH, X_OK) == 0)
+        return NTH_TOOL_INSTALL_PATH;
+#endif
+    return NULL;
+}
+
+/* How the program ended, for the line: "left through _exit()" or "was
+ * killed by SIGKILL". */
+static void how_ended(int status, char *buf, size_t n)
+{
+    if (WIFSIGNALED(status)) {
+        const char *abbr = sigabbrev_np(WTERMSIG(status));
+        snprintf(buf, n, "was killed by SIG%s", abbr ? abbr : "?");
+    } else {
+        snprintf(buf, n, "left through _exit()");
+    }
+}
+
+/* Convert the program's FILE.PID.bin into FILE when it did not. */
+static void convert_left_over(const char *prog, pid_t pid, int status, const char *trace)
+{
+    if (ends_with(trace, ".bin"))   /* the records are FILE itself */
+        return;
+    char bin[4096];
+    if ((size_t)snprintf(bin, sizeof bin, "%s.%ld.bin", trace, (long)pid) >= sizeof bin || !needs_convert(bin, pid))
+        return;
+    char how[64];
+    how_ended(status, how, sizeof how);
+    const char *tool = find_tool();
+    if (!tool) {
+        fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s; nth-trace not found "
+                "(NTH_TRACE_TOOL names it): run `nth-trace convert %s -o %s`\n",
+                prog, (long)pid, how, trace, bin, trace);
+        return;
+    }
+    pid_t t = fork();
+    if (t == 0) {
+        /* Not the program's environment: a preloaded shim would start a
+         * runtime, and a trace of its own, in the converter. */
+        unsetenv("LD_PRELOAD");
+        unsetenv("LD_AUDIT");
+        unsetenv("NTH_TRACE");
+        execl(tool, "nth-trace", "convert", "-q", "--no-end-ok", bin, "-o", trace, (char *)NULL);
+        fprintf(stderr, "nthrun: trace: cannot run %s: %s\n", tool, strerror(errno));
+        _exit(3);
+    }
+    int st = -1;
+    if (t > 0)
+        while (waitpid(t, &st, 0) < 0 && errno == EINTR)
+            ;
+    int rc = t > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    struct stat os;
+    long long bytes = stat(trace, &os) == 0 ? (long long)os.st_size : 0;
+    if (rc == 0) {
+        unlink(bin);
+        fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record; records up to "
+                "its last flush): wrote %s from %s (%lld bytes) and removed that file\n",
+                prog, (long)pid, how, trace, trace, bin, bytes);
+    } else if (rc == 1) {   /* done; the warnings above say what was skipped */
+        fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record): wrote %s "
+                "from %s (%lld bytes, with the warnings above; that file kept)\n",
+                prog, (long)pid, how, trace, trace, bin, bytes);
+    } else {
+        fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record), and converting "
+                "%s failed (nth-trace status %d, said above): the records stay there\n",
+                prog, (long)pid, how, trace, bin, rc);
+    }
+}
+
+/* Die by `sig` as the program did, so that a shell sees the same status;
+ * no core file of nthrun's own for SIGSEGV, SIGABRT, ... */
+static void die_by(int sig)
+{
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+    raise(sig);
+}
+
+int nthrun_traced(char **argv, const char *trace)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+        sigaddset(&block, fwd_sigs[i]);
+    /* Blocked across fork: one sent before the handlers are in place is
+     * delivered, and forwarded, once they are. */
+    sigprocmask(SIG_BLOCK, &block, &old);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        fprintf(stderr, "nthrun: cannot start '%s': fork: %s\n", argv[0], strerror(e));
+        return 126;
+    }
+    if (pid == 0) {
+        /* The program keeps this pid: it writes the trace file itself,
+         * every other process of the run FILE.PID.EXT (trace_writer.c). */
+        char p[24];
+        snprintf(p, sizeof p, "%ld", (long)getpid());
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (setenv("NTH_TRACE_MAIN_PID", p, 1)) {
+            perror("nthrun: setenv");
+            _exit(127);
+        }
+        execvp(argv[0], argv);
+        int e = errno;
+        fprintf(stderr, "nthrun: cannot run '%s': %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++) {
+        struct sigaction cur, sa;
+        /* One ignored when nthrun started (nohup, a background job)
+         * stays ignored: the program inherited that. */
+        if (sigaction(fwd_sigs[i], NULL, &cur) == 0 && cur.sa_handler == SIG_IGN)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = forward;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fwd_sigs[i], &sa, NULL);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "nthrun: waiting for '%s': %s\n", argv[0], strerror(errno));
+            return 126;
+        }
+    }
+    child_pid = 0;
+    char *prog = strdup(argv[0]);
+    convert_left_over(prog ? basename(prog) : argv[0], pid, status, trace);
+    free(prog);
+    if (WIFSIGNALED(status)) {
+        die_by(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 126;
+}
