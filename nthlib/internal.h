@@ -347,6 +347,10 @@ NTH_HIDDEN void *nth_tp_current(void);
 /* VP 0 at start-up: main keeps the kernel thread's TCB, the idle context
  * gets its own. */
 NTH_HIDDEN void nth_tp_vp0(struct nth_vp *vp0);
+/* In a fork() child whose forking kernel thread ran no nano-thread: t,
+ * adopted as its nano-thread on vp (VP 0), keeps the kernel thread's TCB,
+ * the idle context gets its own (fork.c). */
+NTH_HIDDEN void nth_tp_fork_adopt(struct nth_vp *vp, struct nth_thread *t);
 /* At a switch to next, with the per-nano-thread thread pointers on. */
 static inline void nth_tp_switch(struct nth_vp *vp, struct nth_thread *next)
 {

@@ -176,6 +176,24 @@ void nth_tp_vp0(struct nth_vp *vp)
     vp->tp_own = own;
 }
 
+void nth_tp_fork_adopt(struct nth_vp *vp, struct nth_thread *t)
+{
+    /* As nth_tp_vp0 for main: the kernel thread's own TCB holds the
+     * adopted nano-thread's __thread data and errno, so t keeps it; the
+     * idle context gets another. Without one, t shares the kernel
+     * thread's with the idle context (as a nano-thread without a TCB of
+     * its own does); the other nano-threads keep theirs. A TCB recycled
+     * with t's unit is dropped (one, in a child). */
+    t->tp = NULL;
+    if (!__atomic_load_n(&nth_tp_on, __ATOMIC_ACQUIRE))
+        return;
+    void *own = vp_tp_alloc();
+    if (!own)
+        return;
+    t->tp = vp->tp_own;
+    vp->tp_own = own;
+}
+
 void nth_tp_load(struct nth_vp *vp, void *tp)
 {
 #if defined(__x86_64__)

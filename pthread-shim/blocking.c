@@ -71,18 +71,7 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
             mask = shim_sleep_guard_begin();
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
-        if (nth_on_standin()) {
-            /* In the kernel, with the VP handed on: the VP this stand-in
-             * serves may be stalled outside nth_blocking_enter (glibc's
-             * own futex in thrd_join), and then no one fires a nano-thread
-             * alarm armed here (watchdog.c, "Not covered"). The wake-up
-             * signal ends it as the doorbell ends a nap. */
-            struct timespec ts = shim_ns_ts(end - now);
-            int kicked;
-            (void)kppoll(NULL, 0, &ts, NULL, &kicked);
-        } else {
-            shim_nap(clock, end);     /* pthread_kill ends it early */
-        }
+        shim_nap(clock, end);     /* pthread_kill ends it early (also on a stand-in) */
     }
 }
 

@@ -204,8 +204,9 @@ void shim_sig_init(struct shim_thread *st, struct shim_thread *creator);
 /* First code of a nano-thread with record st: tell the switch-in hook
  * about st and put st's mask on the kernel thread. */
 void shim_sig_started(struct shim_thread *st);
-/* Nap until the monotonic time until (ns) or until pthread_kill rings
- * the caller's doorbell. */
+/* Nap until time until (ns) on clock or until pthread_kill rings the
+ * caller's doorbell; on a stand-in, in the kernel (ppoll) with the VP
+ * handed on, ended early by the wake-up signal instead. */
 void shim_nap(clockid_t clock, int64_t until);
 /* 1 when ra (a return address) is in the runtime's own code. */
 int shim_runtime_caller(const void *ra);

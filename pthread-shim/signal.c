@@ -368,6 +368,27 @@ void shim_sig_started(struct shim_thread *st)
 
 void shim_nap(clockid_t clock, int64_t until)
 {
+    if (nth_on_standin()) {
+        /* In the kernel, with the VP handed on: the VP this stand-in
+         * serves may be stalled outside nth_blocking_enter (glibc's own
+         * futex in thrd_join), and then no one fires a nano-thread alarm
+         * armed here (it goes to the shared queue, which only a VP outside
+         * the kernel or the backstop, when every VP is in
+         * nth_blocking_enter, fires): a sigwait, sigsuspend or pause
+         * polling for a process-directed signal napped until that VP came
+         * back, seconds late. The wake-up signal ends the wait as the
+         * doorbell ends a nap (shim_interrupt_waits sends both). */
+        int64_t left = until - shim_now(clock);
+        sigset_t m;
+        if (left <= 0 || shim_kwait_begin(&m, NULL))
+            return;
+        struct timespec ts = shim_ns_ts(left);
+        nth_blocking_enter();
+        (void)REAL(ppoll)(NULL, 0, &ts, &m);
+        nth_blocking_leave();
+        (void)shim_kwait_end();
+        return;
+    }
     struct timespec ts = shim_ns_ts(until);
     nth_sem_clockwait(&shim_self()->sig_bell, clock, &ts);
 }

@@ -204,10 +204,17 @@ RW_FN(pthread_rwlock_trywrlock, nth_rwlock_trywrlock)
 RW_FN(pthread_rwlock_unlock, nth_rwlock_unlock)
 RW_FN(pthread_rwlock_destroy, nth_rwlock_destroy)
 
+/* pthread_rwlockattr_t (8 bytes): kind, then pshared. pthread_rwlockattr_
+ * setpshared keeps a refused PROCESS_SHARED request in pshared (and returns
+ * ENOTSUP) so that pthread_rwlock_init refuses it too, as for condvars. */
+struct rwattr { int kind, pshared; };
+
 SHIM_DECL(pthread_rwlock_init)
 int nth_shim_pthread_rwlock_init(pthread_rwlock_t *restrict rw, const pthread_rwlockattr_t *restrict attr)
 {
-    (void)attr;                  /* the kind: nth rwlocks are phase-fair */
+    if (attr && ((const struct rwattr *)attr)->pshared != PTHREAD_PROCESS_PRIVATE)
+        return ENOTSUP;          /* as pthread_rwlockattr_setpshared said */
+    /* the kind is not used: nth rwlocks are phase-fair */
     return nth_rwlock_init((nth_rwlock_t *)rw, NULL);
 }
 SHIM_EXPORT(pthread_rwlock_init)
@@ -260,9 +267,6 @@ int nth_shim_pthread_rwlock_clockwrlock(pthread_rwlock_t *restrict rw, clockid_t
 }
 SHIM_EXPORT(pthread_rwlock_clockwrlock)
 
-/* pthread_rwlockattr_t (8 bytes): kind, then pshared. */
-struct rwattr { int kind, pshared; };
-
 SHIM_DECL(pthread_rwlockattr_init)
 int nth_shim_pthread_rwlockattr_init(pthread_rwlockattr_t *a)
 {
@@ -297,7 +301,13 @@ int nth_shim_pthread_rwlockattr_getkind_np(const pthread_rwlockattr_t *a, int *k
 SHIM_EXPORT(pthread_rwlockattr_getkind_np)
 
 SHIM_DECL(pthread_rwlockattr_setpshared)
-int nth_shim_pthread_rwlockattr_setpshared(pthread_rwlockattr_t *a, int pshared) { (void)a; return pshared_set(pshared); }
+int nth_shim_pthread_rwlockattr_setpshared(pthread_rwlockattr_t *a, int pshared)
+{
+    int r = pshared_set(pshared);
+    if (r != EINVAL)
+        ((struct rwattr *)a)->pshared = pshared;
+    return r;
+}
 SHIM_EXPORT(pthread_rwlockattr_setpshared)
 
 SHIM_DECL(pthread_rwlockattr_getpshared)
@@ -328,10 +338,14 @@ SHIM_EXPORT(__pthread_rwlock_init)
 
 /* ---- barriers ------------------------------------------------------------------ */
 
+/* pthread_barrierattr_t (4 bytes): the pshared value asked for.
+ * pthread_barrierattr_setpshared keeps a refused PROCESS_SHARED request
+ * (and returns ENOTSUP) so that pthread_barrier_init refuses it too. */
 SHIM_DECL(pthread_barrier_init)
 int nth_shim_pthread_barrier_init(pthread_barrier_t *restrict b, const pthread_barrierattr_t *restrict a, unsigned count)
 {
-    (void)a;
+    if (a && *(const int *)a != PTHREAD_PROCESS_PRIVATE)
+        return ENOTSUP;          /* as pthread_barrierattr_setpshared said */
     return nth_barrier_init((nth_barrier_t *)b, count);
 }
 SHIM_EXPORT(pthread_barrier_init)
@@ -357,7 +371,13 @@ int nth_shim_pthread_barrierattr_destroy(pthread_barrierattr_t *a) { (void)a; re
 SHIM_EXPORT(pthread_barrierattr_destroy)
 
 SHIM_DECL(pthread_barrierattr_setpshared)
-int nth_shim_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int pshared) { (void)a; return pshared_set(pshared); }
+int nth_shim_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int pshared)
+{
+    int r = pshared_set(pshared);
+    if (r != EINVAL)
+        *(int *)a = pshared;
+    return r;
+}
 SHIM_EXPORT(pthread_barrierattr_setpshared)
 
 SHIM_DECL(pthread_barrierattr_getpshared)

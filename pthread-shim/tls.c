@@ -149,9 +149,14 @@ void shim_tls_thread_begin(void)
         return;
     }
     void *tp = tcb_new();
-    if (tp)
-        nth_tls_adopt(tp);
-    /* else: no memory; this thread shares its VP's TLS, as with =vp */
+    if (!tp)
+        return;   /* no memory: this thread shares its VP's TLS, as with =vp */
+    nth_tls_adopt(tp);
+    /* glibc's own threads run __ctype_init at start: the ctype tables'
+     * pointers (isalpha, toupper, printf's %f) live in libc's TLS, NULL in
+     * a new block (a thread's first isalpha crashed). uselocale sets them,
+     * with the global locale a new thread starts with. */
+    uselocale(LC_GLOBAL_LOCALE);
 }
 
 void shim_tls_thread_end(void)

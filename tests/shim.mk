@@ -107,6 +107,20 @@ tests_shim_posix_forkrt_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_forkrt_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_forkrt_LDADD =
 
+check_PROGRAMS += tests/shim/posix-forkc11
+tests_shim_posix_forkc11_SOURCES = tests/shim/forkc11.c tests/shim/check.h
+tests_shim_posix_forkc11_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_forkc11_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_forkc11_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_forkc11_LDADD =
+
+check_PROGRAMS += tests/shim/posix-standinsig
+tests_shim_posix_standinsig_SOURCES = tests/shim/standinsig.c tests/shim/check.h
+tests_shim_posix_standinsig_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_standinsig_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_standinsig_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_standinsig_LDADD =
+
 check_PROGRAMS += tests/shim/posix-static_init
 tests_shim_posix_static_init_SOURCES = tests/shim/static_init.c tests/shim/check.h
 tests_shim_posix_static_init_CPPFLAGS = $(shim_posix_cppflags)

@@ -45,6 +45,15 @@ int main(void)
     pthread_barrierattr_getpshared(&a, &v);
     printf("default pshared private: %d\n", v == PTHREAD_PROCESS_PRIVATE);
     EXPECT("barrierattr_setpshared(42)", pthread_barrierattr_setpshared(&a, 42), EINVAL);
+    /* a refused PROCESS_SHARED (ENOTSUP under the shim) must not give a
+     * private barrier to a program that ignores the error: init agrees with
+     * the setter (natively both succeed) */
+    int r1 = pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    int r2 = pthread_barrier_init(&b, &a, T);
+    if (r2 == 0) pthread_barrier_destroy(&b);
+    printf("pshared: setter and init agree: %d\n", r2 == r1);
+    CHECK(r2 == r1);
+    EXPECT("barrierattr_setpshared(PRIVATE)", pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_PRIVATE), 0);
     EXPECT("barrier_init(4)", pthread_barrier_init(&b, &a, T), 0);
     pthread_barrierattr_destroy(&a);
     pthread_t t[T];

@@ -132,6 +132,15 @@ int main(void)
     EXPECT("setkind_np(42)", pthread_rwlockattr_setkind_np(&a, 42), EINVAL);
     EXPECT("rwlockattr_setpshared(42)", pthread_rwlockattr_setpshared(&a, 42), EINVAL);
     pthread_rwlock_t wp;
+    /* a refused PROCESS_SHARED (ENOTSUP under the shim) must not give a
+     * private rwlock to a program that ignores the error: init agrees with
+     * the setter (natively both succeed) */
+    int r1 = pthread_rwlockattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    int r2 = pthread_rwlock_init(&wp, &a);
+    if (r2 == 0) pthread_rwlock_destroy(&wp);
+    printf("pshared: setter and init agree: %d\n", r2 == r1);
+    CHECK(r2 == r1);
+    EXPECT("rwlockattr_setpshared(PRIVATE)", pthread_rwlockattr_setpshared(&a, PTHREAD_PROCESS_PRIVATE), 0);
     EXPECT("rwlock_init(writer-preferring)", pthread_rwlock_init(&wp, &a), 0);
     EXPECT("rdlock", pthread_rwlock_rdlock(&wp), 0);
     EXPECT("unlock", pthread_rwlock_unlock(&wp), 0);

@@ -17,7 +17,12 @@
  *  5. 20000 threads created and joined in sequence, each with a malloc:
  *     the resident set grows by less than 16 MiB (a TLS block or malloc
  *     cache lost per thread would be 20000 of them).
+ *  6. A new thread classifies and converts characters and prints a double
+ *     (glibc keeps the ctype tables' pointers in TLS, set when a thread
+ *     starts: a new TLS block without them made isalpha, toupper and
+ *     printf's %f crash under the shim).
  */
+#include <ctype.h>
 #include <locale.h>
 #include <pthread.h>
 #include <sched.h>
@@ -63,6 +68,18 @@ static void *worker(void *arg)
         counter++;
     }
     return NULL;
+}
+
+/* 6 ---------------------------------------------------------------------- */
+
+static void *ctype_user(void *arg)
+{
+    (void)arg;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.1f", 1.5);
+    int ok = isalpha('a') && !isdigit('a') && toupper('a') == 'A' && tolower('Q') == 'q' &&
+             !strcmp(buf, "1.5");
+    return ok ? (void *)1 : NULL;
 }
 
 /* 2 ---------------------------------------------------------------------- */
@@ -154,6 +171,14 @@ static void *small(void *arg)
 int main(void)
 {
     check_start("tls");
+    /* First: the only thread sure to get a TLS block never used before. */
+    pthread_t ct;
+    void *cr = NULL;
+    CHECK(pthread_create(&ct, NULL, ctype_user, NULL) == 0);
+    CHECK(pthread_join(ct, &cr) == 0);
+    printf("a new thread's ctype and %%f: %s\n", cr ? "work" : "wrong");
+    CHECK(cr != NULL);
+
     pthread_t t[NTHREADS];
 
     for (int i = 0; i < NTHREADS; i++)
