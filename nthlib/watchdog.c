@@ -30,10 +30,12 @@
  * Stand-ins park in a small cache for the next stall.
  *
  * Cost when nothing stalls: the monitor runs under SCHED_BATCH, so its
- * wake-ups (every NTH_STALL_US/2 while work gets queued) never preempt a VP;
- * after DOZE_AFTER checks that found no queued work it dozes until an
- * enqueue wakes it (one load on the enqueue path while it is awake;
- * DOZE_NS at most); when every VP is parked it sleeps until one unparks
+ * wake-ups (every NTH_STALL_US/2 while work waits) never preempt a VP;
+ * after DOZE_AFTER checks that found no work waiting behind a VP that had
+ * not switched since the check before, it dozes until an enqueue wakes it
+ * (one load on the enqueue path while it is awake; DOZE_NS at most), and
+ * a wake-up costs one check unless work waits; when every VP is parked it
+ * sleeps until one unparks
  * (park() wakes it: one load on the unpark path when it is awake). The
  * backstop, at normal policy, wakes every BACKSTOP_NS while some VP runs.
  * Off (no thread at all) with NTH_STALL_US=0.
@@ -495,12 +497,19 @@ static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, in
     queued_unseen(vp);
 }
 
-/* Some running VP has a nano-thread queued (its own queues, or the global
- * queue): the only state in which a stall can leave work waiting. */
-static int any_work(int nvps)
+/* Some VP has a nano-thread queued (its own queues, or the global queue)
+ * and has not switched since the monitor's previous check (observe()
+ * stamped mon.since with this check's t if it had): the only state in
+ * which a stall can leave work waiting. Work queued on a VP that switches
+ * is on its way: a parallel region queues its member on the other VP for
+ * the few microseconds that VP takes to pick it up, and counting any
+ * queued work as "not quiet" kept the monitor from dozing through LU 1000
+ * (a check, and a preemption of a computing VP on its CPU, at every
+ * tick: 7 per 10 ms of regions, 3 now; bench/RESULTS.md, lu3). */
+static int work_waiting(int nvps, int64_t t)
 {
     for (int i = 0; i < nvps; i++)
-        if (vp_has_work(nth_rt.vps[i]))
+        if (W.vps[i].mon.since != t && vp_has_work(nth_rt.vps[i]))
             return 1;
     return 0;
 }
@@ -637,7 +646,10 @@ static void *monitor(void *arg)
     int64_t period = W.stall_ns / 2;
     if (period < MIN_PERIOD_NS)
         period = MIN_PERIOD_NS;
-    int quiet = 0;                 /* checks in a row without queued work */
+    /* Checks in a row without work waiting. A new runtime has none
+     * waiting yet: one check, then doze unless work waits (the first
+     * DOZE_AFTER checks fell on the first kernel run of a process). */
+    int quiet = DOZE_AFTER - 1;
     for (;;) {
         int64_t t = now_ns();
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
@@ -648,15 +660,17 @@ static void *monitor(void *arg)
             __atomic_store_n(&W.kick, 1, __ATOMIC_RELEASE);
             nth_futex_wake(&W.kick, 1);
         }
-        quiet = any_work(nvps) ? 0 : quiet + 1;
+        quiet = work_waiting(nvps, t) ? 0 : quiet + 1;
         if (quiet >= DOZE_AFTER) {
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
             doze_fence();
-            if (!any_work(nvps))
+            /* Work queued since the check and not yet taken from a VP
+             * that switched meanwhile is on its way, as above; if that VP
+             * stalls right after, the doze's timeout bounds the delay, as
+             * for a stall that begins while we doze. */
+            if (!work_waiting(nvps, t))
                 nth_futex_wait(&nth_watchdog_sleeping, 1, DOZE_NS);
-            /* Woken by an enqueue (it cleared the word): watch closely
-             * again. Timed out: one check, then doze again if still quiet. */
-            int woken = !__atomic_exchange_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
             /* Unwatched meanwhile: a stall counts from now, not from
              * before the doze. */
             t = now_ns();
@@ -664,7 +678,16 @@ static void *monitor(void *arg)
                 W.vps[i].mon.nswitch = __atomic_load_n(&nth_rt.vps[i]->nswitch, __ATOMIC_RELAXED);
                 W.vps[i].mon.since = t;
             }
-            quiet = woken ? 0 : DOZE_AFTER - 1;
+            /* Woken (an enqueue or an unpark cleared the word) or timed
+             * out: one check a period from now, which dozes again unless
+             * it finds work waiting behind a VP that has not switched
+             * since now. Such work keeps the monitor watching every
+             * period, so a stall is still suspected stall_ns after its
+             * last switch; a VP merely unparked, or work taken meanwhile,
+             * costs one check instead of DOZE_AFTER (each a preemption
+             * of a computing VP when the monitor shares its CPU). */
+            quiet = DOZE_AFTER - 1;
+            sleep_ns(period);
             continue;
         }
         if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nvps) {

@@ -7,7 +7,8 @@
  * which proves the test can fail. Every nano-thread body runs exactly once.
  * A nano-thread that computes without scheduling points is not "stalled":
  * it uses its CPU, and gets no stand-in.
- * New work wakes a dozing monitor only when no VP spins idle to take it.
+ * New work wakes a dozing monitor only when no VP spins idle to take it;
+ * work queued on a VP that keeps switching lets it doze.
  * Each case runs in a forked child with its own runtime (see test_sync.c).
  * Linked statically: it reads the internal nth_watchdog_stalls() and
  * drives nth_sched_wake_idle() directly.
@@ -344,6 +345,51 @@ static void test_wake_idle_spares_dozing_monitor(void **st)
     expect_ok(run_case(wake_idle_spares_dozing_monitor, 1, 0, 30));
 }
 
+/* Work queued on a VP that keeps switching is not work waiting behind a
+ * stalled VP, and must let the monitor doze: three nano-threads yield to
+ * one another on one VP, so its ready queue is never empty when the
+ * monitor looks, but the VP switches between any two looks. The monitor
+ * used to count any queued work as "not quiet" and never dozed here (nor
+ * through LU 1000, whose every region queues a member on the other VP for
+ * the microseconds that VP takes to pick it up: a check, and a preemption
+ * of a computing VP on the monitor's CPU, at every tick). Fails without
+ * the change by running out its 5 s. */
+enum { DOZE_WAIT_S = 5 };
+static int dozed;
+
+static void *doze_yielder(void *p)
+{
+    (void)p;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    while (!__atomic_load_n(&dozed, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST))
+            __atomic_store_n(&dozed, 1, __ATOMIC_RELEASE);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if (b.tv_sec - a.tv_sec > DOZE_WAIT_S)
+            break;
+        nth_yield();
+    }
+    return NULL;
+}
+
+static void switching_vp_lets_monitor_doze(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    nth_t y[3];
+    for (int i = 0; i < 3; i++)
+        T_EQ(nth_create(&y[i], NULL, doze_yielder, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        T_EQ(nth_join(y[i], NULL), 0);
+    T_EQ(__atomic_load_n(&dozed, __ATOMIC_ACQUIRE), 1);
+}
+
+static void test_switching_vp_lets_monitor_doze(void **st)
+{
+    (void)st;
+    expect_ok(run_case(switching_vp_lets_monitor_doze, 1, 1000, 30));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_stuck_read_rescued_by_backstop),
         cmocka_unit_test(test_monitor_is_sched_batch),
         cmocka_unit_test(test_wake_idle_spares_dozing_monitor),
+        cmocka_unit_test(test_switching_vp_lets_monitor_doze),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
