@@ -308,11 +308,23 @@ static void cond_bias_onevp(void)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
     }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     T_EQ(nth_mutex_lock(&cb_pp.m), 0);
     T_EQ(nth_cond_timedwait(&cb_pp.c, &cb_pp.m, &ts), ETIMEDOUT);
     T_EQ(nth_mutex_unlock(&cb_pp.m), 0);
-    if (on)
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    /* An alarm more than 2 ms late may be fired by the backstop thread
+     * (README: computing threads do not hold alarms), which takes the lock
+     * from another kernel thread and so revokes the bias, as it should: on
+     * a loaded machine the VP's own wake-up can be that late. Only an alarm
+     * fired in time says the VP's own path kept the bias. */
+    int in_time = waited_ms < 2.0;
+    if (on && in_time)
         T_TRUE(claimed(cond_bias_of(&cb_pp.c)));    /* the alarm kept it */
+    if (!in_time)
+        printf("# cond_bias_onevp: the 0.2 ms wait took %.2f ms: bias after it not checked\n", waited_ms);
     T_EQ(nth_cond_destroy(&cb_pp.c), 0);
     printf("# cond_bias_onevp: bias %s, word %#x\n", on ? "on" : "off",
            (unsigned)cond_bias_of(&cb_pp.c));
