@@ -18,7 +18,7 @@
  * `sh -c 'prog1; prog2'` does) or is killed never runs its exit path and
  * leaves only FILE.PID.bin, without the end record. nthrun then converts
  * that file into FILE with nth-trace (trace_wait.h), says so in one line and
- * removes the .bin; then it exits with the program's status, or dies by the
+ * keeps the .bin (for nth-trace merge); then it exits with the program's status, or dies by the
  * signal that killed it. Signals sent to nthrun itself with kill(2) go on to
  * the program; those from the terminal reach both (one process group), and
  * nthrun leaves them to the program.

@@ -10,7 +10,8 @@
  * left no FILE at all, only the shell's .bin (issue 7, T1). nthrun knows
  * the pid and FILE, and it outlives the program: it converts the .bin with
  * nth-trace (the same tool, found the same way, as the runtime's
- * fatal-signal path) and removes it. The missing end record is expected
+ * fatal-signal path) and keeps it, as the other processes' .bin files stay
+ * for `nth-trace merge`. The missing end record is expected
  * here, so it is said once in nthrun's own line, not as the converter's
  * warning.
  */
@@ -146,9 +147,10 @@ static void convert_left_over(const char *prog, pid_t pid, int status, const cha
     struct stat os;
     long long bytes = stat(trace, &os) == 0 ? (long long)os.st_size : 0;
     if (rc == 0) {
-        unlink(bin);
+        /* The .bin stays, as every other process's of the run does, so
+         * that `nth-trace merge FILE.*.bin` still has this process. */
         fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record; records up to "
-                "its last flush): wrote %s from %s (%lld bytes) and removed that file\n",
+                "its last flush): wrote %s from %s (%lld bytes; that file kept for merge)\n",
                 prog, (long)pid, how, trace, trace, bin, bytes);
     } else if (rc == 1) {   /* done; the warnings above say what was skipped */
         fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record): wrote %s "

@@ -25,6 +25,7 @@ NTH_SHIM_BUILT = yes
 # nthrun: sets NTH_* and LD_PRELOAD, then execs the program (traced: runs it
 # as a child and converts the trace it could not write).
 bin_PROGRAMS += pthread-shim/nthrun
+dist_man_MANS += doc/nthrun.1
 pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c pthread-shim/nthrun_trace.h pthread-shim/nthrun_trace.c
 # nth-trace converts what a traced program could not (nthrun_trace.c): found
 # as the runtime's fatal-signal path finds it.

@@ -5,7 +5,7 @@
 # FILE.PID.bin was left, without its end record, and no FILE (issue 7, T1).
 # nthrun runs the program as its child, waits, converts that file into
 # FILE, says so in one line (the missing end record is expected there, no
-# converter warning) and removes the .bin. The program's exit status, or
+# converter warning) and keeps the .bin for merge. The program's exit status, or
 # its death by a signal, is still nthrun's; a SIGTERM sent to nthrun
 # reaches the program, which then writes FILE itself.
 . "$top_srcdir/tests/trace/lib.sh"
@@ -55,12 +55,12 @@ wait_for() {
 # one_line STDERR FILE HOW: exactly one nthrun line, no converter warning.
 one_line() {
     [ "$(grep -c '^nthrun: trace: ' "$1")" = 1 ] || fail "not one nthrun line: $(cat "$1")"
-    grep -q "^nthrun: trace: $3 without writing $work/$2 (no end record; records up to its last flush): wrote $work/$2 from $work/$2\.[0-9]*\.bin ([0-9]* bytes) and removed that file$" "$1" ||
+    grep -q "^nthrun: trace: $3 without writing $work/$2 (no end record; records up to its last flush): wrote $work/$2 from $work/$2\.[0-9]*\.bin ([0-9]* bytes; that file kept for merge)$" "$1" ||
         fail "nthrun's line: $(cat "$1")"
     grep -qi 'warning' "$1" && fail "a warning for the expected missing end record: $(cat "$1")"
     local bin
     bin=$(sed -n 's/^nthrun: trace: .* from \(.*\.bin\) (.*/\1/p' "$1")
-    [ -e "$bin" ] && fail "the converted $bin was not removed"
+    [ -e "$bin" ] || fail "the converted $bin was not kept for merge"
     return 0
 }
 
