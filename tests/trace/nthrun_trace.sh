@@ -90,7 +90,10 @@ for f in run.[0-9]*.json.gz; do
     n=$((n + 1))
 done
 [ "$n" = 2 ] || fail "$n run.PID.json.gz files, want 2: $(ls)"
-"$TOOL" merge -q run.json.gz.*.bin -o all.json || fail "merge of the programs' .bin files"
+# The shell's .bin is kept too (no end record: --no-end-ok, as README says).
+[ "$(ls run.json.gz.*.bin | wc -l)" = 3 ] || fail "not 3 .bin files (shell and two programs): $(ls)"
+"$TOOL" merge -q --no-end-ok run.json.gz.*.bin -o all.json || fail "merge of the run's .bin files"
+check_json all.json
 
 # 3. SIGKILL: FILE from the .bin; nthrun dies by SIGKILL too.
 rm -f pid
