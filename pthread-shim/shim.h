@@ -125,16 +125,30 @@ nth_mutex_t *shim_mutex(pthread_mutex_t *m);
 /* The caller's record (created for threads the shim did not start). */
 struct shim_thread *shim_self(void);
 /* libc's definition of name (its default version), never the shim's.
- * REAL looks it up once per call site (dlsym is far dearer than the
- * system calls it fronts). */
-void *shim_real(const char *name);
+ * Every REAL call site records its name and its pointer in the section
+ * shim_real_sites, and shim_real_resolve_all() fills them all in once,
+ * from the shim's constructor (or from the first REAL, when another
+ * library's constructor calls the shim before that): never later on a
+ * thread-creating or blocking path. dlsym takes ld.so's load lock, which
+ * a dlopen in progress holds, recursively, for the kernel thread that
+ * began it: a nano-thread running a constructor that had moved to another
+ * kernel thread (a VP's stand-in) waited there forever for itself. */
+struct shim_real_site {
+    const char *name;
+    void **slot;
+};
+void shim_real_resolve_all(void);
 #define REAL(name)                                                          \
     ({                                                                      \
         static __typeof__(&name) real_f_;                                   \
+        static struct shim_real_site real_site_                             \
+            __attribute__((section("shim_real_sites"), used,                \
+                           aligned(sizeof(void *)))) = { #name, (void **)&real_f_ }; \
+        (void)real_site_;                                                   \
         __typeof__(&name) f_ = __atomic_load_n(&real_f_, __ATOMIC_ACQUIRE); \
         if (__builtin_expect(!f_, 0)) {                                     \
-            f_ = (__typeof__(&name))shim_real(#name);                       \
-            __atomic_store_n(&real_f_, f_, __ATOMIC_RELEASE);               \
+            shim_real_resolve_all();                                        \
+            f_ = __atomic_load_n(&real_f_, __ATOMIC_ACQUIRE);               \
         }                                                                   \
         f_;                                                                 \
     })

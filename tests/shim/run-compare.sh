@@ -68,10 +68,10 @@ declare -A novps1=([busy]="a thread that computes without calls keeps the only V
 # Known gaps of the shim, each with its reason (the README's limits): these
 # still run under the shim and their differences are shown, as XFAIL; one
 # that passes is reported as XPASS so that the list gets shortened.
-# (None now: sem, signals and blocking read errno through an address taken
+# (sem, signals and blocking, once here, read errno through an address taken
 # before a migration; with a TLS block per thread, NTH_SHIM_TLS=thread, that
 # address stays the thread's.)
-declare -A xfail=()
+declare -A xfail=([dlctor]="a dlopen whose constructors make and join threads: ld.so's load lock is owned by the kernel thread that called dlopen, and the nano-thread that runs the constructors may resume on another (the README's shim limits); it then hangs")
 
 fail=0
 for name in "${names[@]}"; do
