@@ -203,6 +203,11 @@ int shim_check_ts(const struct timespec *ts)
     return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L || ts->tv_sec < 0) ? EINVAL : 0;
 }
 
+int shim_check_deadline(const struct timespec *ts)
+{
+    return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L) ? EINVAL : 0;
+}
+
 void shim_backoff(int64_t until, int64_t *step)
 {
     if (*step == 0) {

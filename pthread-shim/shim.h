@@ -243,8 +243,13 @@ __attribute__((noreturn)) void shim_exit(void *value);
 int64_t shim_now(clockid_t clock);
 int64_t shim_ts_ns(const struct timespec *ts);
 struct timespec shim_ns_ts(int64_t ns);
-/* EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0. */
+/* EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0: the kernel's rule
+ * for the timeouts of sleeps, ppoll, sigtimedwait. */
 int shim_check_ts(const struct timespec *ts);
+/* EINVAL unless 0 <= tv_nsec < 1e9: glibc's rule for the absolute
+ * deadlines of waits on objects (sem_timedwait, pthread_*_timed*,
+ * *clock*); a tv_sec < 0 is a valid time long past (ETIMEDOUT then). */
+int shim_check_deadline(const struct timespec *ts);
 /* Leave the VP until the monotonic time `until` or for one slice at most,
  * with a growing back-off for the polling loops (*step, ns, starts at 0). */
 void shim_backoff(int64_t until, int64_t *step);

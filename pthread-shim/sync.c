@@ -86,7 +86,7 @@ int nth_shim_pthread_cond_clockwait(pthread_cond_t *restrict c, pthread_mutex_t 
 {
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return EINVAL;
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return EINVAL;
     return cond_wait_until(c, m, clock, shim_ts_ns(abstime));
 }
@@ -231,7 +231,7 @@ static int to_realtime(clockid_t clock, const struct timespec *abstime, struct t
 {
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return EINVAL;
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return EINVAL;
     if (clock == CLOCK_REALTIME) {
         *rt = *abstime;

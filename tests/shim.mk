@@ -190,14 +190,12 @@ tests_shim_posix_once_CFLAGS = $(shim_posix_cflags) -fexceptions
 tests_shim_posix_once_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_once_LDADD =
 
-# once: -fexceptions so that the forced unwinding it starts in a pthread_once
-# routine can pass its frames (as C++ code's would).
-check_PROGRAMS += tests/shim/posix-once
-tests_shim_posix_once_SOURCES = tests/shim/once.c tests/shim/check.h
-tests_shim_posix_once_CPPFLAGS = $(shim_posix_cppflags)
-tests_shim_posix_once_CFLAGS = $(shim_posix_cflags) -fexceptions
-tests_shim_posix_once_LDFLAGS = $(AX_PTHREAD_CFLAGS)
-tests_shim_posix_once_LDADD =
+check_PROGRAMS += tests/shim/posix-negtime
+tests_shim_posix_negtime_SOURCES = tests/shim/negtime.c tests/shim/check.h
+tests_shim_posix_negtime_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_negtime_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_negtime_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_negtime_LDADD =
 
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads. Neither is sanitizer-instrumented (see above).
