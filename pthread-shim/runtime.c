@@ -123,7 +123,8 @@ static void make_key(void)
 {
     int s = 0;
     if (__atomic_compare_exchange_n(&self_key_state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        if (nth_key_create(&self_key, NULL) != 0) {
+        /* From the reserve: the program keeps all PTHREAD_KEYS_MAX keys. */
+        if (nth_key_create_reserved(&self_key, NULL) != 0) {
             static const char msg[] = "nthlib: pthread shim: cannot create the thread key\n";
             (void)!write(2, msg, sizeof msg - 1);
             abort();
