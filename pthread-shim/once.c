@@ -69,7 +69,8 @@ struct once_guard {
 static void once_guard_release(struct once_guard *g)
 {
     if (g->armed) {
-        nth_shim___pthread_unregister_cancel(g->buf);
+        if (g->buf)
+            nth_shim___pthread_unregister_cancel(g->buf);
         once_leave(g->once, 0);
     }
 }
@@ -79,7 +80,11 @@ static void once_guard_release(struct once_guard *g)
 __attribute__((noinline)) static void run_guarded(pthread_once_t *once, void (*routine)(void))
 {
     __pthread_unwind_buf_t buf;
-    struct once_guard g __attribute__((cleanup(once_guard_release))) = { once, &buf, 1 };
+    /* Only a nano-thread has a cancellation chain: a kernel thread that is
+     * no VP (the runtime's own, main before the runtime starts) must not
+     * get a thread record from here (shim_self). */
+    int nano = shim_on_nano();
+    struct once_guard g __attribute__((cleanup(once_guard_release))) = { once, nano ? &buf : NULL, 1 };
     /* glibc's pthread_cleanup_push does the same: no signal mask saved
      * (so only the part of a jmp_buf the buffer has is used), and the
      * cancellation unwinding (cancel.c) longjmps here. */
@@ -93,9 +98,11 @@ __attribute__((noinline)) static void run_guarded(pthread_once_t *once, void (*r
         nth_shim___pthread_unwind_next(&buf);   /* the next handler */
         __builtin_unreachable();
     }
-    nth_shim___pthread_register_cancel(&buf);
+    if (nano)
+        nth_shim___pthread_register_cancel(&buf);
     routine();
-    nth_shim___pthread_unregister_cancel(&buf);
+    if (nano)
+        nth_shim___pthread_unregister_cancel(&buf);
     __atomic_store_n(&g.armed, 0, __ATOMIC_RELAXED);
 }
 
