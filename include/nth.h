@@ -470,6 +470,14 @@ typedef unsigned nth_key_t;
  * each non-NULL value, repeated while values remain, at most
  * NTH_DESTRUCTOR_ITERATIONS rounds. 0; EAGAIN when NTH_KEYS_MAX keys exist. */
 NTH_API int nth_key_create(nth_key_t *key, void (*destructor)(void *));
+/* Like nth_key_create(), from a reserve of NTH_KEYS_RESERVED keys beyond
+ * the NTH_KEYS_MAX a program may create: for a library layered on nthlib
+ * that needs a key of its own (the pthread shim's thread record), so that
+ * its programs still get all NTH_KEYS_MAX keys, as PTHREAD_KEYS_MAX with
+ * glibc. The key works with every other nth_key_* and nth_*specific call.
+ * 0; EINVAL key NULL; EAGAIN when the reserve is used up. Thread-safe. */
+#define NTH_KEYS_RESERVED 4
+NTH_API int nth_key_create_reserved(nth_key_t *key, void (*destructor)(void *));
 /* Delete key; values stay where they are, destructors are not called.
  * 0; EINVAL for an unknown key. */
 NTH_API int nth_key_delete(nth_key_t key);

@@ -108,7 +108,7 @@ static int cond_wait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock, const struc
     if (!c || !m)
         return EINVAL;
     if (abs) {
-        int e = nth_check_abs(clock, abs);
+        int e = nth_check_deadline(clock, abs);
         if (e)
             return e;
         /* Already past: the mutex is still held, as POSIX requires. */

@@ -7,7 +7,8 @@
  * value stored under a deleted key is never seen under a later key that
  * reuses the slot. Each nano-thread's values hang off the `specific`
  * pointer of its descriptor, allocated on first nth_setspecific in blocks
- * of 32 keys (a nano-thread that never uses keys costs nothing).
+ * of 32 keys (a nano-thread that never uses keys costs nothing). The
+ * table's last NTH_KEYS_RESERVED slots are for nth_key_create_reserved.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,12 +16,13 @@
 #include "olock.h"
 
 #define BLOCK 32
-#define NBLOCKS (NTH_KEYS_MAX / BLOCK)
+#define KEYS_ALL (NTH_KEYS_MAX + NTH_KEYS_RESERVED)
+#define NBLOCKS ((KEYS_ALL + BLOCK - 1) / BLOCK)
 
 static struct key_slot {
     _Atomic uint64_t seq;
     void (*destructor)(void *);
-} keys[NTH_KEYS_MAX];
+} keys[KEYS_ALL];
 static uint32_t keys_lock;
 
 struct specific_entry {
@@ -32,13 +34,14 @@ struct specific {
     struct specific_entry *block[NBLOCKS];
 };
 
-int nth_key_create(nth_key_t *key, void (*destructor)(void *))
+/* Take a free slot among keys[lo, hi). */
+static int key_create_in(unsigned lo, unsigned hi, nth_key_t *key, void (*destructor)(void *))
 {
     if (!key)
         return EINVAL;
     nth__keys_exit_hook_install();
     nth_olock(&keys_lock);
-    for (unsigned i = 0; i < NTH_KEYS_MAX; i++) {
+    for (unsigned i = lo; i < hi; i++) {
         uint64_t s = atomic_load_explicit(&keys[i].seq, memory_order_relaxed);
         if (s & 1)
             continue;
@@ -52,9 +55,19 @@ int nth_key_create(nth_key_t *key, void (*destructor)(void *))
     return EAGAIN;
 }
 
+int nth_key_create(nth_key_t *key, void (*destructor)(void *))
+{
+    return key_create_in(0, NTH_KEYS_MAX, key, destructor);
+}
+
+int nth_key_create_reserved(nth_key_t *key, void (*destructor)(void *))
+{
+    return key_create_in(NTH_KEYS_MAX, KEYS_ALL, key, destructor);
+}
+
 int nth_key_delete(nth_key_t key)
 {
-    if (key >= NTH_KEYS_MAX)
+    if (key >= KEYS_ALL)
         return EINVAL;
     nth_olock(&keys_lock);
     uint64_t s = atomic_load_explicit(&keys[key].seq, memory_order_relaxed);
@@ -76,7 +89,7 @@ static struct specific **my_specific(void)
 
 int nth_setspecific(nth_key_t key, const void *value)
 {
-    if (key >= NTH_KEYS_MAX)
+    if (key >= KEYS_ALL)
         return EINVAL;
     uint64_t seq = atomic_load_explicit(&keys[key].seq, memory_order_acquire);
     if (!(seq & 1))
@@ -104,7 +117,7 @@ int nth_setspecific(nth_key_t key, const void *value)
 
 void *nth_getspecific(nth_key_t key)
 {
-    if (key >= NTH_KEYS_MAX)
+    if (key >= KEYS_ALL)
         return NULL;
     struct specific **slot = my_specific();
     if (!slot || !*slot)
@@ -124,7 +137,7 @@ void nth__keys_exit(void **slot)
      * while destructors set values again, up to the iteration limit. */
     for (int round = 0; round < NTH_DESTRUCTOR_ITERATIONS; round++) {
         int called = 0;
-        for (unsigned k = 0; k < NTH_KEYS_MAX; k++) {
+        for (unsigned k = 0; k < KEYS_ALL; k++) {
             struct specific *sp = *slot;
             struct specific_entry *b = sp->block[k / BLOCK];
             if (!b) {

@@ -132,7 +132,7 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
         nth_sync_relax();
     }
     if (abs) {
-        int e = nth_check_abs(clock, abs);
+        int e = nth_check_deadline(clock, abs);
         if (e)
             return e;
     }

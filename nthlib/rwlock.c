@@ -100,7 +100,7 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
     else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
+    else if (abs && (e = nth_check_deadline(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
     if (e) {
@@ -137,7 +137,7 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
     else if (rw->__writer && rw->__owner == self)
         e = EDEADLK;
-    else if (abs && (e = nth_check_abs(CLOCK_REALTIME, abs)) == 0 &&
+    else if (abs && (e = nth_check_deadline(CLOCK_REALTIME, abs)) == 0 &&
              nth_abs_passed(CLOCK_REALTIME, abs))
         e = ETIMEDOUT;
     if (e) {

@@ -58,7 +58,7 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     if (nth_sem_trywait(s) == 0)
         return 0;
     if (abs) {
-        int e = nth_check_abs(clock, abs);
+        int e = nth_check_deadline(clock, abs);
         if (e)
             return e;
     }

@@ -15,6 +15,16 @@ int nth_check_abs(clockid_t clock, const struct timespec *abs)
     return 0;
 }
 
+int nth_check_deadline(clockid_t clock, const struct timespec *abs)
+{
+    if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+        return EINVAL;
+    if (!abs || abs->tv_nsec < 0 || abs->tv_nsec >= 1000000000L)
+        return EINVAL;
+    /* Before the epoch (or the clock's start): a valid time, long past. */
+    return abs->tv_sec < 0 ? ETIMEDOUT : 0;
+}
+
 int nth_abs_passed(clockid_t clock, const struct timespec *abs)
 {
     struct timespec now;

@@ -193,9 +193,22 @@ static int start_vp_thread_inner(struct nth_vp *vp)
      * not what libc's pthread_create reads. */
     typedef int (*attr_fn)(pthread_attr_t *);
     typedef int (*aff_fn)(pthread_attr_t *, size_t, const cpu_set_t *);
-    attr_fn a_init = (attr_fn)nth_libc_sym("pthread_attr_init");
-    attr_fn a_destroy = (attr_fn)nth_libc_sym("pthread_attr_destroy");
-    aff_fn a_aff = (aff_fn)nth_libc_sym("pthread_attr_setaffinity_np");
+    /* Looked up once, at the runtime's start: a VP added later (a CPU
+     * manager's grant) must not call dlsym, whose lock a dlopen in
+     * progress on another kernel thread may hold. */
+    static attr_fn init_fn, destroy_fn;
+    static aff_fn aff;
+    static int looked_up;
+    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&init_fn, (attr_fn)nth_libc_sym("pthread_attr_init"), __ATOMIC_RELAXED);
+        __atomic_store_n(&destroy_fn, (attr_fn)nth_libc_sym("pthread_attr_destroy"), __ATOMIC_RELAXED);
+        __atomic_store_n(&aff, (aff_fn)nth_libc_sym("pthread_attr_setaffinity_np"), __ATOMIC_RELAXED);
+        (void)nth_libc_pthread_create();
+        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
+    }
+    attr_fn a_init = __atomic_load_n(&init_fn, __ATOMIC_RELAXED);
+    attr_fn a_destroy = __atomic_load_n(&destroy_fn, __ATOMIC_RELAXED);
+    aff_fn a_aff = __atomic_load_n(&aff, __ATOMIC_RELAXED);
     if (nth_rt.cfg.bind && vp->cpu >= 0 && vp->cpu < CPU_SETSIZE && a_init && a_destroy && a_aff) {
         pthread_attr_t attr;
         if (a_init(&attr) == 0) {

@@ -198,6 +198,13 @@ static inline int nth_waiter_block(struct nth_waiter *w, const void *obj, unsign
 /* Timed waits (timeout.c). Validate a deadline: 0 or EINVAL. */
 int nth_check_abs(clockid_t clock, const struct timespec *abs)
     __attribute__((visibility("hidden")));
+/* The deadline of a wait on an object (mutex, condvar, rwlock,
+ * semaphore), checked when the caller would block: 0; EINVAL for a bad
+ * clock or tv_nsec outside [0, 1e9); ETIMEDOUT for tv_sec < 0, a valid
+ * time long past (glibc's pthread_*_timed* and sem_timedwait give
+ * ETIMEDOUT there; only sleeps, like the kernel's, refuse it: nth_check_abs). */
+int nth_check_deadline(clockid_t clock, const struct timespec *abs)
+    __attribute__((visibility("hidden")));
 /* 1 if the deadline has passed now. */
 int nth_abs_passed(clockid_t clock, const struct timespec *abs)
     __attribute__((visibility("hidden")));

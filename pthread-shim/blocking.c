@@ -112,7 +112,9 @@ unsigned nth_shim_sleep(unsigned s)
     struct timespec req = { (time_t)s, 0 }, rem = { 0, 0 };
     if (nth_shim_nanosleep(&req, &rem) == 0)
         return 0;
-    return (unsigned)rem.tv_sec + (rem.tv_nsec > 0);
+    /* The whole seconds left, as glibc's sleep (not rounded up: an
+     * alarm(1) cutting sleep(3) gives 1). */
+    return (unsigned)rem.tv_sec;
 }
 SHIM_EXPORT(sleep)
 

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/single_threaded.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "shim.h"
 
 /* libc's functions, looked up in libc itself: RTLD_NEXT would depend on
  * the order of the objects, and RTLD_DEFAULT would find the shim. */
-void *shim_real(const char *name)
+static void *shim_real(const char *name)
 {
     static void *libc;
     void *h = __atomic_load_n(&libc, __ATOMIC_ACQUIRE);
@@ -26,11 +28,33 @@ void *shim_real(const char *name)
     }
     void *f = dlsym(h, name);
     if (!f) {
-        static const char msg[] = "nthlib: pthread shim: a libc function is missing\n";
+        static const char msg[] = "nthlib: pthread shim: a libc function is missing: ";
         (void)!write(2, msg, sizeof msg - 1);
+        (void)!write(2, name, strlen(name));
+        (void)!write(2, "\n", 1);
         abort();
     }
     return f;
+}
+
+/* The call sites REAL recorded (shim.h), bounds given by the linker. */
+extern struct shim_real_site __start_shim_real_sites[], __stop_shim_real_sites[];
+
+void shim_real_resolve_all(void)
+{
+    static int state;            /* 0 not yet, 1 being resolved, 2 done */
+    int s = 0;
+    if (__atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        for (struct shim_real_site *p = __start_shim_real_sites; p < __stop_shim_real_sites; p++)
+            if (!__atomic_load_n(p->slot, __ATOMIC_ACQUIRE))
+                __atomic_store_n(p->slot, shim_real(p->name), __ATOMIC_RELEASE);
+        __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+        return;
+    }
+    /* Only before the constructor, on another kernel thread: no
+     * nano-thread to yield to yet. */
+    while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2)
+        (void)syscall(SYS_sched_yield);
 }
 
 cpu_set_t shim_process_cpus;
@@ -75,6 +99,7 @@ static void shim_start(void)
     static int done;
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
         return;
+    shim_real_resolve_all();
     if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
@@ -98,7 +123,8 @@ static void make_key(void)
 {
     int s = 0;
     if (__atomic_compare_exchange_n(&self_key_state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        if (nth_key_create(&self_key, NULL) != 0) {
+        /* From the reserve: the program keeps all PTHREAD_KEYS_MAX keys. */
+        if (nth_key_create_reserved(&self_key, NULL) != 0) {
             static const char msg[] = "nthlib: pthread shim: cannot create the thread key\n";
             (void)!write(2, msg, sizeof msg - 1);
             abort();
@@ -176,6 +202,11 @@ struct timespec shim_ns_ts(int64_t ns)
 int shim_check_ts(const struct timespec *ts)
 {
     return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L || ts->tv_sec < 0) ? EINVAL : 0;
+}
+
+int shim_check_deadline(const struct timespec *ts)
+{
+    return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L) ? EINVAL : 0;
 }
 
 void shim_backoff(int64_t until, int64_t *step)

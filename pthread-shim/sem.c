@@ -131,7 +131,7 @@ int nth_shim_sem_clockwait(sem_t *restrict s, clockid_t clock, const struct time
         return REAL(sem_clockwait)(s, clock, abstime);
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return fail(EINVAL);
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return fail(EINVAL);
     SHIM_HOME_ENTER();
     return SHIM_HOME_RET(wait_until(s, clock, abstime));

@@ -125,16 +125,30 @@ nth_mutex_t *shim_mutex(pthread_mutex_t *m);
 /* The caller's record (created for threads the shim did not start). */
 struct shim_thread *shim_self(void);
 /* libc's definition of name (its default version), never the shim's.
- * REAL looks it up once per call site (dlsym is far dearer than the
- * system calls it fronts). */
-void *shim_real(const char *name);
+ * Every REAL call site records its name and its pointer in the section
+ * shim_real_sites, and shim_real_resolve_all() fills them all in once,
+ * from the shim's constructor (or from the first REAL, when another
+ * library's constructor calls the shim before that): never later on a
+ * thread-creating or blocking path. dlsym takes ld.so's load lock, which
+ * a dlopen in progress holds, recursively, for the kernel thread that
+ * began it: a nano-thread running a constructor that had moved to another
+ * kernel thread (a VP's stand-in) waited there forever for itself. */
+struct shim_real_site {
+    const char *name;
+    void **slot;
+};
+void shim_real_resolve_all(void);
 #define REAL(name)                                                          \
     ({                                                                      \
         static __typeof__(&name) real_f_;                                   \
+        static struct shim_real_site real_site_                             \
+            __attribute__((section("shim_real_sites"), used,                \
+                           aligned(sizeof(void *)))) = { #name, (void **)&real_f_ }; \
+        (void)real_site_;                                                   \
         __typeof__(&name) f_ = __atomic_load_n(&real_f_, __ATOMIC_ACQUIRE); \
         if (__builtin_expect(!f_, 0)) {                                     \
-            f_ = (__typeof__(&name))shim_real(#name);                       \
-            __atomic_store_n(&real_f_, f_, __ATOMIC_RELEASE);               \
+            shim_real_resolve_all();                                        \
+            f_ = __atomic_load_n(&real_f_, __ATOMIC_ACQUIRE);               \
         }                                                                   \
         f_;                                                                 \
     })
@@ -230,8 +244,13 @@ __attribute__((noreturn)) void shim_exit(void *value);
 int64_t shim_now(clockid_t clock);
 int64_t shim_ts_ns(const struct timespec *ts);
 struct timespec shim_ns_ts(int64_t ns);
-/* EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0. */
+/* EINVAL unless 0 <= tv_nsec < 1e9 and tv_sec >= 0: the kernel's rule
+ * for the timeouts of sleeps, ppoll, sigtimedwait. */
 int shim_check_ts(const struct timespec *ts);
+/* EINVAL unless 0 <= tv_nsec < 1e9: glibc's rule for the absolute
+ * deadlines of waits on objects (sem_timedwait, pthread_*_timed*,
+ * *clock*); a tv_sec < 0 is a valid time long past (ETIMEDOUT then). */
+int shim_check_deadline(const struct timespec *ts);
 /* Leave the VP until the monotonic time `until` or for one slice at most,
  * with a growing back-off for the polling loops (*step, ns, starts at 0). */
 void shim_backoff(int64_t until, int64_t *step);

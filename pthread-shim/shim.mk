@@ -13,10 +13,19 @@ libnth_pthread_la_SOURCES = \
 	pthread-shim/tls.c
 libnth_pthread_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/pthread-shim
 libnth_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-libnth_pthread_la_LIBADD = libnth.la -ldl
+libnth_pthread_la_LIBADD = libnth-pthread-once.la libnth.la -ldl
 libnth_pthread_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(top_srcdir)/pthread-shim/libnth-pthread.map
 EXTRA_libnth_pthread_la_DEPENDENCIES = $(top_srcdir)/pthread-shim/libnth-pthread.map
+
+# pthread_once alone with -fexceptions: a C++ exception that leaves the
+# routine runs its cleanup attribute there, as in glibc (once.c). Apart
+# because <pthread.h> declares glibc's cancellation-buffer entry points
+# (cancel.c) only without -fexceptions.
+noinst_LTLIBRARIES += libnth-pthread-once.la
+libnth_pthread_once_la_SOURCES = pthread-shim/once.c
+libnth_pthread_once_la_CPPFLAGS = $(libnth_pthread_la_CPPFLAGS)
+libnth_pthread_once_la_CFLAGS = $(libnth_pthread_la_CFLAGS) -fexceptions
 
 # "yes" since this fragment builds libnth-pthread.la: the shim tests in
 # tests/shim fail, rather than skip, when the library is missing.

@@ -1,10 +1,10 @@
 /*
- * sync.c -- condition variables, read-write locks, barriers, once and keys
+ * sync.c -- condition variables, read-write locks, barriers and keys
  * on nthlib's objects, which fit in glibc's types (pthread_cond_t 48 bytes,
  * pthread_rwlock_t 56, pthread_barrier_t 32; an all-zero object is a valid
  * default one, so PTHREAD_COND_INITIALIZER and PTHREAD_RWLOCK_INITIALIZER
  * work as they are). After pthread_cond_wait(3p), pthread_rwlock_rdlock(3p),
- * pthread_barrier_wait(3p), pthread_once(3p), pthread_key_create(3p).
+ * pthread_barrier_wait(3p), pthread_key_create(3p). pthread_once is in once.c.
  *
  * Condition waits are cancellation points: they wait in slices of
  * SHIM_SLICE_NS and look for a cancellation request between slices (with
@@ -86,7 +86,7 @@ int nth_shim_pthread_cond_clockwait(pthread_cond_t *restrict c, pthread_mutex_t 
 {
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return EINVAL;
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return EINVAL;
     return cond_wait_until(c, m, clock, shim_ts_ns(abstime));
 }
@@ -238,7 +238,7 @@ static int to_realtime(clockid_t clock, const struct timespec *abstime, struct t
 {
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return EINVAL;
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return EINVAL;
     if (clock == CLOCK_REALTIME) {
         *rt = *abstime;
@@ -389,19 +389,7 @@ int nth_shim_pthread_barrierattr_getpshared(const pthread_barrierattr_t *restric
 }
 SHIM_EXPORT(pthread_barrierattr_getpshared)
 
-/* ---- once and keys ------------------------------------------------------------- */
-
-SHIM_DECL(pthread_once)
-int nth_shim_pthread_once(pthread_once_t *once, void (*routine)(void))
-{
-    return nth_once((nth_once_t *)once, routine);
-}
-SHIM_EXPORT(pthread_once)
-
-int __pthread_once(pthread_once_t *once, void (*routine)(void));
-SHIM_DECL(__pthread_once)
-int nth_shim___pthread_once(pthread_once_t *once, void (*routine)(void)) { return nth_once((nth_once_t *)once, routine); }
-SHIM_EXPORT(__pthread_once)
+/* ---- keys ------------------------------------------------------------- */
 
 SHIM_DECL(pthread_key_create)
 int nth_shim_pthread_key_create(pthread_key_t *key, void (*destructor)(void *))

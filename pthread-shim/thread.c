@@ -301,7 +301,7 @@ int nth_shim_pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock, cons
         return join_common(t, ret, INT64_MAX);
     if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
         return EINVAL;
-    if (shim_check_ts(abstime))
+    if (shim_check_deadline(abstime))
         return EINVAL;
     int64_t left = shim_ts_ns(abstime) - shim_now(clock);
     int64_t deadline = shim_now(CLOCK_MONOTONIC) + (left > 0 ? left : 0);

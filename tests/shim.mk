@@ -195,6 +195,36 @@ tests_shim_posix_restart_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_restart_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_restart_LDADD =
 
+# once: -fexceptions so that the forced unwinding it starts in a pthread_once
+# routine can pass its frames (as C++ code's would).
+check_PROGRAMS += tests/shim/posix-once
+tests_shim_posix_once_SOURCES = tests/shim/once.c tests/shim/check.h
+tests_shim_posix_once_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_once_CFLAGS = $(shim_posix_cflags) -fexceptions
+tests_shim_posix_once_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_once_LDADD =
+
+check_PROGRAMS += tests/shim/posix-negtime
+tests_shim_posix_negtime_SOURCES = tests/shim/negtime.c tests/shim/check.h
+tests_shim_posix_negtime_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_negtime_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_negtime_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_negtime_LDADD =
+
+# dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
+# makes threads. Neither is sanitizer-instrumented (see above).
+check_PROGRAMS += tests/shim/posix-dlctor
+tests_shim_posix_dlctor_SOURCES = tests/shim/dlctor.c tests/shim/check.h
+tests_shim_posix_dlctor_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_dlctor_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_dlctor_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_dlctor_LDADD = -ldl
+check_LTLIBRARIES += tests/shim/libdlctor.la
+tests_shim_libdlctor_la_SOURCES = tests/shim/dlctor-lib.c
+tests_shim_libdlctor_la_CFLAGS = $(shim_posix_cflags)
+tests_shim_libdlctor_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(AX_PTHREAD_CFLAGS)
+tests_shim_libdlctor_la_LIBADD =
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;

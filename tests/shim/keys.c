@@ -104,6 +104,10 @@ int main(void)
     while (n < PTHREAD_KEYS_MAX + 8 && (r = pthread_key_create(&many[n], NULL)) == 0) n++;
     printf("key exhaustion: %s\n", errname(r));
     CHECK(r == EAGAIN && n <= PTHREAD_KEYS_MAX);
+    /* Threads have run: the library must not have spent a key of the
+     * program's (k1, again and k3 are live). */
+    printf("keys created with 3 live, threads run: PTHREAD_KEYS_MAX - 3: %d\n", n == PTHREAD_KEYS_MAX - 3);
+    CHECK(n == PTHREAD_KEYS_MAX - 3);
     int del_ok = 1;
     for (int i = 0; i < n; i++) del_ok &= pthread_key_delete(many[i]) == 0;
     printf("all created keys deleted: %d\n", del_ok);

@@ -899,6 +899,18 @@ static void test_keys(void **st)
     T_EQ(nth_key_delete(k2), 0);
     T_TRUE(!(nth_getspecific(k2)));   /* deleted key: its value is gone */
 
+    /* The reserve (a layered library's keys): usable like any key, and
+     * outside the NTH_KEYS_MAX a program may create. */
+    nth_key_t rk[NTH_KEYS_RESERVED], extra;
+    for (int i = 0; i < NTH_KEYS_RESERVED; i++) {
+        T_EQ(nth_key_create_reserved(&rk[i], NULL), 0);
+        T_TRUE(rk[i] >= NTH_KEYS_MAX);
+    }
+    T_EQ(nth_key_create_reserved(&extra, NULL), EAGAIN);
+    T_EQ(nth_key_create_reserved(NULL, NULL), EINVAL);
+    T_EQ(nth_setspecific(rk[NTH_KEYS_RESERVED - 1], &extra), 0);
+    T_TRUE(nth_getspecific(rk[NTH_KEYS_RESERVED - 1]) == &extra);
+
     /* Exhaust the table: EAGAIN, then everything can be deleted. */
     static nth_key_t all[NTH_KEYS_MAX];
     int n = 0, e;
@@ -908,6 +920,9 @@ static void test_keys(void **st)
     T_TRUE(n <= NTH_KEYS_MAX && n >= NTH_KEYS_MAX - 8);
     for (int i = 0; i < n; i++)
         T_EQ(nth_key_delete(all[i]), 0);
+    T_EQ(nth_setspecific(rk[NTH_KEYS_RESERVED - 1], NULL), 0);
+    for (int i = 0; i < NTH_KEYS_RESERVED; i++)
+        T_EQ(nth_key_delete(rk[i]), 0);
 }
 
 /* ---- sleep and errno -------------------------------------------------------- */
