@@ -96,7 +96,8 @@ typedef struct nth_attr {
     int detached;                /* 1 = created detached */
     int vp;                      /* initial VP, or NTH_VP_ANY */
     char name[NTH_NAME_MAX];     /* for traces and the stack-overflow message */
-    uintptr_t reserved[4];       /* [0]: the caller's stack (nth_attr_setstack) */
+    uintptr_t reserved[4];       /* [0]: the caller's stack (nth_attr_setstack);
+                                    [1]: guard bytes + 1, 0 = default */
 } nth_attr_t;
 
 /* Attribute setters and getters. Return 0 or EINVAL (NULL attr; stack size
@@ -111,6 +112,15 @@ NTH_API int nth_attr_getdetached(const nth_attr_t *attr, int *detached);
 NTH_API int nth_attr_setvp(nth_attr_t *attr, int vp);
 NTH_API int nth_attr_getvp(const nth_attr_t *attr, int *vp);
 NTH_API int nth_attr_setname(nth_attr_t *attr, const char *name);
+/* The guard below a runtime stack, in bytes (after pthread_attr_setguardsize
+ * (3p)): rounded up to whole pages when the nano-thread is created, 0 for
+ * none; the default is one page. A guard other than one page puts the stack
+ * in a size class of its own. Ignored with nth_attr_setstack (no guard is
+ * added to a caller's stack). Return 0; EINVAL for a NULL pointer or a
+ * guard above 1 GiB. The getter gives the bytes set, or one page. Not
+ * thread-safe on one attr. */
+NTH_API int nth_attr_setguardsize(nth_attr_t *attr, size_t bytes);
+NTH_API int nth_attr_getguardsize(const nth_attr_t *attr, size_t *bytes);
 /* Run the nano-thread on the caller's memory [addr, addr + bytes) instead of
  * a runtime stack (after pthread_attr_setstack(3p)). The caller keeps the
  * memory valid until the nano-thread is joined (or, detached, has exited)
@@ -199,8 +209,9 @@ NTH_API uint64_t nth_id(nth_t t);
  * byte, *bytes its size in bytes (for a runtime stack the size asked for,
  * rounded to pages, the runtime's descriptor at its top included, as
  * glibc's thread stacks include theirs), *guard
- * the bytes of inaccessible guard just below *addr (one page for a runtime
- * stack, 0 for a caller's stack from nth_attr_setstack). For stack scanners
+ * the bytes of inaccessible guard just below *addr (for a runtime stack the
+ * guard asked for, rounded to pages, by default one page; 0 for a caller's
+ * stack from nth_attr_setstack). For stack scanners
  * and pthread_getattr_np. Returns 0; EINVAL for a NULL pointer, an unknown
  * t, or one that runs on its kernel thread's own stack (main's). Thread-safe:
  * a stack does not change while its nano-thread lives. */

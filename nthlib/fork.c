@@ -122,7 +122,7 @@ static int own_stack(char **lo, size_t *size)
  * unit is reused). NULL when out of memory. After nth_stack_fork_child. */
 static struct nth_thread *adopt_foreign(void)
 {
-    struct nth_thread *t = nth_unit_alloc(NULL, NTH_STACK_MIN);
+    struct nth_thread *t = nth_unit_alloc(NULL, NTH_STACK_MIN, nth_page_size());
     if (!t)
         return NULL;
     t->state = NTH_ST_RUNNING;

@@ -452,7 +452,11 @@ static inline void nth_tool_thread_freed(struct nth_thread *t)
 
 /* ---- stacks and descriptors (stack.c) --------------------------------- */
 
-NTH_HIDDEN struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size);
+NTH_HIDDEN size_t nth_page_size(void);
+/* A unit with a stack of stack_size bytes and guard bytes of guard below it
+ * (both rounded up to pages; guard 0: none), or NULL when out of memory or
+ * of size classes. */
+NTH_HIDDEN struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size, size_t guard);
 NTH_HIDDEN void nth_unit_free(struct nth_vp *vp, struct nth_thread *t);
 #define NTH_CACHE_MAX 64            /* units per VP cache slot */
 /* nth_unit_alloc and nth_unit_free for a VP, with their common case inline
@@ -467,7 +471,7 @@ static inline struct nth_thread *nth_unit_get(struct nth_vp *vp, size_t stack_si
         uc->n--;
         return t;
     }
-    return nth_unit_alloc(vp, stack_size);
+    return nth_unit_alloc(vp, stack_size, nth_page_size());
 }
 static inline void nth_unit_put(struct nth_vp *vp, struct nth_thread *t)
 {
@@ -487,7 +491,6 @@ static inline void nth_unit_put(struct nth_vp *vp, struct nth_thread *t)
 NTH_HIDDEN struct nth_thread *nth_desc_check(const void *t);
 /* The descriptor whose guard page holds addr, or NULL (signal-safe). */
 NTH_HIDDEN struct nth_thread *nth_guard_owner(const void *addr);
-NTH_HIDDEN size_t nth_page_size(void);
 NTH_HIDDEN int nth_guard_uses_madvise(void);
 
 /* ---- configuration (config.c), cgroup (cgroup.c) ---------------------- */

@@ -93,6 +93,22 @@ int nth_attr_getstack(const nth_attr_t *attr, void **addr, size_t *bytes)
     return 0;
 }
 
+int nth_attr_setguardsize(nth_attr_t *attr, size_t bytes)
+{
+    if (!attr || bytes > STACK_MAX)
+        return EINVAL;
+    attr->reserved[1] = bytes + 1;
+    return 0;
+}
+
+int nth_attr_getguardsize(const nth_attr_t *attr, size_t *bytes)
+{
+    if (!attr || !bytes)
+        return EINVAL;
+    *bytes = attr->reserved[1] ? attr->reserved[1] - 1 : nth_page_size();
+    return 0;
+}
+
 int nth_attr_setdetached(nth_attr_t *attr, int detached)
 {
     if (!attr || (detached != 0 && detached != 1))
@@ -139,6 +155,8 @@ static int attr_check(const nth_attr_t *a)
     if (a->stack_size && (a->stack_size < NTH_STACK_MIN || a->stack_size > STACK_MAX))
         return EINVAL;
     if (a->detached != 0 && a->detached != 1)
+        return EINVAL;
+    if (a->reserved[1] > STACK_MAX + 1)
         return EINVAL;
     if (a->vp != NTH_VP_ANY && (a->vp < 0 || a->vp >= nth_rt.nvps))
         return EINVAL;
@@ -189,7 +207,12 @@ int create_general(nth_t *out, const nth_attr_t *attr, void *(*fn)(void *), void
     /* On the caller's stack the unit only holds the descriptor: take the
      * smallest; nth_unit_free gives the unit its own stack back. */
     size_t usize = ustack ? NTH_STACK_MIN : size;
-    struct nth_thread *t = vp ? nth_unit_get(vp, usize) : nth_unit_alloc(NULL, usize);
+    size_t pg = nth_page_size();
+    size_t guard = pg;
+    if (attr && attr->reserved[1] && !ustack)
+        guard = (attr->reserved[1] - 1 + pg - 1) & ~(pg - 1);
+    struct nth_thread *t = vp && guard == pg ? nth_unit_get(vp, usize)
+                                             : nth_unit_alloc(vp, usize, guard);
     if (!t)
         return EAGAIN;
     desc_init(t, fn, arg);

@@ -2,7 +2,10 @@
  * stack.c -- nano-thread stacks and descriptors, carved from large slabs.
  *
  * A unit is [guard page][stack ........ descriptor]: the descriptor sits at
- * the top of its own stack, so creating a nano-thread touches one page. Units
+ * the top of its own stack, so creating a nano-thread touches one page. A
+ * size class is a (stack size, guard size) pair: a guard of other than one
+ * page (pthread_attr_setguardsize, rounded up to pages; 0 = none) gets a
+ * class and slabs of its own, so its units are only reused for that pair. Units
  * come from slabs of a few MiB mapped with one mmap each; the guard page of
  * each unit is a Linux 6.13+ guard region (madvise MADV_GUARD_INSTALL), which
  * does not split the mapping, so 100 000 stacks stay a few hundred VMAs under
@@ -44,6 +47,7 @@ extern struct cds_lfs_node *__cds_lfs_pop(cds_lfs_stack_ptr_t s);
 
 struct nth_stack_class {
     size_t stack_size;              /* requested bytes, rounded to pages */
+    size_t guard;                   /* bytes below the stack, whole pages, 0 none */
     size_t unit;                    /* guard + stack */
     struct __cds_lfs_stack pool;
     nth_spinlock_t pop_lock;
@@ -81,23 +85,25 @@ int nth_guard_uses_madvise(void)
     return guard_mode == 1;
 }
 
-static struct nth_stack_class *class_for(size_t stack_size)
+static struct nth_stack_class *class_for(size_t stack_size, size_t guard)
 {
     size_t pg = nth_page_size();
     size_t sz = (stack_size + pg - 1) & ~(pg - 1);
+    size_t gd = (guard + pg - 1) & ~(pg - 1);
     int n = __atomic_load_n(&nclasses, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        if (classes[i].stack_size == sz)
+        if (classes[i].stack_size == sz && classes[i].guard == gd)
             return &classes[i];
     nth_futex_lock(&classes_lock);
     struct nth_stack_class *c = NULL;
     for (int i = 0; i < nclasses; i++)
-        if (classes[i].stack_size == sz)
+        if (classes[i].stack_size == sz && classes[i].guard == gd)
             c = &classes[i];
     if (!c && nclasses < MAX_CLASSES) {
         c = &classes[nclasses];
         c->stack_size = sz;
-        c->unit = sz + pg;
+        c->guard = gd;
+        c->unit = sz + gd;
         __cds_lfs_init(&c->pool);
         c->pop_lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
         c->grow_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
@@ -151,8 +157,8 @@ static int slab_new(struct nth_stack_class *c)
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (base == MAP_FAILED)
         return EAGAIN;
-    for (size_t i = 0; i < units; i++) {
-        if (guard_install(base + i * c->unit, nth_page_size()) != 0) {
+    for (size_t i = 0; c->guard && i < units; i++) {
+        if (guard_install(base + i * c->unit, c->guard) != 0) {
             munmap(base, len);
             return EAGAIN;
         }
@@ -198,25 +204,26 @@ static struct nth_thread *carve(struct nth_stack_class *c)
     t = desc_of_unit(s->base + c->bump * c->unit, c);
     c->bump++;
     t->cls = c;
-    t->stack_lo = (char *)t + DESC_SIZE - c->unit + nth_page_size();
+    t->stack_lo = (char *)t + DESC_SIZE - c->unit + c->guard;
     t->stack_size = (size_t)((char *)t - t->stack_lo);
 out:
     nth_futex_unlock(&c->grow_lock);
     return t;
 }
 
-struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size)
+struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size, size_t guard)
 {
     /* Fast path: the VP's first cache slot holds this exact size (the
      * default stack size, typically), so no class lookup. */
-    if (vp && vp->cache[0].head && vp->cache[0].cls->stack_size == stack_size) {
+    if (vp && vp->cache[0].head && vp->cache[0].cls->stack_size == stack_size &&
+        vp->cache[0].cls->guard == guard) {
         struct nth_unit_cache *uc = &vp->cache[0];
         struct nth_thread *t = uc->head;
         uc->head = t->next_free;
         uc->n--;
         return t;
     }
-    struct nth_stack_class *c = class_for(stack_size);
+    struct nth_stack_class *c = class_for(stack_size, guard);
     if (!c)
         return NULL;
     struct nth_thread *t = NULL;
@@ -250,7 +257,7 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
     struct nth_stack_class *c = t->cls;
     __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
     /* A nano-thread on a caller's stack (nth_attr_setstack) borrowed these. */
-    t->stack_lo = (char *)t + DESC_SIZE - c->unit + nth_page_size();
+    t->stack_lo = (char *)t + DESC_SIZE - c->unit + c->guard;
     t->stack_size = (size_t)((char *)t - t->stack_lo);
     if (vp && vp->cache[0].cls == c && vp->cache[0].n < CACHE_MAX) {
         /* The default size's slot, the one nth_unit_alloc looks at first. */
@@ -267,7 +274,10 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
                 slot = &vp->cache[i];
         }
         if (slot && slot->cls != c && slot->cls == NULL) {
-            slot->stack_size = c->stack_size;
+            /* The inline fast paths (nth_unit_get, nth_create) match a
+             * slot by stack size alone, for the one-page guard: a slot of
+             * another guard gets a size no request has. */
+            slot->stack_size = c->guard == nth_page_size() ? c->stack_size : 0;
             slot->cls = c;
         }
         if (slot && slot->cls == c && slot->n < CACHE_MAX) {
@@ -340,7 +350,7 @@ struct nth_thread *nth_guard_owner(const void *addr)
     if (!s)
         return NULL;
     size_t off = (a - (uintptr_t)s->base) % s->unit;
-    if (off >= nth_page_size())
+    if (off >= s->cls->guard)
         return NULL;
     uintptr_t unit = a - off;
     return (struct nth_thread *)(unit + s->unit - DESC_SIZE);
@@ -361,7 +371,7 @@ int nth_getstack(nth_t th, void **addr, size_t *bytes, size_t *guard)
         *guard = 0;
     } else {
         *bytes = t->cls->stack_size;
-        *guard = nth_page_size();
+        *guard = t->cls->guard;
     }
     return 0;
 }

@@ -72,7 +72,7 @@ static void save_initial_mask(void)
  * VP 0 of a fork child). 0, or ENOMEM. */
 int nth_vp_idle_on_own_stack(struct nth_vp *vp)
 {
-    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024);
+    struct nth_thread *u = nth_unit_alloc(NULL, 64 * 1024, nth_page_size());
     if (!u)
         return ENOMEM;
     vp->idle.stack_lo = u->stack_lo;

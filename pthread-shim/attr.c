@@ -5,7 +5,9 @@
  * them. Scheduling policy, priority, inheritance and scope are stored and
  * returned but do not change the nano-thread scheduler. A stack given with
  * pthread_attr_setstack is the nano-thread's stack (nth_attr_setstack):
- * no guard page, and pthread_create returns EINVAL below 16 KiB.
+ * no guard page, and pthread_create returns EINVAL below 16 KiB. Otherwise
+ * the guard size is applied (nth_attr_setguardsize: rounded up to pages,
+ * 0 = none).
  */
 #include "shim.h"
 

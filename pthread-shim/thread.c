@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "shim.h"
 
 void shim_set_self(struct shim_thread *st);
@@ -131,7 +132,7 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     st->cancel_type = PTHREAD_CANCEL_DEFERRED;
     st->sched_policy = SCHED_OTHER;
     st->stacksize = default_stack();
-    st->guardsize = 4096;
+    st->guardsize = (size_t)sysconf(_SC_PAGESIZE);
     nth_sem_init(&st->done_sem, 0);
     void *ustack = NULL;
     size_t ustack_size = 0;
@@ -170,6 +171,11 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     if (ustack && nth_attr_setstack(&na, ustack, ustack_size) != 0) {
         free(st);
         return EINVAL;           /* smaller than NTH_STACK_MIN (16 KiB) */
+    }
+    /* glibc puts no guard on a caller's stack, and so does nth. */
+    if (!ustack && nth_attr_setguardsize(&na, st->guardsize) != 0) {
+        free(st);
+        return EINVAL;           /* above 1 GiB */
     }
     nth_attr_setdetached(&na, st->detached);
     shim_going_multithreaded();
@@ -524,9 +530,9 @@ int nth_shim_pthread_getattr_np(pthread_t t, pthread_attr_t *attr)
     /* The nano-thread's real stack, as glibc reports a thread's: setstack
      * makes getstack give back the lowest usable address and the size,
      * which stack scanners (GCs, guard checks) rely on. The guard is the
-     * one the runtime put below it (a page; none on a caller's stack), not
-     * the requested one. Once done, its descriptor may be reused: then
-     * the requested sizes. */
+     * one the runtime put below it: the requested one rounded up to pages,
+     * none on a caller's stack. Once done, its descriptor may be reused:
+     * then the requested sizes. */
     void *lo;
     size_t bytes, guard;
     nth_t nt = __atomic_load_n(&st->nt, __ATOMIC_ACQUIRE);

@@ -211,6 +211,13 @@ tests_shim_posix_negtime_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_negtime_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_negtime_LDADD =
 
+check_PROGRAMS += tests/shim/posix-guard
+tests_shim_posix_guard_SOURCES = tests/shim/guard.c tests/shim/check.h
+tests_shim_posix_guard_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_guard_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_guard_LDADD =
+
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads. Neither is sanitizer-instrumented (see above).
 check_PROGRAMS += tests/shim/posix-dlctor

@@ -299,6 +299,82 @@ static void c_getstack(void *a)
 
 static void test_getstack(void **s) { (void)s; assert_child_ok(c_getstack, NULL); }
 
+/* ---- guard size (nth_attr_setguardsize) ------------------------------------ */
+
+/* The guard asked for, rounded up to pages, lies just below the stack
+ * (nth_getstack reports it, the overflow handler finds its owner there);
+ * 0 means none. A caller's stack gets none whatever was asked. */
+static void *guard_report(void *a)
+{
+    (void)a;
+    void *lo;
+    size_t bytes, guard;
+    if (nth_getstack(nth_self(), &lo, &bytes, &guard) != 0)
+        return (void *)(uintptr_t)-1;
+    char *l = lo;
+    if (guard && (nth_guard_owner(l - 1) != nth_self() ||
+                  nth_guard_owner(l - guard) != nth_self()))
+        return (void *)(uintptr_t)-2;
+    if (nth_guard_owner(l) != NULL)
+        return (void *)(uintptr_t)-3;
+    return (void *)(uintptr_t)guard;
+}
+
+static size_t run_with_guard(size_t stack, size_t guard, int set)
+{
+    nth_attr_t attr;
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    CHECK_EQ(nth_attr_setstacksize(&attr, stack), 0);
+    if (set)
+        CHECK_EQ(nth_attr_setguardsize(&attr, guard), 0);
+    nth_t t;
+    CHECK_EQ(nth_create(&t, &attr, guard_report, NULL), 0);
+    void *r = NULL;
+    CHECK_EQ(nth_join(t, &r), 0);
+    return (size_t)(uintptr_t)r;
+}
+
+static void c_guardsize(void *a)
+{
+    (void)a;
+    child_init(2);
+    size_t pg = nth_page_size(), g = 7;
+    nth_attr_t attr;
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    CHECK_EQ(nth_attr_getguardsize(&attr, &g), 0);
+    CHECK_EQ(g, pg);                                /* the default */
+    CHECK_EQ(nth_attr_setguardsize(NULL, 0), EINVAL);
+    CHECK_EQ(nth_attr_getguardsize(NULL, &g), EINVAL);
+    CHECK_EQ(nth_attr_getguardsize(&attr, NULL), EINVAL);
+    CHECK_EQ(nth_attr_setguardsize(&attr, ((size_t)1 << 30) + 1), EINVAL);
+    CHECK_EQ(nth_attr_setguardsize(&attr, 1), 0);
+    CHECK_EQ(nth_attr_getguardsize(&attr, &g), 0);
+    CHECK_EQ(g, 1);                                 /* as set, unrounded */
+
+    for (int round = 0; round < 2; round++) {       /* the second reuses units */
+        CHECK_EQ(run_with_guard(64 * 1024, 0, 1), 0);
+        CHECK_EQ(run_with_guard(64 * 1024, 1, 1), pg);
+        CHECK_EQ(run_with_guard(64 * 1024, pg, 1), pg);
+        CHECK_EQ(run_with_guard(64 * 1024, 64 * 1024, 1), 64 * 1024);
+        CHECK_EQ(run_with_guard(64 * 1024, 0, 0), pg);  /* not set: a page */
+    }
+    /* a caller's stack: the guard size is ignored */
+    enum { SZ = 64 * 1024 };
+    char *mem = aligned_alloc(64, SZ);
+    CHECK(mem != NULL);
+    CHECK_EQ(nth_attr_init(&attr), 0);
+    CHECK_EQ(nth_attr_setstack(&attr, mem, SZ), 0);
+    CHECK_EQ(nth_attr_setguardsize(&attr, 64 * 1024), 0);
+    nth_t t;
+    CHECK_EQ(nth_create(&t, &attr, guard_report, NULL), 0);
+    void *r = NULL;
+    CHECK_EQ(nth_join(t, &r), 0);
+    CHECK_EQ((uintptr_t)r, 0);
+    free(mem);
+}
+
+static void test_guardsize(void **s) { (void)s; assert_child_ok(c_guardsize, NULL); }
+
 /* ---- join of the head of the joiner's own queue (direct switch) ------------ */
 
 /* nth_join of a nano-thread waiting at the head of the joiner's own local
@@ -593,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_detach),
         cmocka_unit_test(test_user_stack),
         cmocka_unit_test(test_getstack),
+        cmocka_unit_test(test_guardsize),
         cmocka_unit_test(test_main_returns),
         cmocka_unit_test(test_main_nth_exit),
     };
