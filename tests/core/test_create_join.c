@@ -422,6 +422,11 @@ static void *direct_child(void *a)
     direct_seen = j == ((uintptr_t)direct_joiner | NTH_J_DIRECT) &&
                   (__atomic_load_n(&direct_joiner->state, __ATOMIC_ACQUIRE) & NTH_ST_MASK) ==
                       NTH_ST_RUNNING;
+    /* With two VPs a thief may have started us before the joiner's nth_join
+     * registered; the checks below are about a joined thread, so wait for
+     * the join (CI saw detach succeed here under ASan on a loaded machine). */
+    while (__atomic_load_n(&me->jstate, __ATOMIC_ACQUIRE) == NTH_J_JOINABLE)
+        CHECK_EQ(nth_yield(), 0);
     CHECK_EQ(nth_detach(me), EINVAL);             /* being joined */
     nth_t t;
     CHECK_EQ(nth_create(&t, NULL, second_join, me), 0);
