@@ -10,12 +10,14 @@ libnth_trace_fmt_la_SOURCES = nthlib/trace_format.h nthlib/trace_convert.h nthli
 libnth_trace_fmt_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -fvisibility=hidden
 libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
 libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \
-	nthlib/trace_writer.c nthlib/trace_exit.c
+	nthlib/trace_writer.c nthlib/trace_exit.c nthlib/trace_tool.h
 libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-# The converter the fatal-signal path runs (trace_exit.c): this build's, else
-# the installed one.
-libnth_trace_rec_la_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TOOL_BUILD_PATH='"$(abs_top_builddir)/tools/nth-trace"' \
+# Where the nth-trace converter is (nthlib/trace_tool.h): this build's, else
+# the installed one. For the fatal-signal path (trace_exit.c) and for nthrun
+# (pthread-shim/shim.mk).
+NTH_TOOL_CPPFLAGS = -DNTH_TOOL_BUILD_PATH='"$(abs_top_builddir)/tools/nth-trace"' \
 	-DNTH_TOOL_INSTALL_PATH='"$(bindir)/nth-trace"'
+libnth_trace_rec_la_CPPFLAGS = $(AM_CPPFLAGS) $(NTH_TOOL_CPPFLAGS)
 # libc's own functions for the runtime's kernel threads (the core's VPs and
 # spares use them too, through libnth, which includes this library).
 libnth_trace_rec_la_SOURCES += nthlib/libc_real.h nthlib/libc_real.c

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include "trace_rt.h"
 #include "libc_real.h"
+#include "trace_tool.h"
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGABRT };
 #define NSIG_TRACED (sizeof fatal_signals / sizeof fatal_signals[0])
@@ -217,28 +218,19 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
     raise(sig);
 }
 
-/* The converter for the fatal path: $NTH_TRACE_TOOL, else the nth-trace
- * of this library's build tree (an uninstalled build, the test suite),
- * else the installed one. NULL if none is executable. */
+/* The converter for the fatal path (trace_tool.h): a bad NTH_TRACE_TOOL
+ * is said in the runtime's one line for a bad variable, and the build
+ * tree's or the installed nth-trace is used in its place. NULL if none is
+ * executable. */
 static const char *find_tool(void)
 {
-    const char *env = getenv("NTH_TRACE_TOOL");
-    if (env && *env) {
-        if (access(env, X_OK) == 0)
-            return env;
+    const char *bad;
+    const char *tool = nth_trace_tool_find(&bad);
 #ifdef HAVE_CONFIG_H
-        nth_env_bad("NTH_TRACE_TOOL", env, "the path of an executable nth-trace");
+    if (bad)
+        nth_env_bad("NTH_TRACE_TOOL", bad, "the path of an executable nth-trace");
 #endif
-    }
-#ifdef NTH_TOOL_BUILD_PATH
-    if (access(NTH_TOOL_BUILD_PATH, X_OK) == 0)
-        return NTH_TOOL_BUILD_PATH;
-#endif
-#ifdef NTH_TOOL_INSTALL_PATH
-    if (access(NTH_TOOL_INSTALL_PATH, X_OK) == 0)
-        return NTH_TOOL_INSTALL_PATH;
-#endif
-    return NULL;
+    return tool;
 }
 
 /* The tool's environment: ours without LD_PRELOAD and LD_AUDIT (a

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include "nthrun_trace.h"
 #include "trace_format.h"
+#include "trace_tool.h"
 
 /* The signals a user or a job runner sends to stop or poke a program
  * (timeout(1) sends SIGTERM to the process it started, which is nthrun). */
@@ -81,22 +82,15 @@ static int needs_convert(const char *bin, pid_t pid)
     return need;
 }
 
-/* $NTH_TRACE_TOOL, else this build tree's nth-trace, else the installed
- * one (as trace_exit.c finds it); NULL if none is executable. */
+/* The converter (trace_tool.h, as the runtime's fatal-signal path finds
+ * it); NULL if none is executable. An NTH_TRACE_TOOL that names no
+ * executable means none here: nthrun does not run another tool than the
+ * one the user named, and its line says how to convert by hand. */
 static const char *find_tool(void)
 {
-    const char *env = getenv("NTH_TRACE_TOOL");
-    if (env && *env)
-        return access(env, X_OK) == 0 ? env : NULL;
-#ifdef NTH_TOOL_BUILD_PATH
-    if (access(NTH_TOOL_BUILD_PATH, X_OK) == 0)
-        return NTH_TOOL_BUILD_PATH;
-#endif
-#ifdef NTH_TOOL_INSTALL_PATH
-    if (access(NTH_TOOL_INSTALL_PATH, X_OK) == 0)
-        return NTH_TOOL_INSTALL_PATH;
-#endif
-    return NULL;
+    const char *bad;
+    const char *tool = nth_trace_tool_find(&bad);
+    return bad ? NULL : tool;
 }
 
 /* How the program ended, for the line: "left through _exit()" or "was

@@ -35,11 +35,11 @@ NTH_SHIM_BUILT = yes
 # as a child and converts the trace it could not write).
 bin_PROGRAMS += pthread-shim/nthrun
 dist_man_MANS += doc/nthrun.1
-pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c pthread-shim/nthrun_trace.h pthread-shim/nthrun_trace.c
+pthread_shim_nthrun_SOURCES = pthread-shim/nthrun.c pthread-shim/nthrun_trace.h pthread-shim/nthrun_trace.c \
+	nthlib/trace_tool.h
 # nth-trace converts what a traced program could not (nthrun_trace.c): found
-# as the runtime's fatal-signal path finds it.
-pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"' \
-	-DNTH_TOOL_BUILD_PATH='"$(abs_top_builddir)/tools/nth-trace"' -DNTH_TOOL_INSTALL_PATH='"$(bindir)/nth-trace"'
+# as the runtime's fatal-signal path finds it (nthlib/trace_tool.h).
+pthread_shim_nthrun_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_LIBDIR='"$(libdir)"' $(NTH_TOOL_CPPFLAGS)
 # Never sanitizer-instrumented: it only sets LD_PRELOAD and execs, and an
 # instrumented launcher would refuse a preload list its runtime is not first in.
 pthread_shim_nthrun_CFLAGS = $(WARN_CFLAGS)
