@@ -32,6 +32,16 @@ gzip -dc cda.json.gz > cda.json
 check_json cda.json
 "$TOOL" merge a.bin b.bin -o all.prv 2>/dev/null || fail "merge to Paraver"
 head -n1 all.prv | grep -qE ':1\(2\):2:1\(3:1\):1\(3:1\)$' || fail "merged Paraver header: $(head -n1 all.prv)"
+check_prv all.prv
+# Paraver reads records in time order: the merged records are sorted across
+# the processes, also where they overlap in time (the same file twice, two
+# concurrent runs), and every record stays in its own application.
+"$TOOL" merge -q c.bin d.bin a.bin -o cda.prv || fail "merge c d a to Paraver status $?"
+check_prv cda.prv
+"$TOOL" merge -q a.bin a.bin -o twice.prv || fail "merge a.bin a.bin to Paraver status $?"
+check_prv twice.prv
+[ "$(awk -F: 'NR > 1 && $3 == 1' twice.prv | wc -l)" = "$(awk -F: 'NR > 1 && $3 == 2' twice.prv | wc -l)" ] ||
+    fail "a.bin twice in Paraver: not the same records for both applications"
 "$TOOL" stats a.bin > stats.txt || fail "stats status $?"
 grep -qE '^worker-b #3 +compute +[0-9]+\.[0-9]{3}$' stats.txt || fail "no compute time for worker-b: $(cat stats.txt)"
 grep -qE '^main #1 +SYNCH +[0-9]+\.[0-9]{3}$' stats.txt || fail "no SYNCH time for main"

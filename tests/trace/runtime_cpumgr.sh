@@ -34,6 +34,7 @@ jq -e 'index(1) != null and index(2) != null' <<<"$g" >/dev/null || fail "daemon
 # types; the application (appl 1) has records of both, going 1 then 2; the
 # daemon (appl 2) says which pid each grant is for.
 "$TOOL" merge app.bin d.bin -o all.prv || fail "merge to Paraver failed"
+check_prv all.prv
 pcf_type() { awk -v n="$1" '/^EVENT_TYPE/ {getline; t=$2; sub(/^[0-9]+ +[0-9]+ +/, ""); if ($0 == n) print t}' all.pcf; }
 tcpus=$(pcf_type "CPUs assigned"); [ -n "$tcpus" ] || fail ".pcf has no 'CPUs assigned' event type: $(cat all.pcf)"
 tgrant=$(pcf_type "CPUs granted by cpumgr"); [ -n "$tgrant" ] || fail ".pcf has no 'CPUs granted by cpumgr' event type"
