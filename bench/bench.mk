@@ -76,6 +76,14 @@ bench_lu_trace_ab_SOURCES = bench/kernels/lu.c bench/kernels/team_nth.c bench/tr
 bench_lu_trace_ab_CFLAGS = $(KERNEL_CFLAGS) -I$(top_srcdir)/nthlib
 bench_lu_trace_ab_LDFLAGS = -static
 bench_lu_trace_ab_LDADD = libnth.la $(KERNEL_LIBS)
+# What tracing adds to one empty 2-member region, on/off/A-A in one process
+# (bench/trace_regions_ab.c): LU's per-region overhead, magnified.
+bench_programs += bench/trace-regions-ab
+noinst_PROGRAMS += bench/trace-regions-ab
+bench_trace_regions_ab_SOURCES = bench/trace_regions_ab.c
+bench_trace_regions_ab_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/nthlib
+bench_trace_regions_ab_LDFLAGS = -static
+bench_trace_regions_ab_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) $(ZLIB_LIBS)
 bench_sor_nth_SOURCES = bench/kernels/sor.c bench/kernels/team_nth.c $(kernel_common)
 bench_sor_nth_CFLAGS = $(KERNEL_CFLAGS)
 bench_sor_nth_LDFLAGS = -static

@@ -36,13 +36,6 @@ int nth_trace_tls_carry(int (*add)(const void *addr, size_t len))
 #define tl_vp (tl.vp)
 #define tl_running (tl.running)
 
-uint64_t nth_trace_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct nth_trace_buf *buf_new(void)
 {
     struct nth_trace_buf *b = calloc(1, sizeof *b);

@@ -45,6 +45,7 @@
 #include <unistd.h>
 #include "trace_convert.h"
 #include "trace_rt.h"
+#include "trace_clock.h"
 #include "libc_real.h"
 
 static int wr_fd = -1;
@@ -271,6 +272,7 @@ static void *rescuer_main(void *arg)
         uint32_t seen = __atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE);
         struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
         syscall(SYS_futex, &wr_urgent, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
+        nth_trace_clock_refine();   /* the trace clock follows CLOCK_MONOTONIC */
         if (__atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE) != seen ||
             __atomic_load_n(&wr_idle_covered, __ATOMIC_ACQUIRE) < tick)
             writer_pass();
@@ -443,6 +445,7 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     h.pid = (uint32_t)getpid();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
+    nth_trace_clock_start();   /* before the first time taken: the header's */
     h.mono_start_ns = nth_trace_now();
     h.real_start_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
     gethostname(h.host, sizeof h.host - 1);

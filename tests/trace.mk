@@ -15,6 +15,12 @@ tests_trace_test_trace_writer_SOURCES = tests/trace/test_trace_writer.c
 tests_trace_test_trace_writer_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_trace_test_trace_writer_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
 TESTS += tests/trace/test_trace_writer
+# The trace clock: TSC mapped to CLOCK_MONOTONIC (nthlib/trace_clock.c).
+check_PROGRAMS += tests/trace/test_trace_clock
+tests_trace_test_trace_clock_SOURCES = tests/trace/test_trace_clock.c
+tests_trace_test_trace_clock_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_trace_test_trace_clock_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
+TESTS += tests/trace/test_trace_clock
 TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trace/paraver.sh \
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \

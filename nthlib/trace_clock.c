@@ -1,0 +1,168 @@
+/*
+ * trace_clock.c -- the trace clock (trace_clock.h): the TSC mapped to
+ * CLOCK_MONOTONIC ns, or clock_gettime itself.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#include "env_msg.h"
+#endif
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "trace_clock.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define HAVE_TSC 1
+static inline uint64_t tsc_read(void) { return __rdtsc(); }
+#else
+#define HAVE_TSC 0
+static inline uint64_t tsc_read(void) { return 0; }
+#endif
+
+/* The mapping readers use, under a sequence count (odd while it changes):
+ * one cache line, written once per flush tick, read by every record. */
+static struct {
+    uint32_t seq;
+    uint64_t tsc0, ns0, mult;
+} cur __attribute__((aligned(64)));
+static int use_tsc;                       /* set once, before any record */
+static uint64_t start_tsc, start_ns;      /* the calibration's first pair */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t nth_trace_now(void)
+{
+    if (!__atomic_load_n(&use_tsc, __ATOMIC_ACQUIRE))
+        return mono_ns();
+    struct nth_trace_cal c;
+    uint32_t s;
+    do {
+        s = __atomic_load_n(&cur.seq, __ATOMIC_ACQUIRE);
+        c.tsc0 = __atomic_load_n(&cur.tsc0, __ATOMIC_RELAXED);
+        c.ns0 = __atomic_load_n(&cur.ns0, __ATOMIC_RELAXED);
+        c.mult = __atomic_load_n(&cur.mult, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    } while ((s & 1) || s != __atomic_load_n(&cur.seq, __ATOMIC_RELAXED));
+    return nth_trace_cal_ns(&c, tsc_read());
+}
+
+int nth_trace_clock_is_tsc(void)
+{
+    return __atomic_load_n(&use_tsc, __ATOMIC_RELAXED);
+}
+
+/* A (TSC, CLOCK_MONOTONIC) pair: the best of 5 tries (the TSC reads closest
+ * around the clock read), the TSC taken halfway. */
+static void pair(uint64_t *tsc, uint64_t *mono)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = tsc_read(), m = mono_ns(), b = tsc_read();
+        if (b >= a && b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *mono = m;
+        }
+    }
+}
+
+static void publish(const struct nth_trace_cal *c)
+{
+    uint32_t s = __atomic_load_n(&cur.seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&cur.seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&cur.tsc0, c->tsc0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cur.ns0, c->ns0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cur.mult, c->mult, __ATOMIC_RELAXED);
+    __atomic_store_n(&cur.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t s_tsc, uint64_t s_ns, uint64_t tsc,
+                                        uint64_t mono)
+{
+    if (tsc <= s_tsc || mono <= s_ns)
+        return *c;
+    /* The long-run rate, 32.32 ns per tick. */
+    unsigned __int128 rate = ((unsigned __int128)(mono - s_ns) << 32) / (tsc - s_tsc);
+    uint64_t at = nth_trace_cal_ns(c, tsc);
+    /* Take back the drift over the next second: slope * (1 + err / 1 s),
+     * the correction bounded to +-0.1 %. */
+    const int64_t horizon = 1000000000, bound = horizon / 1000;
+    int64_t err = (int64_t)(mono - at);
+    if (err > bound)
+        err = bound;
+    if (err < -bound)
+        err = -bound;
+    unsigned __int128 mult = rate * (unsigned __int128)(horizon + err) / (unsigned __int128)horizon;
+    if (mult == 0 || mult >> 63)
+        return *c;
+    return (struct nth_trace_cal){ .tsc0 = tsc, .ns0 = at, .mult = (uint64_t)mult };
+}
+
+void nth_trace_clock_refine(void)
+{
+    if (!__atomic_load_n(&use_tsc, __ATOMIC_RELAXED))
+        return;
+    uint64_t tsc = 0, mono = 0;
+    pair(&tsc, &mono);
+    struct nth_trace_cal c = { __atomic_load_n(&cur.tsc0, __ATOMIC_RELAXED),
+                               __atomic_load_n(&cur.ns0, __ATOMIC_RELAXED),
+                               __atomic_load_n(&cur.mult, __ATOMIC_RELAXED) };
+    struct nth_trace_cal n = nth_trace_cal_next(&c, start_tsc, start_ns, tsc, mono);
+    if (n.tsc0 != c.tsc0)
+        publish(&n);
+}
+
+/* 1 if the kernel keeps CLOCK_MONOTONIC with the TSC. */
+static int kernel_uses_tsc(void)
+{
+    char buf[32] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n >= 3 && !strncmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
+}
+
+void nth_trace_clock_start(void)
+{
+    const char *env = getenv("NTH_TRACE_CLOCK");
+    int want = 0;   /* 0 auto, 1 tsc, 2 monotonic */
+    if (env && *env) {
+        if (!strcmp(env, "tsc"))
+            want = 1;
+        else if (!strcmp(env, "monotonic"))
+            want = 2;
+        else if (strcmp(env, "auto")) {
+#ifdef HAVE_CONFIG_H
+            nth_env_bad("NTH_TRACE_CLOCK", env, "auto (the default), tsc or monotonic");
+#endif
+        }
+    }
+    __atomic_store_n(&use_tsc, 0, __ATOMIC_RELAXED);
+    if (!HAVE_TSC || want == 2 || (want == 0 && !kernel_uses_tsc()))
+        return;
+    uint64_t t2 = 0, m2 = 0;
+    pair(&start_tsc, &start_ns);
+    do
+        pair(&t2, &m2);
+    while (m2 >= start_ns && m2 - start_ns < 1000000u);
+    if (t2 <= start_tsc || m2 <= start_ns)
+        return;   /* a TSC that does not advance: keep clock_gettime */
+    unsigned __int128 mult = ((unsigned __int128)(m2 - start_ns) << 32) / (t2 - start_tsc);
+    /* 0.01 to 100 ns per tick (10 GHz to 10 MHz): else not a usable TSC. */
+    if (mult < ((unsigned __int128)1 << 32) / 100 || mult > ((unsigned __int128)100 << 32))
+        return;
+    struct nth_trace_cal c = { .tsc0 = t2, .ns0 = m2, .mult = (uint64_t)mult };
+    publish(&c);
+    __atomic_store_n(&use_tsc, 1, __ATOMIC_RELEASE);
+}
