@@ -1,0 +1,114 @@
+/*
+ * test_ldso_pin.c -- a nano-thread whose kernel thread holds ld.so's load
+ * lock (a constructor run by dlopen(3p), a destructor run by dlclose(3p))
+ * stays on that kernel thread through nth_join, nth_sleep_ns and
+ * nth_yield, nth_move_to_vp refuses to move it (EAGAIN), and the
+ * nano-threads of its VP run meanwhile on another kernel thread (a
+ * stand-in), never on the lock's owner; after each call ld.so's lock is
+ * free again (dlsym, a second dlopen and dlclose return). Before
+ * nthlib/ldso_lock.c the join resumed the constructor on the VP its child
+ * ended on (the exit hands the VP to a blocked joiner), and ld.so's unlock
+ * from there left the lock held: the next dlsym waited for ever.
+ */
+#include "child.h"
+#include <errno.h>
+#include <limits.h>
+#include <sys/syscall.h>
+
+static int body_calls;
+static int witness_tid;
+
+static int ktid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+/* Ends after the joiner has blocked, most of the time: the exit's
+ * hand-over of the VP to the joiner is the path that moved it. */
+static void *napper(void *arg)
+{
+    nth_sleep_ns(2000000);
+    return arg;
+}
+
+static void *witness(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&witness_tid, ktid(), __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Called by the library's constructor and destructor (ldso_pin_lib.c). */
+void ldso_pin_body(void);
+void ldso_pin_body(void)
+{
+    int me = ktid(), vp = nth_vp_id();
+    int other = vp == 0 ? 1 : 0;
+    CHECK(vp >= 0);
+    /* Ready on our own VP while we wait: a stand-in runs it. */
+    nth_attr_t wa;
+    nth_attr_init(&wa);
+    nth_attr_setvp(&wa, vp);
+    nth_t w;
+    __atomic_store_n(&witness_tid, 0, __ATOMIC_RELAXED);
+    CHECK_EQ(nth_create(&w, &wa, witness, NULL), 0);
+    for (long i = 0; i < 10; i++) {
+        nth_attr_t a;
+        nth_attr_init(&a);
+        nth_attr_setvp(&a, other);
+        nth_t t;
+        void *r = NULL;
+        CHECK_EQ(nth_create(&t, &a, napper, (void *)i), 0);
+        CHECK_EQ(nth_join(t, &r), 0);
+        CHECK_EQ((long)r, i);
+        CHECK_EQ(ktid(), me);
+        CHECK_EQ(nth_sleep_ns(100000), 0);
+        CHECK_EQ(ktid(), me);
+        CHECK_EQ(nth_yield(), 0);
+        CHECK_EQ(ktid(), me);
+        CHECK_EQ(nth_move_to_vp(other), EAGAIN);
+        CHECK_EQ(ktid(), me);
+    }
+    CHECK_EQ(nth_join(w, NULL), 0);
+    CHECK(__atomic_load_n(&witness_tid, __ATOMIC_ACQUIRE) != 0);
+    CHECK(__atomic_load_n(&witness_tid, __ATOMIC_ACQUIRE) != me);
+    CHECK_EQ(ktid(), me);
+    body_calls++;
+}
+
+static void open_close(void *arg)
+{
+    (void)arg;
+    child_init(2);
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 64);
+    CHECK(n > 0);
+    path[n] = '\0';
+    strcpy(strrchr(path, '/') + 1, ".libs/libldso_pin.so");
+    for (int round = 0; round < 3; round++) {
+        void *h = dlopen(path, RTLD_NOW);
+        if (!h)
+            fprintf(stderr, "dlopen: %s\n", dlerror());
+        CHECK(h != NULL);
+        CHECK_EQ(body_calls, 2 * round + 1);
+        CHECK(dlsym(h, "ldso_pin_marker") != NULL);   /* the lock is free */
+        CHECK_EQ(dlclose(h), 0);
+        CHECK_EQ(body_calls, 2 * round + 2);
+        CHECK(dlsym(RTLD_DEFAULT, "nth_self") != NULL);
+    }
+}
+
+static void test_ctor_dtor_stay_on_lock_owner(void **state)
+{
+    (void)state;
+    assert_child_ok(open_close, NULL);
+}
+
+int main(void)
+{
+    child_filter();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ctor_dtor_stay_on_lock_owner),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
