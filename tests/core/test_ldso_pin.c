@@ -8,7 +8,8 @@
  * free again (dlsym, a second dlopen and dlclose return). Before
  * nthlib/ldso_lock.c the join resumed the constructor on the VP its child
  * ended on (the exit hands the VP to a blocked joiner), and ld.so's unlock
- * from there left the lock held: the next dlsym waited for ever.
+ * from there left the lock held: the next dlsym waited for ever. Also
+ * with the runtime started lazily inside the first constructor.
  */
 #include "child.h"
 #include <errno.h>
@@ -23,11 +24,15 @@ static int ktid(void)
     return (int)syscall(SYS_gettid);
 }
 
-/* Ends after the joiner has blocked, most of the time: the exit's
- * hand-over of the VP to the joiner is the path that moved it. */
+static int other_vp;
+
+/* Ends on the other VP after the joiner has blocked, most of the time:
+ * the exit's hand-over of that VP to the blocked joiner is the path that
+ * moved the joiner there. */
 static void *napper(void *arg)
 {
     nth_sleep_ns(2000000);
+    (void)nth_move_to_vp(other_vp);
     return arg;
 }
 
@@ -42,9 +47,11 @@ static void *witness(void *arg)
 void ldso_pin_body(void);
 void ldso_pin_body(void)
 {
+    CHECK_EQ(nth_num_vps(), 2);          /* starts a lazy runtime here */
     int me = ktid(), vp = nth_vp_id();
     int other = vp == 0 ? 1 : 0;
     CHECK(vp >= 0);
+    other_vp = other;
     /* Ready on our own VP while we wait: a stand-in runs it. */
     nth_attr_t wa;
     nth_attr_init(&wa);
@@ -66,20 +73,24 @@ void ldso_pin_body(void)
         CHECK_EQ(ktid(), me);
         CHECK_EQ(nth_yield(), 0);
         CHECK_EQ(ktid(), me);
-        CHECK_EQ(nth_move_to_vp(other), EAGAIN);
-        CHECK_EQ(ktid(), me);
     }
     CHECK_EQ(nth_join(w, NULL), 0);
     CHECK(__atomic_load_n(&witness_tid, __ATOMIC_ACQUIRE) != 0);
     CHECK(__atomic_load_n(&witness_tid, __ATOMIC_ACQUIRE) != me);
+    CHECK_EQ(nth_move_to_vp(other), EAGAIN);
     CHECK_EQ(ktid(), me);
     body_calls++;
 }
 
+/* arg non-NULL: the runtime starts lazily, in the first constructor,
+ * with ld.so's load lock held (nthlib/ldso_lock.c must find the locks
+ * then too); else before the first dlopen. */
 static void open_close(void *arg)
 {
-    (void)arg;
-    child_init(2);
+    if (arg)
+        setenv("NTH_VPS", "2", 1);
+    else
+        child_init(2);
     char path[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", path, sizeof path - 64);
     CHECK(n > 0);
@@ -104,11 +115,18 @@ static void test_ctor_dtor_stay_on_lock_owner(void **state)
     assert_child_ok(open_close, NULL);
 }
 
+static void test_runtime_started_in_ctor(void **state)
+{
+    (void)state;
+    assert_child_ok(open_close, "lazy");
+}
+
 int main(void)
 {
     child_filter();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ctor_dtor_stay_on_lock_owner),
+        cmocka_unit_test(test_runtime_started_in_ctor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
