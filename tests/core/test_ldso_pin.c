@@ -9,7 +9,10 @@
  * nthlib/ldso_lock.c the join resumed the constructor on the VP its child
  * ended on (the exit hands the VP to a blocked joiner), and ld.so's unlock
  * from there left the lock held: the next dlsym waited for ever. Also
- * with the runtime started lazily inside the first constructor.
+ * with the runtime started lazily inside the first constructor; and with
+ * a nano-thread on the other VP calling dlsym meanwhile (it waits in the
+ * kernel for the lock, and the constructor's sleeps must end without
+ * that VP firing their alarms).
  */
 #include "child.h"
 #include <errno.h>
@@ -59,7 +62,7 @@ void ldso_pin_body(void)
     nth_t w;
     __atomic_store_n(&witness_tid, 0, __ATOMIC_RELAXED);
     CHECK_EQ(nth_create(&w, &wa, witness, NULL), 0);
-    for (long i = 0; i < 10; i++) {
+    for (long i = 0; i < 5; i++) {
         nth_attr_t a;
         nth_attr_init(&a);
         nth_attr_setvp(&a, other);
@@ -82,6 +85,20 @@ void ldso_pin_body(void)
     body_calls++;
 }
 
+/* On the other VP while the library loads: its dlsym waits in the kernel
+ * for ld.so's lock whenever a constructor or destructor holds it, so
+ * that VP fires no alarm meanwhile (a pinned sleep must still end). */
+static int stop_probing;
+static void *prober(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&stop_probing, __ATOMIC_ACQUIRE)) {
+        CHECK(dlsym(RTLD_DEFAULT, "nth_self") != NULL);
+        nth_yield();
+    }
+    return NULL;
+}
+
 /* arg non-NULL: the runtime starts lazily, in the first constructor,
  * with ld.so's load lock held (nthlib/ldso_lock.c must find the locks
  * then too); else before the first dlopen. */
@@ -96,6 +113,13 @@ static void open_close(void *arg)
     CHECK(n > 0);
     path[n] = '\0';
     strcpy(strrchr(path, '/') + 1, ".libs/libldso_pin.so");
+    nth_t p = NULL;
+    if (!arg) {
+        nth_attr_t a;
+        nth_attr_init(&a);
+        nth_attr_setvp(&a, 1);
+        CHECK_EQ(nth_create(&p, &a, prober, NULL), 0);
+    }
     for (int round = 0; round < 3; round++) {
         void *h = dlopen(path, RTLD_NOW);
         if (!h)
@@ -107,6 +131,9 @@ static void open_close(void *arg)
         CHECK_EQ(body_calls, 2 * round + 2);
         CHECK(dlsym(RTLD_DEFAULT, "nth_self") != NULL);
     }
+    __atomic_store_n(&stop_probing, 1, __ATOMIC_RELEASE);
+    if (p)
+        CHECK_EQ(nth_join(p, NULL), 0);
 }
 
 static void test_ctor_dtor_stay_on_lock_owner(void **state)
