@@ -827,9 +827,11 @@ static int to_rq(struct nth_thread *t, int home)
             if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_RUNNING, 1,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 /* s is what we replaced: a waiter on its own kernel
-                 * thread (wait_pinned) is woken there, never queued. Its
-                 * descriptor's slab is never unmapped, so a wake after it
-                 * went on is harmless. */
+                 * thread (wait_pinned) is woken there, never queued. If
+                 * it woke early and went on (even ended) before this
+                 * wake, the wake is a spurious one for whoever sleeps on
+                 * that word now, which every futex waiter re-checks, or
+                 * EFAULT on memory given back. */
                 if (s & NTH_ST_KWAIT)
                     nth_futex_wake(&t->state, 1);
                 else
