@@ -290,7 +290,8 @@ static void *standin_main(void *arg)
     __atomic_store_n(&sh->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     sh->idle.flags = NTH_TF_IDLE;
     sh->idle.on_cpu = 1;
-    sh->current = &sh->idle;
+    /* Atomic: the backstop reads it (lessee_check). */
+    __atomic_store_n(&sh->current, &sh->idle, __ATOMIC_RELEASE);
 #ifdef NTH_TSAN
     sh->idle.tsan_fiber = __tsan_get_current_fiber();
 #endif
