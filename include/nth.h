@@ -163,7 +163,10 @@ NTH_API nth_t nth_self(void);
 NTH_API int nth_equal(nth_t a, nth_t b);
 
 /* Put the caller at the tail of its VP's local ready queue and run the next
- * ready nano-thread, if any. Returns 0. */
+ * ready nano-thread, if any. Returns 0. While the caller's kernel thread
+ * holds one of ld.so's locks (in a constructor or destructor that
+ * dlopen(3p)/dlclose(3p) runs: see nth_wait), it yields that kernel
+ * thread's CPU instead (sched_yield(2)) and goes on there. */
 NTH_API int nth_yield(void);
 
 /* Continue the calling nano-thread on VP vp (0 .. nth_num_vps()-1), i.e. on
@@ -175,8 +178,9 @@ NTH_API int nth_yield(void);
  * for 10 ms at most (a vp that computes without scheduling points cannot
  * hold it longer); a stall stand-in may run it.
  * Returns 0 when the caller now runs on vp (also when it already did);
- * EAGAIN when it ended on another one (retry if it matters) or vp's CPU is
- * taken away (disabled VP); EINVAL for a bad vp; EPERM when the caller is no
+ * EAGAIN when it ended on another one (retry if it matters), vp's CPU is
+ * taken away (disabled VP), or the caller's kernel thread holds one of
+ * ld.so's locks (nth_wait: it stays where it is); EINVAL for a bad vp; EPERM when the caller is no
  * nano-thread. Thread-safe. A scheduling point. */
 NTH_API int nth_move_to_vp(int vp);
 
@@ -184,7 +188,15 @@ NTH_API int nth_move_to_vp(int vp);
  * caller must first have put itself where a waker will find it (a wait
  * queue). Permit semantics: an nth_to_rq() that comes before the nth_wait()
  * makes that nth_wait() return at once, so no wake-up is lost; a return does
- * not prove the awaited condition (re-check it). Thread-safe. */
+ * not prove the awaited condition (re-check it). Thread-safe.
+ * While the caller's kernel thread holds one of ld.so's locks (glibc runs
+ * the constructors of dlopen(3p) and the destructors of dlclose(3p) with
+ * its recursive load lock held, owned by a kernel thread), the caller
+ * blocks that kernel thread, with its VP lent to a stand-in as in
+ * nth_blocking_enter(), and resumes on it: switched out, it could resume
+ * on another kernel thread, whose unlock would leave the lock held for
+ * ever, while the nano-threads run meanwhile on the owner would enter
+ * ld.so under a lock they do not hold (nthlib/ldso_lock.c). */
 NTH_API void nth_wait(void);
 
 /* Make the blocked nano-thread t ready (it goes to the local ready queue of

@@ -5,7 +5,7 @@ libnth_la_SOURCES += \
 	nthlib/sched.c nthlib/nano_thread.c nthlib/ready_queue.c nthlib/steal.c \
 	nthlib/stack.c nthlib/vp.c nthlib/idle.c nthlib/init.c nthlib/config.c nthlib/env_msg.h nthlib/env_names.h \
 	nthlib/cgroup.c nthlib/topology.c nthlib/overflow.c nthlib/watchdog.c \
-	nthlib/tls_switch.c nthlib/fork.c
+	nthlib/tls_switch.c nthlib/fork.c nthlib/ldso_lock.c
 
 if CTX_X86_64
 libnth_la_SOURCES += nthlib/context_x86_64.S nthlib/context_asm.c

@@ -45,6 +45,11 @@ enum {
     NTH_ST_EXITED = 3,    /* finished; waits to be joined or freed */
     NTH_ST_MASK = 3,
     NTH_ST_PERMIT = 4,    /* an nth_to_rq came before the nth_wait */
+    /* With BLOCKED: it waits on its kernel thread (a futex on state), not
+     * switched out, because that kernel thread holds one of ld.so's locks
+     * (nth_ldso_held): the waker's nth_to_rq wakes the futex instead of
+     * queueing it. Never in a ready queue. */
+    NTH_ST_KWAIT = 8,
 };
 
 /* nth_thread.jstate: join/detach coordination; otherwise the joiner's
@@ -229,7 +234,8 @@ struct nth_vp {
     struct nth_unit_cache cache[NTH_CACHE_SLOTS];
     struct nth_thread *deferred;      /* picked while still on another VP's
                                          CPU: the idle context runs it */
-    int tid;                          /* its kernel thread's id (atomic; watchdog) */
+    int tid;                          /* its kernel thread's id (atomic; watchdog,
+                                         nth_ldso_held; a stand-in's shell too) */
     /* Signals 1..64 its creator blocked (bit sig-1): the mask its kernel
      * thread takes while no switch hook exists (vp.c, vp_main). */
     uint64_t birth_sigmask;
@@ -338,6 +344,34 @@ static inline struct nth_vp *nth_vp_self(void)
 NTH_HIDDEN struct nth_vp *nth_vp_self(void);
 #endif
 NTH_HIDDEN void nth_vp_self_set(struct nth_vp *vp);
+
+/* ld.so's locks (ldso_lock.c): the owner field of dl_load_lock, NULL
+ * until found (or never: then nth_ldso_held is always 0); the locks that
+ * follow it (dl_load_write_lock, dl_load_tls_lock) are nth_ldso_nlocks - 1
+ * more, one pthread_mutex_t apart. nth_ldso_locks_find() looks for them
+ * once, at start-up: 0, or ENOENT when not found (a static program, a
+ * libc of another layout). */
+NTH_HIDDEN extern const int *nth_ldso_owner;
+NTH_HIDDEN extern int nth_ldso_nlocks;
+NTH_HIDDEN int nth_ldso_locks_find(void);
+/* 1 when the kernel thread running vp (a VP, or a stand-in's shell) holds
+ * one of ld.so's locks: the running nano-thread is inside a constructor
+ * or destructor that dlopen/dlclose runs, or another loader callback, and
+ * must not leave this kernel thread (the lock's owner) before it returns.
+ * Three relaxed loads; an owner equal to our tid was stored by this
+ * kernel thread itself, so the answer is exact for us. */
+static inline int nth_ldso_held(const struct nth_vp *vp)
+{
+    const int *o = __atomic_load_n(&nth_ldso_owner, __ATOMIC_RELAXED);
+    if (__builtin_expect(!o, 0))
+        return 0;
+    int tid = __atomic_load_n(&vp->tid, __ATOMIC_RELAXED);
+    const int stride = (int)(sizeof(pthread_mutex_t) / sizeof(int));
+    for (int i = 0; i < nth_ldso_nlocks; i++)
+        if (__atomic_load_n(&o[i * stride], __ATOMIC_RELAXED) == tid)
+            return 1;
+    return 0;
+}
 
 /* Per-nano-thread thread pointers (tls_switch.c; nth_tls_enable in nth.h).
  * nth_tp_on is set once (release), at start-up. */

@@ -493,9 +493,11 @@ int nth_join(nth_t th, void **ret)
         }
         if (j != NTH_J_JOINABLE)
             return EINVAL;              /* another nano-thread joins it */
-        /* Untraced at entry (tr0 0), the head of our own queue: direct. */
+        /* Untraced at entry (tr0 0), the head of our own queue: direct.
+         * Not while this kernel thread holds an ld.so lock: the direct
+         * path switches to t, and we might come back on another. */
         if (self && !tr0 && __atomic_load_n(&vp->next_local, __ATOMIC_RELAXED) == t &&
-            join_direct(vp, self, t)) {
+            !nth_ldso_held(vp) && join_direct(vp, self, t)) {
             /* It exited (EXITED) and switched back to us: only we write
              * jstate now. No OVERHEAD level was pushed (tr0 0). */
             __atomic_store_n(&t->jstate, NTH_J_REAPED, __ATOMIC_RELEASE);
@@ -700,6 +702,36 @@ static inline void exit_current(struct nth_vp *vp, struct nth_thread *t, void *r
 
 /* ---- blocking ----------------------------------------------------------- */
 
+/* nth_wait of a nano-thread whose kernel thread holds one of ld.so's
+ * locks (nth_ldso_held): it must come back on this kernel thread, the
+ * lock's owner, and no other nano-thread may run here meanwhile (it would
+ * enter ld.so as the owner). So the kernel thread sleeps on the state word
+ * (BLOCKED | KWAIT; to_rq wakes it) with the VP lent to a stand-in, as in
+ * a system call (nth_blocking_enter). No scheduling-point hooks: they may
+ * switch. */
+static void wait_pinned(struct nth_thread *self)
+{
+    int s = __atomic_load_n(&self->state, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (s & NTH_ST_PERMIT) {
+            if (__atomic_compare_exchange_n(&self->state, &s, s & ~NTH_ST_PERMIT, 1,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return;
+            continue;
+        }
+        if (__atomic_compare_exchange_n(&self->state, &s, NTH_ST_BLOCKED | NTH_ST_KWAIT, 1,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    int e = errno;
+    int entered = nth_blocking_enter();  /* EBUSY: inside one already */
+    while (__atomic_load_n(&self->state, __ATOMIC_ACQUIRE) == (NTH_ST_BLOCKED | NTH_ST_KWAIT))
+        nth_futex_wait(&self->state, NTH_ST_BLOCKED | NTH_ST_KWAIT, -1);
+    if (entered != EBUSY)
+        nth_blocking_leave();
+    errno = e;
+}
+
 void nth_wait(void)
 {
     ensure_started();
@@ -707,6 +739,10 @@ void nth_wait(void)
     if (!vp)
         return;                          /* no nano-thread to block */
     struct nth_thread *self = vp->current;
+    if (__builtin_expect(nth_ldso_held(vp), 0)) {
+        wait_pinned(self);
+        return;
+    }
     nth_sched_point(vp, NTH_SP_WAIT);
     vp = nth_vp_self();
     int s = __atomic_load_n(&self->state, __ATOMIC_ACQUIRE);
@@ -790,7 +826,16 @@ static int to_rq(struct nth_thread *t, int home)
         if (st == NTH_ST_BLOCKED) {
             if (__atomic_compare_exchange_n(&t->state, &s, NTH_ST_RUNNING, 1,
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                make_ready(t, home);
+                /* s is what we replaced: a waiter on its own kernel
+                 * thread (wait_pinned) is woken there, never queued. If
+                 * it woke early and went on (even ended) before this
+                 * wake, the wake is a spurious one for whoever sleeps on
+                 * that word now, which every futex waiter re-checks, or
+                 * EFAULT on memory given back. */
+                if (s & NTH_ST_KWAIT)
+                    nth_futex_wake(&t->state, 1);
+                else
+                    make_ready(t, home);
                 return 0;
             }
             continue;
@@ -834,6 +879,8 @@ int nth_move_to_vp(int id)
         return 0;
     if (__atomic_load_n(&to->disabled, __ATOMIC_RELAXED))
         return EAGAIN;              /* its kernel thread parks: no way there */
+    if (nth_ldso_held(vp))
+        return EAGAIN;              /* pinned to this kernel thread (nth_wait) */
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     if (vp == to)
@@ -867,6 +914,10 @@ int nth_yield(void)
         if (!vp)
             return nth_sys_yield() ? errno : 0;
     }
+    /* Holding an ld.so lock, nothing else may run on this kernel thread
+     * (nth_wait says why): yield the CPU, not the VP. */
+    if (__builtin_expect(nth_ldso_held(vp), 0))
+        return nth_sys_yield() ? errno : 0;
     nth_sched_point(vp, NTH_SP_YIELD);
     vp = nth_vp_self();
     nth_trace_rt_leave(vp);

@@ -172,13 +172,22 @@ static void held_timers(void)
 }
 
 /* The backstop's: fire the alarms held by a VP that reaches no scheduling
- * point, and the shared queue if no enabled VP outside the kernel will. */
+ * point, and the shared queue if no enabled VP outside the kernel will,
+ * or if its alarms are held too: an enabled VP's kernel thread may sit in
+ * a call nobody wraps (a dlsym waiting for ld.so's lock, which a
+ * constructor pinned to its kernel thread holds while it sleeps or joins
+ * a sleeper: nth_ldso_held), and then fires nothing until that wait
+ * ends, which may need this very alarm. */
 static uint64_t orphan_timers(void)
 {
     held_timers();
     struct nth_tq *fb = nth__sync_fallback_tq();
-    if (nth_tq_next_deadline(fb) == NTH_TQ_NONE)
+    uint64_t next = nth_tq_next_deadline(fb);
+    if (next == NTH_TQ_NONE)
         return NTH_TQ_NONE;
+    uint64_t now = nth_now_ns();
+    if (now > HELD_NS && next <= now - HELD_NS)
+        return nth__timers_poll(NULL);
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *o = nth_rt.vps[i];
         if (!__atomic_load_n(&o->disabled, __ATOMIC_SEQ_CST) &&

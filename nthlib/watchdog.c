@@ -111,6 +111,8 @@ struct vp_watch {
     struct vp_obs back;            /* the backstop's view */
     struct standin *busy;          /* stand-in serving it, NULL none (atomic) */
     uint64_t suspect;              /* monitor: stalled at switch count - 1 (atomic) */
+    struct standin *lessee;        /* backstop: the stand-in lessee_obs is of */
+    struct vp_obs lessee_obs;      /* backstop: its shell's switches */
 };
 
 static struct {
@@ -284,9 +286,12 @@ static void *standin_main(void *arg)
     prctl(PR_SET_NAME, "nth-standin", 0, 0, 0);
     standin_block_all();
     nth_vp_self_set(sh);
+    /* For nth_ldso_held: a nano-thread it runs may call dlopen. */
+    __atomic_store_n(&sh->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     sh->idle.flags = NTH_TF_IDLE;
     sh->idle.on_cpu = 1;
-    sh->current = &sh->idle;
+    /* Atomic: the backstop reads it (lessee_check). */
+    __atomic_store_n(&sh->current, &sh->idle, __ATOMIC_RELEASE);
 #ifdef NTH_TSAN
     sh->idle.tsan_fiber = __tsan_get_current_fiber();
 #endif
@@ -479,16 +484,53 @@ static void queued_unseen(struct nth_vp *vp)
         nth_wake_one(vp);
 }
 
+/* The stand-in s serving vp is stuck in the kernel itself: the
+ * nano-thread it runs made a call that sleeps there and that nobody
+ * wraps, with work queued for vp behind it. Seen with dlsym waiting for
+ * ld.so's load lock, held by vp's own nano-thread, which waits on vp's
+ * kernel thread (nth_ldso_held) for a nano-thread queued here: nobody
+ * else would ever run that one. Hand the lease to another stand-in, as s
+ * does itself at a blocking call it knows of (nth_standin_handoff); s
+ * finishes the nano-thread it runs, then sees the lease gone. Backstop
+ * only; s's shell has not switched for stall_ns in its view. */
+static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *s, int64_t t)
+{
+    struct nth_vp *sh = &s->shell;
+    if (w->lessee != s) {
+        w->lessee = s;
+        w->lessee_obs.nswitch = __atomic_load_n(&sh->nswitch, __ATOMIC_RELAXED);
+        w->lessee_obs.since = t;
+        return;
+    }
+    if (!observe(sh, &w->lessee_obs, t) || !vp_has_work(vp) ||
+        __atomic_load_n(&sh->current, __ATOMIC_ACQUIRE) == &sh->idle ||
+        !tid_sleeping(__atomic_load_n(&sh->tid, __ATOMIC_ACQUIRE)))
+        return;
+    struct standin *mine = s;
+    if (!__atomic_compare_exchange_n(&w->busy, &mine, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return;                    /* s gave it back meanwhile */
+    w->lessee = NULL;
+    nth_full_fence();              /* Dekker with an enqueuer, as at a lease's end */
+    (void)nth_standin_lend(vp);    /* on failure: an enqueue or the next period */
+}
+
 /* The backstop's check of one VP: lend it a stand-in if it has not switched
  * since the monitor suspected it (suspect), or for stall_ns in the
- * backstop's own view (o), and still looks stalled. */
+ * backstop's own view (o), and still looks stalled; or a new one if the
+ * stand-in serving it is stuck (lessee_check). */
 static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
 {
     uint64_t sus = __atomic_exchange_n(&w->suspect, 0, __ATOMIC_ACQ_REL);
     int long_enough = observe(vp, o, t);
     if (sus && sus - 1 == __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED))
         long_enough = 1;
-    if (!long_enough || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE))
+    struct standin *busy = __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE);
+    if (busy) {
+        if (busy != CLAIMED)
+            lessee_check(vp, w, busy, t);
+        return;
+    }
+    if (!long_enough)
         return;
     if (looks_stalled(vp)) {
         (void)nth_standin_lend(vp);  /* on failure: try next period */

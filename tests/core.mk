@@ -4,7 +4,8 @@
 core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
-	tests/core/test_topology tests/core/test_helper_mask tests/core/test_fork
+	tests/core/test_topology tests/core/test_helper_mask tests/core/test_fork \
+	tests/core/test_ldso_pin
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -15,6 +16,16 @@ tests_core_test_create_join_SOURCES = tests/core/test_create_join.c tests/core/c
 tests_core_test_create_join_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_create_join_LDFLAGS = $(core_test_ldflags)
 tests_core_test_create_join_LDADD = $(core_test_libs)
+
+# test_ldso_pin dlopens libldso_pin.so (from .libs next to it), whose
+# constructor and destructor call back into the program (exported).
+tests_core_test_ldso_pin_SOURCES = tests/core/test_ldso_pin.c tests/core/child.h
+tests_core_test_ldso_pin_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_ldso_pin_LDFLAGS = $(core_test_ldflags) -Wl,--export-dynamic
+tests_core_test_ldso_pin_LDADD = $(core_test_libs) -ldl
+check_LTLIBRARIES += tests/core/libldso_pin.la
+tests_core_libldso_pin_la_SOURCES = tests/core/ldso_pin_lib.c
+tests_core_libldso_pin_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 
 tests_core_test_fork_SOURCES = tests/core/test_fork.c tests/core/child.h
 tests_core_test_fork_CFLAGS = $(TEST_CFLAGS)

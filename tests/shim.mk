@@ -219,7 +219,8 @@ tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_guard_LDADD =
 
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
-# makes threads. Neither is sanitizer-instrumented (see above).
+# makes threads, and opens and closes libdlclose.so, whose constructor and
+# destructor do. None is sanitizer-instrumented (see above).
 check_PROGRAMS += tests/shim/posix-dlctor
 tests_shim_posix_dlctor_SOURCES = tests/shim/dlctor.c tests/shim/check.h
 tests_shim_posix_dlctor_CPPFLAGS = $(shim_posix_cppflags)
@@ -231,6 +232,11 @@ tests_shim_libdlctor_la_SOURCES = tests/shim/dlctor-lib.c
 tests_shim_libdlctor_la_CFLAGS = $(shim_posix_cflags)
 tests_shim_libdlctor_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(AX_PTHREAD_CFLAGS)
 tests_shim_libdlctor_la_LIBADD =
+check_LTLIBRARIES += tests/shim/libdlclose.la
+tests_shim_libdlclose_la_SOURCES = tests/shim/dlclose-lib.c
+tests_shim_libdlclose_la_CFLAGS = $(shim_posix_cflags)
+tests_shim_libdlclose_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(AX_PTHREAD_CFLAGS)
+tests_shim_libdlclose_la_LIBADD =
 
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.

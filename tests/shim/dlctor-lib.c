@@ -4,10 +4,13 @@
  * those joins (after which the caller may resume on another kernel thread
  * under the shim) makes the process's first call to each of several
  * pthread_attr functions; it ends with a detached thread made with an
- * attribute, as libraries that start a worker do.
+ * attribute, as libraries that start a worker do. Its destructor, run
+ * at exit, makes and joins a thread as well.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
 
 int dlctor_sum, dlctor_calls_ok;
 static volatile int detached_ran;
@@ -67,4 +70,18 @@ __attribute__((constructor)) static void dlctor_init(void)
     ok += pthread_create(&d, &a, detached, NULL) == 0;
     ok += pthread_attr_destroy(&a) == 0;
     dlctor_calls_ok = ok;
+}
+
+/* Never dlclosed: runs at exit (glibc's _dl_fini, after main returned
+ * and printed its last line), where it makes and joins a thread too;
+ * silent unless that fails (a hang is the harness's timeout). */
+__attribute__((destructor)) static void dlctor_fini(void)
+{
+    int before = dlctor_sum;
+    spawn_join(10);
+    if (dlctor_sum != before + 10) {
+        printf("FAIL: the exit-time destructor's thread was not joined\n");
+        fflush(stdout);
+        _exit(1);
+    }
 }
