@@ -30,7 +30,7 @@ bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
 # 0.15 s minutes later); aligning only removes code placement as a factor.
 KERNEL_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -ffp-contract=off -falign-loops=64
 KERNEL_LIBS = $(HWLOC_LIBS) -lm
-kernel_common = bench/kernels/harness.c bench/kernels/harness.h bench/kernels/jrandom.h \
+kernel_common = bench/kernels/harness.c bench/kernels/harness.h bench/kernels/migrations.c bench/kernels/migrations.h bench/kernels/jrandom.h \
 	bench/kernels/team.h bench/kernels/team_cpus.c
 kernel_programs = bench/lu-seq bench/sor-seq bench/lu-glibc bench/sor-glibc
 bench_lu_seq_SOURCES = bench/kernels/lu.c bench/kernels/team_seq.c $(kernel_common)

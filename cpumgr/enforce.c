@@ -42,11 +42,12 @@ int cm_maps_segment(pid_t pid, const char *name)
     return found;
 }
 
-/* State (field 3) and last CPU (field 39) of one thread; 0 or -1. */
-static int thread_stat(pid_t pid, const char *tid, char *state, int *cpu)
+/* State (field 3) and last CPU (field 39) of one thread; 0 or -1. Read
+ * from /proc/TID/stat, not /proc/PID/task/TID/stat: enforce.h says why. */
+static int thread_stat(const char *tid, char *state, int *cpu)
 {
-    char path[96], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, tid);
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%.20s/stat", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -77,18 +78,26 @@ int cm_enforce_move(hwloc_topology_t topo, pid_t pid, hwloc_const_bitmap_t taken
     DIR *d = opendir(path);
     if (!d)
         return 0;
+    hwloc_bitmap_t allowed = hwloc_bitmap_alloc();
     int moved = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
-        char st;
-        int cpu;
-        if (thread_stat(pid, e->d_name, &st, &cpu) != 0 || st != 'R' || cpu < 0 ||
-            !hwloc_bitmap_isset(taken, (unsigned)cpu))
-            continue;
         long tid = strtol(e->d_name, NULL, 10);
         if (tid <= 0)
+            continue;
+        /* A thread not allowed on any taken CPU cannot run there (a VP
+         * bound to a CPU the client kept): no /proc file for it. When the
+         * affinity cannot be read, the state decides, as before. */
+        if (allowed &&
+            hwloc_get_proc_cpubind(topo, (hwloc_pid_t)tid, allowed, HWLOC_CPUBIND_THREAD) == 0 &&
+            !hwloc_bitmap_intersects(allowed, taken))
+            continue;
+        char st;
+        int cpu;
+        if (thread_stat(e->d_name, &st, &cpu) != 0 || st != 'R' || cpu < 0 ||
+            !hwloc_bitmap_isset(taken, (unsigned)cpu))
             continue;
         if (hwloc_set_proc_cpubind(topo, (hwloc_pid_t)tid, to, HWLOC_CPUBIND_THREAD) == 0) {
             if (!moved)
@@ -97,5 +106,6 @@ int cm_enforce_move(hwloc_topology_t topo, pid_t pid, hwloc_const_bitmap_t taken
         }
     }
     closedir(d);
+    hwloc_bitmap_free(allowed);
     return moved;
 }

@@ -11,7 +11,7 @@
  * counter has not moved for NTH_STALL_US while the VP is running a
  * nano-thread (not idle, not parked, not disabled), its local ready queue
  * (or, the global queue) is non-empty, and its kernel thread is asleep in
- * the kernel (state S or D in /proc/self/task/TID/stat). The last test keeps
+ * the kernel (state S or D in /proc/TID/stat). The last test keeps
  * the watchdog off a nano-thread that computes without scheduling points:
  * that thread uses its CPU, and a stand-in would only halve it.
  *
@@ -176,13 +176,18 @@ static int64_t now_ns(void)
 }
 
 /* 1 if kernel thread tid is asleep in the kernel (S or D), 0 if it runs or
- * is unknown: only a thread that does not use its CPU may get a stand-in. */
+ * is unknown: only a thread that does not use its CPU may get a stand-in.
+ * /proc/TID/stat, not /proc/self/task/TID/stat: the state field is the
+ * thread's own in both (proc(5)), but a file opened under
+ * /proc/PID/task/TID/ makes the process dear to reap -- its parent then
+ * spends up to 100 ms of CPU in wait4 (proc_flush_pid; bench/RESULTS.md
+ * "mal3", "mig"). */
 static int tid_sleeping(int tid)
 {
     if (tid <= 0)
         return 0;
     char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    snprintf(path, sizeof path, "/proc/%d/stat", tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;

@@ -47,3 +47,8 @@ tests_cpumgr_test_runtime_LDADD = $(CPUMGR_TEST_LIBS) -lrt
 # checked at start with nothing left behind, --watch MS.
 TESTS += tests/cpumgr/cli.sh
 EXTRA_DIST += tests/cpumgr/cli.sh
+
+# The enforcement pass opens no /proc/PID/task/TID/ file of its clients
+# (they would make each client dear to reap), under strace.
+TESTS += tests/cpumgr/enforce_no_task_proc.sh
+EXTRA_DIST += tests/cpumgr/enforce_no_task_proc.sh

@@ -14,5 +14,12 @@ tests_test_team_openmp_CFLAGS = $(TEST_CFLAGS) $(OPENMP_CFLAGS)
 tests_test_team_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
 tests_test_team_openmp_LDADD = $(CMOCKA_LIBS) $(HWLOC_LIBS)
 endif
-dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh
-TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh
+check_PROGRAMS += tests/test_migrations
+tests_test_migrations_SOURCES = tests/test_migrations.c bench/kernels/migrations.c bench/kernels/migrations.h
+tests_test_migrations_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels
+tests_test_migrations_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_test_migrations_LDADD = $(CMOCKA_LIBS) -lpthread
+dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh \
+	tests/kernels_no_task_proc.sh
+TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh \
+	tests/test_migrations tests/kernels_no_task_proc.sh

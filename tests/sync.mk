@@ -55,6 +55,10 @@ tests_sync_test_watchdog_SOURCES = tests/sync/test_watchdog.c
 tests_sync_test_watchdog_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_watchdog_LDFLAGS = -static
 tests_sync_test_watchdog_LDADD = $(TEST_LIBS)
+# The same program under strace: the monitor reads no /proc/self/task/TID/
+# file (it would make the process dear to reap).
+TESTS += tests/sync/watchdog_no_task_proc.sh
+EXTRA_DIST += tests/sync/watchdog_no_task_proc.sh
 
 # Biased normal mutexes: revocation under load, condvar ping-pong across
 # it, the owner moving to another VP, a blocking stand-in as the revoker.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The workload driver's tiny preset runs end to end: every line of --json
 # parses, every mix of every build reports makespan, efficiency (with the
-# fraction of CPU time left idle), migrations and one degradation per
+# fraction of CPU time left idle, the driver's and the kernels' CPU
+# seconds), migrations (null when not counted) and one degradation per
 # instance, with sane values; the sequential build's reference mixes run
 # with one thread per instance.
 set -u
@@ -25,7 +26,10 @@ jq -e -s '
   and all(.[] | select(.bench == "workload_efficiency"); .value > 0 and .cpu_idle >= 0 and .cpu_idle <= 1)
   and ([.[] | select(.bench == "workload_makespan" and .impl == "seq")] | length) == 2
   and all(.[] | select(.bench == "degradation" and .impl == "seq"); .params.threads == 1)
-  and all(.[] | select(.bench == "migrations_per_s"); .value >= 0)
+  and all(.[] | select(.bench == "migrations_per_s");
+          (.source | type) == "string" and
+          (if (.source | contains("none")) then .value == null else .value >= 0 end))
+  and all(.[] | select(.bench == "workload_efficiency"); .driver_cpu_s >= 0 and .kernels_cpu_s > 0)
   and all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")
   and ([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3
   and (map(.bench) | unique) == (["degradation", "migrations_per_s", "workload_efficiency", "workload_makespan"])

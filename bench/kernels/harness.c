@@ -1,8 +1,8 @@
 /* harness.c -- see harness.h. */
 #include "harness.h"
+#include "migrations.h"
 #include "team.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,49 +34,6 @@ __attribute__((weak)) double harness_settle(long run, double *cpu)
     (void)run;
     *cpu = 0;
     return 0;
-}
-
-/* CPU migrations of this process so far: the sum of se.nr_migrations over
- * its live threads (/proc/self/task/TID/sched, CONFIG_SCHED_DEBUG). Read
- * while the team's workers still exist, so their migrations count. -1 when
- * the kernel does not export it. */
-static long migrations(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    long total = 0;
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[96], line[256];
-        snprintf(path, sizeof path, "/proc/self/task/%.40s/sched", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        char first[256] = "";
-        while (fgets(line, sizeof line, f)) {
-            if (!first[0])
-                snprintf(first, sizeof first, "%s", line);
-            if (strncmp(line, "se.nr_migrations", 16) == 0) {
-                char *colon = strchr(line, ':');
-                if (colon) {
-                    long m = strtol(colon + 1, NULL, 10);
-                    total += m;
-                    found = 1;
-                    /* Which threads migrate (the runtime names its own). */
-                    if (getenv("HARNESS_MIGRATIONS_DETAIL"))
-                        fprintf(stderr, "migrations %ld: %s", m, first);
-                }
-                break;
-            }
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return found ? total : -1;
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
@@ -161,6 +118,9 @@ int harness_main(int argc, char **argv, const struct kernel *k)
     if (!threads_given && !strcmp(team_impl(), "seq"))
         threads = 1;
 
+    /* Before team_start: the counter covers the threads created after it. */
+    if (migr_start())
+        return 2;
     int err = team_start((int)threads, malleable);
     if (err) {
         fprintf(stderr, "%s: cannot start a team of %ld%s in the %s build: %s\n", argv[0], threads,
@@ -185,8 +145,9 @@ int harness_main(int argc, char **argv, const struct kernel *k)
     }
     int nteam = team_size(), failed = 0;
     if (!json)
-        printf("%s  impl=%s  size=%ld  threads=%d%s\n%4s %12s  %-8s %s\n", k->name, team_impl(), size,
-               nteam, malleable ? " (malleable)" : "", "run", "time (s)", "valid", "check");
+        printf("%s  impl=%s  size=%ld  threads=%d%s  migrations counted by: %s%s%s\n%4s %12s  %-8s %s\n",
+               k->name, team_impl(), size, nteam, malleable ? " (malleable)" : "", migr_source(),
+               *migr_why() ? ", " : "", migr_why(), "run", "time (s)", "valid", "check");
     for (long r = 0; r < runs; r++) {
         const char *arm = harness_arm(r);
         k->generate();
@@ -203,7 +164,7 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         memset(&c, 0, sizeof c);
         k->validate(corrupt, &c);
         times[r] = t;
-        long mig = migrations();
+        long mig = migr_read();
         if (!c.ok) {
             failed = 1;
             fprintf(stderr, "%s: run %ld: validation FAILED (%s)\n", argv[0], r + 1, c.human);
@@ -211,16 +172,16 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         if (json && arm)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
-                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f,"
+                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"migrations_source\":\"%s\",\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f,"
                    "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f}\n",
                    k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
-                   c.ok ? "true" : "false", c.json, mig, r, arm, ct, settle, settle_cpu);
+                   c.ok ? "true" : "false", c.json, mig, migr_source(), r, arm, ct, settle, settle_cpu);
         else if (json)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
-                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld}\n",
+                   "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"migrations_source\":\"%s\"}\n",
                    k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
-                   c.ok ? "true" : "false", c.json, mig);
+                   c.ok ? "true" : "false", c.json, mig, migr_source());
         else
             printf("%4ld %12.6f  %-8s %s\n", r + 1, t, c.ok ? "ok" : "WRONG", c.human);
         fflush(stdout);
