@@ -165,7 +165,22 @@ static void start_daemon(const char *extra)
         if (s) ncpus = (int)s->ncpus;
         cm_seg_unmap(s);
         if (ok) return;
-        if (ms() - t0 > WAIT_MS) fail_msg("daemon not ready on %s", seg);
+        /* A daemon that exited will never be ready: say so now, with its
+         * log. One that runs is given long: no start-up time is promised,
+         * and an ASan daemon loading the topology took over 8 s at load
+         * 170 (test_group_other_user, original bound WAIT_MS). */
+        int st;
+        if (waitpid(daemon_pid, &st, WNOHANG) == daemon_pid) {
+            for (int i = 0; i < nkids; i++) /* reaped: teardown must not kill its pid */
+                if (kids[i] == daemon_pid)
+                    kids[i] = kids[--nkids];
+            char cmd[PATH_MAX + 32];
+            snprintf(cmd, sizeof cmd, "cat %s >&2", logf);
+            (void)!system(cmd);
+            fail_msg("daemon exited (status %d) before it was ready on %s",
+                     WIFEXITED(st) ? WEXITSTATUS(st) : -1, seg);
+        }
+        if (ms() - t0 > 4 * WAIT_MS) fail_msg("daemon not ready on %s", seg);
         sleep_ms(5);
     }
 }
