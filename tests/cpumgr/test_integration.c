@@ -996,6 +996,11 @@ static void test_version_refused(void **state)
     drain(&a);
     assert_int_equal(a.attached, 0);
     assert_int_equal(count_in(logf, "refused: another layout version"), 1);
+    /* The client's line names both versions, as the daemon's does. */
+    char both[128];
+    snprintf(both, sizeof both, "another layout version (the segment's %u) (this libnth speaks "
+             "layout version %u)", NTH_CPUMGR_LAYOUT_VERSION + 98, NTH_CPUMGR_LAYOUT_VERSION);
+    assert_int_equal(count_in(logf, both), 1);
     munmap(s, sizeof *s);
 }
 
