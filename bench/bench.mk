@@ -168,3 +168,11 @@ bench-shim: bench/shim-pingpong libnth-pthread.la
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)
+
+# Placement cost on synthetic topologies of 64-512 PUs (bench/cpumgr_place.c):
+# what each rebalance spends choosing CPUs.
+bench_programs += bench/cpumgr-place
+noinst_PROGRAMS += bench/cpumgr-place
+bench_cpumgr_place_SOURCES = bench/cpumgr_place.c
+bench_cpumgr_place_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/cpumgr
+bench_cpumgr_place_LDADD = cpumgr/libcpumgr-core.la $(HWLOC_LIBS)

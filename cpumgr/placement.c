@@ -9,51 +9,103 @@
 
 #include "placement.h"
 
-/* Depth of the deepest common ancestor of two PUs; -1 if unknown. */
-static int closeness(hwloc_topology_t topo, unsigned a, unsigned b)
+/* PU objects by OS index, built once per call of cm_place_all/cm_share:
+ * hwloc_get_pu_obj_by_os_index() walks the PU level, and the scoring below
+ * asks for a PU per candidate per step (cubic on a big machine: 6 s for a
+ * rebalance of 128 PUs, 86 s for 256, bench/RESULTS.md "audit5"). */
+struct pus {
+    hwloc_obj_t *by_os;
+    unsigned n;            /* entries of by_os */
+    hwloc_bitmap_t tmp;    /* scratch for score() */
+};
+
+static int pus_init(hwloc_topology_t topo, struct pus *t)
 {
-    hwloc_obj_t oa = hwloc_get_pu_obj_by_os_index(topo, a);
-    hwloc_obj_t ob = hwloc_get_pu_obj_by_os_index(topo, b);
-    if (!oa || !ob)
-        return -1;
-    hwloc_obj_t c = hwloc_get_common_ancestor_obj(topo, oa, ob);
-    return c ? c->depth : -1;
+    t->by_os = NULL;
+    t->n = 0;
+    t->tmp = hwloc_bitmap_alloc();
+    if (!t->tmp)
+        return ENOMEM;
+    hwloc_obj_t pu = NULL;
+    while ((pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu)) != NULL)
+        if (pu->os_index + 1 > t->n)
+            t->n = pu->os_index + 1;
+    t->by_os = calloc(t->n ? t->n : 1, sizeof *t->by_os);
+    if (!t->by_os) {
+        hwloc_bitmap_free(t->tmp);
+        return ENOMEM;
+    }
+    while ((pu = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PU, pu)) != NULL)
+        t->by_os[pu->os_index] = pu;
+    return 0;
 }
 
-/* How close cpu is to the members of set (excluding itself): the closest
- * member first, then the sum over all members. */
-static void score(hwloc_topology_t topo, unsigned cpu, hwloc_const_bitmap_t set,
+static void pus_free(struct pus *t)
+{
+    free(t->by_os);
+    hwloc_bitmap_free(t->tmp);
+}
+
+static hwloc_obj_t pu_of(const struct pus *t, unsigned cpu)
+{
+    return cpu < t->n ? t->by_os[cpu] : NULL;
+}
+
+/* How close cpu is to the members of set (excluding itself): best, the
+ * depth of the deepest common ancestor with any member (-1 if none or
+ * unknown), and sum, those depths summed over all members (-1 for a member
+ * outside the topology). "Close" is a deep common ancestor: two PUs of one
+ * core beat two cores of one L3, and so on. Computed by walking up cpu's
+ * ancestors and counting the members each one adds -- the members first
+ * met at ancestor A have A as their common ancestor with cpu -- so a
+ * score costs (depth x set words), not (members x depth). */
+static void score(const struct pus *t, unsigned cpu, hwloc_const_bitmap_t set,
                   int *best, long *sum)
 {
-    unsigned m;
+    int self = hwloc_bitmap_isset(set, cpu);
+    int others = hwloc_bitmap_weight(set) - self;
     *best = -1;
     *sum = 0;
-    hwloc_bitmap_foreach_begin(m, set) {
-        if (m == cpu)
+    if (others <= 0)
+        return;
+    hwloc_obj_t o = pu_of(t, cpu);
+    if (!o) {
+        *sum = -(long)others;
+        return;
+    }
+    int seen = 0; /* members other than cpu inside the last ancestor */
+    for (hwloc_obj_t a = o->parent; a; a = a->parent) {
+        if (!a->cpuset)
             continue;
-        int d = closeness(topo, cpu, m);
-        if (d > *best) *best = d;
-        *sum += d;
-    } hwloc_bitmap_foreach_end();
+        hwloc_bitmap_and(t->tmp, a->cpuset, set);
+        int in = hwloc_bitmap_weight(t->tmp) - (self && hwloc_bitmap_isset(a->cpuset, cpu));
+        if (in > seen) {
+            if (*best < 0)
+                *best = a->depth;
+            *sum += (long)a->depth * (in - seen);
+            seen = in;
+        }
+    }
+    *sum -= others - seen; /* members outside the topology: -1 each */
 }
 
-static int logical(hwloc_topology_t topo, unsigned cpu)
+static int logical(const struct pus *t, unsigned cpu)
 {
-    hwloc_obj_t o = hwloc_get_pu_obj_by_os_index(topo, cpu);
+    hwloc_obj_t o = pu_of(t, cpu);
     return o ? (int)o->logical_index : INT_MAX;
 }
 
 /* Drop the least compact member of set until it has count CPUs. */
-static void shrink(hwloc_topology_t topo, hwloc_bitmap_t set, int count)
+static void shrink(const struct pus *t, hwloc_bitmap_t set, int count)
 {
     while (hwloc_bitmap_weight(set) > count) {
         int victim = -1, vb = 0, vl = 0;
         long vs = 0;
         unsigned c;
         hwloc_bitmap_foreach_begin(c, set) {
-            int b, l = logical(topo, c);
+            int b, l = logical(t, c);
             long s;
-            score(topo, c, set, &b, &s);
+            score(t, c, set, &b, &s);
             if (victim < 0 || b < vb || (b == vb && (s < vs || (s == vs && l > vl)))) {
                 victim = (int)c; vb = b; vs = s; vl = l;
             }
@@ -102,15 +154,15 @@ static int seed(hwloc_topology_t topo, hwloc_const_bitmap_t cand, int need,
 }
 
 /* Add to app the candidate closest to its current CPUs. */
-static int closest(hwloc_topology_t topo, hwloc_const_bitmap_t cand, hwloc_const_bitmap_t set)
+static int closest(const struct pus *t, hwloc_const_bitmap_t cand, hwloc_const_bitmap_t set)
 {
     int pick = -1, pb = 0, pl = 0;
     long ps = 0;
     unsigned c;
     hwloc_bitmap_foreach_begin(c, cand) {
-        int b, l = logical(topo, c);
+        int b, l = logical(t, c);
         long s;
-        score(topo, c, set, &b, &s);
+        score(t, c, set, &b, &s);
         if (pick < 0 || b > pb || (b == pb && (s > ps || (s == ps && l < pl)))) {
             pick = (int)c; pb = b; ps = s; pl = l;
         }
@@ -122,6 +174,9 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
                  struct cm_place *apps, int n)
 {
     int rc = ENOMEM;
+    struct pus t;
+    if (pus_init(topo, &t) != 0)
+        return ENOMEM;
     hwloc_bitmap_t freeset = hwloc_bitmap_dup(owned);
     hwloc_bitmap_t cand = hwloc_bitmap_alloc();
     hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
@@ -135,7 +190,7 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
         if (apps[i].prev)
             hwloc_bitmap_and(apps[i].out, apps[i].prev, apps[i].allowed);
         hwloc_bitmap_and(apps[i].out, apps[i].out, freeset);
-        shrink(topo, apps[i].out, apps[i].count > 0 ? apps[i].count : 0);
+        shrink(&t, apps[i].out, apps[i].count > 0 ? apps[i].count : 0);
         hwloc_bitmap_andnot(freeset, freeset, apps[i].out);
     }
     /* Grow: largest deficit first, so big apps find whole caches free. */
@@ -156,7 +211,7 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
             hwloc_bitmap_and(cand, freeset, a->allowed);
             if (hwloc_bitmap_iszero(cand))
                 break;
-            int c = have == 0 ? seed(topo, cand, a->count, tmp) : closest(topo, cand, a->out);
+            int c = have == 0 ? seed(topo, cand, a->count, tmp) : closest(&t, cand, a->out);
             if (c < 0)
                 break;
             hwloc_bitmap_set(a->out, (unsigned)c);
@@ -181,7 +236,7 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
                 int c = hwloc_bitmap_first(tmp);
                 hwloc_bitmap_clr(b->out, (unsigned)c);
                 int alt = hwloc_bitmap_iszero(b->out) ? hwloc_bitmap_first(cand)
-                                                      : closest(topo, cand, b->out);
+                                                      : closest(&t, cand, b->out);
                 if (alt < 0)
                     alt = hwloc_bitmap_first(cand);
                 hwloc_bitmap_set(b->out, (unsigned)alt);
@@ -199,11 +254,15 @@ out:
     hwloc_bitmap_free(cand);
     hwloc_bitmap_free(tmp);
     free(order);
+    pus_free(&t);
     return rc;
 }
 
 int cm_share(hwloc_topology_t topo, struct cm_place *apps, int n)
 {
+    struct pus t;
+    if (pus_init(topo, &t) != 0)
+        return ENOMEM;
     hwloc_bitmap_t cand = hwloc_bitmap_alloc(), tmp = hwloc_bitmap_alloc(),
                    taken = hwloc_bitmap_alloc();
     int rc = ENOMEM;
@@ -238,7 +297,7 @@ int cm_share(hwloc_topology_t topo, struct cm_place *apps, int n)
         while (hwloc_bitmap_weight(B->out) < B->request && !hwloc_bitmap_iszero(cand)) {
             int c = hwloc_bitmap_iszero(B->out)
                         ? seed(topo, cand, B->request, tmp)
-                        : closest(topo, cand, B->out);
+                        : closest(&t, cand, B->out);
             if (c < 0)
                 break;
             hwloc_bitmap_clr(cand, (unsigned)c);
@@ -258,6 +317,7 @@ out:
     hwloc_bitmap_free(taken);
     free(done);
     free(received);
+    pus_free(&t);
     return rc;
 }
 

@@ -89,8 +89,15 @@ int cm_status(const char *name, unsigned watch_ms)
 {
     if (!watch_ms)
         return print_once(name);
-    for (;;) {
-        printf("\033[H\033[2J");
+    /* Clear the screen only on a terminal: piped to a file or `tee`, the
+     * escape codes would be junk in the log; there a blank line separates
+     * the tables. */
+    int tty = isatty(STDOUT_FILENO);
+    for (int first = 1;; first = 0) {
+        if (tty)
+            printf("\033[H\033[2J");
+        else if (!first)
+            printf("\n");
         int rc = print_once(name);
         fflush(stdout);
         if (rc == 1)

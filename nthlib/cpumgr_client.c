@@ -362,12 +362,22 @@ static void map_segment(void)
     if (p == MAP_FAILED || s->magic != NTH_CPUMGR_MAGIC ||
         s->layout_version != NTH_CPUMGR_LAYOUT_VERSION || s->size != sizeof *s ||
         s->max_slots != NTH_CPUMGR_MAX_SLOTS) {
+        /* Both versions, as the daemon says them (cpumgr(8)): which side
+         * is older is what the user needs to know. */
+        char why[96];
+        if (p == MAP_FAILED)
+            snprintf(why, sizeof why, "too small or unreadable");
+        else if (s->magic != NTH_CPUMGR_MAGIC)
+            snprintf(why, sizeof why, "not a cpumgr segment");
+        else if (s->layout_version != NTH_CPUMGR_LAYOUT_VERSION)
+            snprintf(why, sizeof why, "another layout version (the segment's %u)",
+                     s->layout_version);
+        else
+            snprintf(why, sizeof why, "size or slot count not those of its layout version");
         if (!C.warned)
             fprintf(stderr, "nthlib: cpumgr segment %s refused: %s (this libnth speaks "
-                    "layout version %u); running alone\n", C.name,
-                    p == MAP_FAILED ? "too small or unreadable" :
-                    s->magic != NTH_CPUMGR_MAGIC ? "not a cpumgr segment" :
-                    "another layout version", NTH_CPUMGR_LAYOUT_VERSION);
+                    "layout version %u); running alone\n", C.name, why,
+                    NTH_CPUMGR_LAYOUT_VERSION);
         C.warned = 1;
         if (p != MAP_FAILED)
             munmap(p, sizeof *s);

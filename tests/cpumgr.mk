@@ -10,6 +10,11 @@ tests_cpumgr_test_policy_LDADD = $(CPUMGR_TEST_LIBS)
 tests_cpumgr_test_placement_SOURCES = tests/cpumgr/test_placement.c
 tests_cpumgr_test_placement_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_placement_LDADD = $(CPUMGR_TEST_LIBS)
+check_PROGRAMS += tests/cpumgr/test_accounting
+TESTS += tests/cpumgr/test_accounting
+tests_cpumgr_test_accounting_SOURCES = tests/cpumgr/test_accounting.c
+tests_cpumgr_test_accounting_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_test_accounting_LDADD = $(CPUMGR_TEST_LIBS)
 
 # client_app links libnth statically: it calls the client's internal
 # (hidden) entry points the way the runtime will.

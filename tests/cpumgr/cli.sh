@@ -6,7 +6,9 @@
 # segment, no file); a second daemon refused on a running one's segment
 # neither clobbers that one's trace nor leaves files it created; relative
 # file names are taken from the starting directory although the daemon
-# runs in /; `status --watch MS` as well as `--watch=MS`.
+# runs in /; `status --watch MS` as well as `--watch=MS`; a watch on a
+# running daemon refreshes, writes no escape codes to a file, and ends
+# when the daemon is stopped.
 set -uo pipefail
 top_builddir=${top_builddir:-$(pwd)}
 cm=$top_builddir/cpumgr/cpumgr
@@ -123,4 +125,22 @@ run 1 "status --watch (no daemon)" "$cm" status --name "$seg" --watch
 run 2 "status --watch 5 (below 10 ms)" "$cm" status --name "$seg" --watch 5
 one_line "status --watch 5: one line" "^cpumgr: --watch: bad value '5'"
 run 2 "status --watch x: not a number, an unexpected argument" "$cm" status --name "$seg" --watch x
+# status --watch on a running daemon: the table again and again (at least
+# three of them), no terminal escape codes when the output is a file, and
+# the watch ends by itself, status 1, once `cpumgr stop` removed the
+# segment (it used to need ^C whatever happened to the daemon).
+run 0 "daemon for status --watch" "$cm" --name "$seg"
+timeout -s KILL 120 "$cm" status --name "$seg" --watch 20 >"$tmp/watch" 2>"$tmp/watch.err" &
+wpid=$!
+for _ in $(seq 600); do
+  [ "$(grep -c '^cpumgr .*: daemon pid' "$tmp/watch")" -ge 3 ] && break
+  sleep 0.1
+done
+n=$(grep -c '^cpumgr .*: daemon pid .* running' "$tmp/watch")
+[ "$n" -ge 3 ] && ok "status --watch 20: $n tables" || bad "status --watch 20: $n tables: $(head -c 300 "$tmp/watch")"
+if grep -q "$(printf '\033')" "$tmp/watch"; then bad "status --watch to a file: escape codes in it"; else ok "status --watch to a file: no escape codes"; fi
+"$cm" stop --name "$seg" >/dev/null 2>&1
+wait "$wpid"; wrc=$?
+[ "$wrc" = 1 ] && ok "status --watch ends with status 1 when the daemon stops" || bad "status --watch after stop: status $wrc"
+grep -q "no daemon" "$tmp/watch.err" && ok "status --watch after stop: says no daemon" || bad "status --watch after stop: $(cat "$tmp/watch.err")"
 exit $fail

@@ -240,6 +240,37 @@ static void test_large(void **state)
     destroy(f);
 }
 
+/* 256 PUs with an L3 level (a 4-socket server): one application per
+ * package, then a shrink and a grow that move only the CPUs that change
+ * hands, one whole L3 of them. Before the placement kept a PU table
+ * (placement.c, struct pus) this one test took over a minute. */
+static void test_256(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:4 l3:2 core:16 pu:2");
+    assert_int_equal(hwloc_bitmap_weight(f->owned), 256);
+    int c1[] = {64, 64, 64, 64};
+    place(f, 4, c1);
+    assert_disjoint(f, 4);
+    for (int i = 0; i < 4; i++)
+        assert_true(is_one_object(f, f->a[i].out, HWLOC_OBJ_PACKAGE));
+    commit(f, 4);
+    int c2[] = {32, 96, 64, 64};
+    place(f, 4, c2);
+    assert_disjoint(f, 4);
+    assert_int_equal(moved(f, 4), 64); /* 32 leave app 0, 32 reach app 1 */
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->prev[0]));
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_L3CACHE));
+    hwloc_bitmap_t gone = hwloc_bitmap_alloc();
+    hwloc_bitmap_andnot(gone, f->prev[0], f->a[0].out);
+    assert_true(is_one_object(f, gone, HWLOC_OBJ_L3CACHE));
+    hwloc_bitmap_free(gone);
+    commit(f, 4);
+    place(f, 4, c2); /* same counts: nothing moves */
+    assert_int_equal(moved(f, 4), 0);
+    destroy(f);
+}
+
 /* --share: a satisfied app's CPU goes to an unsatisfied one of equal or
  * higher priority, never to a lower one. */
 static void test_share(void **state)
@@ -268,6 +299,62 @@ static void test_share(void **state)
     assert_int_equal(cm_share(f->topo, f->a, 2), 0);
     assert_true(hwloc_bitmap_iszero(f->a[0].shared));
     assert_true(hwloc_bitmap_iszero(f->a[1].shared));
+    destroy(f);
+}
+
+/* The rest of the --share rule as cpumgr(8) states it: a donor CPU outside
+ * the receiver's affinity mask is not shared; a CPU is shared by two
+ * applications at most (two hungry ones, one donor CPU: one gets it);
+ * higher-priority receivers choose first; an application that received a
+ * shared CPU is no donor (it is satisfied only thanks to another's). */
+static void test_share_rule(void **state)
+{
+    (void)state;
+    /* Affinity: A (satisfied) holds CPU 0 alone; B (hungry) may not use it. */
+    struct fixture *f = make("pack:1 core:2 pu:1");
+    hwloc_bitmap_only(f->allowed[1], 1);
+    f->a[0].count = 1; f->a[0].request = 1;
+    f->a[1].count = 1; f->a[1].request = 2;
+    assert_int_equal(cm_place_all(f->topo, f->owned, f->a, 2), 0);
+    assert_true(hwloc_bitmap_isset(f->a[0].out, 0));
+    assert_int_equal(cm_share(f->topo, f->a, 2), 0);
+    assert_true(hwloc_bitmap_iszero(f->a[0].shared));
+    assert_true(hwloc_bitmap_iszero(f->a[1].shared));
+    assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 1);
+    destroy(f);
+    /* Two hungry receivers of priorities 1 and 2, one donor CPU (A,
+     * priority 1): the priority-2 one gets it, whatever the slot order,
+     * and no CPU is in three applications' sets. */
+    for (int lowfirst = 0; lowfirst < 2; lowfirst++) {
+        f = make("pack:1 core:3 pu:1");
+        int lo = lowfirst ? 1 : 2, hi = lowfirst ? 2 : 1;
+        f->a[0].count = 1; f->a[0].request = 1; f->a[0].priority = 1;
+        f->a[lo].count = 1; f->a[lo].request = 2; f->a[lo].priority = 1;
+        f->a[hi].count = 1; f->a[hi].request = 2; f->a[hi].priority = 2;
+        assert_int_equal(cm_place_all(f->topo, f->owned, f->a, 3), 0);
+        assert_int_equal(cm_share(f->topo, f->a, 3), 0);
+        assert_int_equal(hwloc_bitmap_weight(f->a[hi].shared), 1);
+        assert_int_equal(hwloc_bitmap_weight(f->a[hi].out), 2);
+        assert_true(hwloc_bitmap_iszero(f->a[lo].shared));
+        assert_int_equal(hwloc_bitmap_weight(f->a[lo].out), 1);
+        for (unsigned c = 0; c < 3; c++) {
+            int holders = 0;
+            for (int i = 0; i < 3; i++)
+                holders += hwloc_bitmap_isset(f->a[i].out, c);
+            assert_true(holders <= 2);
+        }
+        destroy(f);
+    }
+    /* Equal priorities, two hungry receivers, one donor CPU: still one
+     * receiver only (at most two applications on a CPU). */
+    f = make("pack:1 core:3 pu:1");
+    for (int i = 0; i < 3; i++) {
+        f->a[i].count = 1;
+        f->a[i].request = i == 0 ? 1 : 2;
+    }
+    assert_int_equal(cm_place_all(f->topo, f->owned, f->a, 3), 0);
+    assert_int_equal(cm_share(f->topo, f->a, 3), 0);
+    assert_int_equal(hwloc_bitmap_weight(f->a[1].shared) + hwloc_bitmap_weight(f->a[2].shared), 1);
     destroy(f);
 }
 
@@ -316,7 +403,9 @@ int main(void)
         cmocka_unit_test(test_affinity),
         cmocka_unit_test(test_constrained_takes_kept),
         cmocka_unit_test(test_large),
+        cmocka_unit_test(test_256),
         cmocka_unit_test(test_share),
+        cmocka_unit_test(test_share_rule),
         cmocka_unit_test(test_masks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
