@@ -171,7 +171,7 @@ static void barrier_wait(struct team *tm, int id)
             struct slot *s = &tm->slots[i];
             if (i != id && __atomic_load_n(&s->sleep, __ATOMIC_SEQ_CST) &&
                 __atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
-                nth__to_rq_home(s->t);
+                nth__to_rq_home(__atomic_load_n(&s->t, __ATOMIC_RELAXED));
         }
         return;
     }
@@ -301,7 +301,7 @@ static void give(struct worker *w, struct member *m, int from_door)
 {
     nth_t t = w->t;     /* before the store: then the worker may go on */
     struct slot *s = (struct slot *)((char *)m - offsetof(struct slot, m));
-    s->t = t;
+    __atomic_store_n(&s->t, t, __ATOMIC_RELAXED);   /* read by barrier releasers */
     __atomic_store_n(&w->m, m, __ATOMIC_RELEASE);
     if (from_door)
         nth__to_rq_home(t);
