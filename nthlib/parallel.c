@@ -155,6 +155,8 @@ static void home_arrived(void)
 
 /* ---- barrier ------------------------------------------------------------- */
 
+static void take_back(struct team *tm);
+
 /* Centralised counter barrier with a generation number (sense reversal,
  * Mellor-Crummey & Scott 1991): the last to arrive resets the round and
  * bumps gen; the others spin, then sleep. Sleep flags and gen are a Dekker
@@ -177,6 +179,9 @@ static void barrier_wait(struct team *tm, int id)
     }
     if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
         return;
+    /* A member still behind a door would wait for its VP; a sleeper's VP
+     * may run it instead (take_back). */
+    take_back(tm);
     struct slot *s = &tm->slots[id];
     nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_BARRIER);
     for (;;) {
@@ -417,7 +422,9 @@ int nth__team_door_close(struct nth_vp *vp)
     return nth__team_door_take(vp);   /* a member came meanwhile */
 }
 
-/* Before the caller sleeps at the join: a member handed through a door
+/* Before the caller sleeps at the join (or any member at a barrier; the
+ * slots' door fields were written before the start gate opened): a member
+ * handed through a door
  * that its VP has not taken yet (that VP's kernel thread is off its CPU:
  * a loaded machine) is taken back and queued there like any other
  * wake-up, where an idle VP may steal it once the home grace is over,
