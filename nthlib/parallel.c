@@ -349,7 +349,7 @@ static void *worker_main(void *p)
     for (;;) {
         if (!run_member(__atomic_exchange_n(&w.m, NULL, __ATOMIC_ACQUIRE), &w))
             break;
-        /* Exactly one nth__to_rq_home() follows each take, after the
+        /* Exactly one wake-up (give()) follows each take, after the
          * member is stored: wait once at least, so that a wake-up that
          * comes before the nth_wait (its permit) is consumed here and not
          * by a later wait of the member's fn. */
@@ -424,11 +424,10 @@ int nth__team_door_close(struct nth_vp *vp)
 
 /* Before the caller sleeps at the join (or any member at a barrier; the
  * slots' door fields were written before the start gate opened): a member
- * handed through a door
- * that its VP has not taken yet (that VP's kernel thread is off its CPU:
- * a loaded machine) is taken back and queued there like any other
- * wake-up, where an idle VP may steal it once the home grace is over,
- * instead of waiting for that VP. */
+ * handed through a door that its VP has not taken yet (that VP's kernel
+ * thread is off its CPU: a loaded machine) is taken back and queued on
+ * that VP without the home grace, where an idle VP may steal it at once,
+ * as it could steal a created member, instead of waiting for that VP. */
 static void take_back(struct team *tm)
 {
     for (int i = 1; i < tm->n; i++) {
