@@ -3,6 +3,8 @@
 # overhead of the glibc, OpenMP and libnth team backends (bench/kernels/
 # regions.c), the builds run in alternation ROUNDS times (default 5), then
 # the median of each and the ratios other/nth (> 1: libnth is faster).
+# Rows: an empty region, a barrier, and for teams of 2+ a region's start
+# (call to last member's start) and join (last member's end to return).
 # REGIONS_REPS=R: repetitions per batch (regions.c's --reps, default 2000).
 set -eu
 bin=${1:?usage: regions.sh BINDIR [THREADS] [ROUNDS]}
@@ -24,15 +26,18 @@ python3 - "$tmp" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 med = {}
-for b in ("region_parallel", "region_barrier"):
+names = ("region_parallel", "region_barrier", "region_start", "region_join")
+for b in names:
     for impl in sorted({r["impl"] for r in rows}):
         v = [r["value"] for r in rows if r["bench"] == b and r["impl"] == impl]
         if v:
             med[b, impl] = statistics.median(v)
 threads = rows[0]["params"]["threads"]
-print("team of %d, median of %d runs each (ns)" % (threads, len(rows) // (2 * len({r['impl'] for r in rows}))))
+print("team of %d, median of %d runs each (ns)" % (threads, len([r for r in rows if r["bench"] == "region_parallel"]) // len({r['impl'] for r in rows})))
 print("%-16s %12s %12s %12s %10s %10s" % ("overhead", "glibc", "openmp", "nth", "glibc/nth", "openmp/nth"))
-for b in ("region_parallel", "region_barrier"):
+for b in names:
+    if not any(k[0] == b for k in med):
+        continue
     g, o, n = med.get((b, "glibc")), med.get((b, "openmp")), med.get((b, "nth-fixed"))
     f = lambda x: "%12.1f" % x if x else "%12s" % "-"
     q = lambda x: "%10.2f" % (x / n) if x and n else "%10s" % "-"

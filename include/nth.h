@@ -688,9 +688,14 @@ NTH_API int nth_cpumgr_attached(void);
  * decided anew at every region entry, so a malleable application that asks
  * for n = 0 follows the CPUs the CPU manager gives it, region by region.
  *
- * Placement: member i > 0 is created on the i-th enabled VP after the
- * caller's (one member per VP while the team is no larger than the VPs), so
- * a team of the assigned size really runs in parallel. The VPs follow the
+ * Placement: member i > 0 runs on the i-th enabled VP after the caller's
+ * (one member per VP while the team is no larger than the VPs), so a team
+ * of the assigned size really runs in parallel. Members are nano-threads
+ * kept between regions, one waiting per VP (as an OpenMP runtime keeps its
+ * team threads), and created only for a VP that has none waiting: a
+ * member's nano-thread (nth_self(), its nth_key values) may be the one
+ * that ran a member of an earlier region. Waiting members block, using no
+ * CPU, and do not keep the process alive after main's nth_exit(). The VPs follow the
  * assigned CPU set (a VP whose CPU is taken away is disabled and parks), and
  * a caller whose VP lost its CPU moves to one that has a CPU before the team
  * starts.
@@ -717,8 +722,9 @@ typedef void (*nth_team_fn)(int id, int n, void *arg);
  * have returned: 0; EINVAL for a NULL fn or n outside 0..NTH_TEAM_MAX;
  * EAGAIN if the members cannot be created (no member then runs fn: they are
  * held at a start gate until all exist); EPERM from a kernel thread that is
- * no VP. Costs one nano-thread creation per member (descriptors and stacks
- * come from the per-VP caches). */
+ * no VP. Costs, per member, one CAS when its VP spins idle with a member
+ * waiting (that VP wakes it), else a wake-up or, for a VP with none
+ * waiting, a nano-thread creation (bench/RESULTS.md, "lu4"). */
 NTH_API int nth_parallel(int n, nth_team_fn fn, void *arg);
 
 /* Loop schedules, after OpenMP's schedule clause. */

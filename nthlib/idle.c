@@ -148,12 +148,16 @@ void nth_idle_loop(struct nth_vp *vp)
                 spin = nth_rt.team_spin_ns;
         }
         int64_t until = now_ns() + spin;
+        nth__team_door_open(vp);
         do {
             nth_cpu_relax();
             if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                 break;
+            nth__team_door_poll(vp);
             t = nth_sched_pick(vp);
         } while (!t && now_ns() < until);
+        if (nth__team_door_close(vp) && !t && !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+            t = nth_sched_pick(vp);   /* the worker just queued here */
         if (t) {
             __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
             nth_sched_switch(vp, t, NTH_PS_NONE);

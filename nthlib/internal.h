@@ -147,6 +147,10 @@ static inline int nth_rq_empty(struct nth_rq *q)
 /* nth_to_rq(), but the nano-thread goes back to the VP it last ran on
  * rather than next to the waker (team members, parallel.c). Same returns. */
 NTH_HIDDEN int nth__to_rq_home(nth_t th);
+/* nth_to_rq() onto the VP th last ran on, if that VP may run, with no
+ * grace: a thief may take it at once (parallel.c, a team worker handed a
+ * member by a caller on another VP, whose VP may be off its CPU). */
+NTH_HIDDEN int nth__to_rq_last_vp(nth_t th);
 
 /* Takes the nano-thread in vp->next_local, or NULL; any kernel thread may
  * call it (the owner, a thief, a stand-in): the exchange decides who wins. */
@@ -217,6 +221,14 @@ struct nth_vp {
      * likely to come soon, so the idle loop spins NTH_TEAM_SPIN_US rather
      * than NTH_SPIN_US before parking (owner only). */
     int team_linger;
+    /* A team member kept between regions, blocked on this VP until a
+     * region hands it a member record (parallel.c, "workers"): NULL none,
+     * else the worker's record, or'ed with NTH_DOOR_SPIN while this VP
+     * spins idle and will wake it itself; or a member record or'ed with
+     * NTH_DOOR_MEMBER, handed over for this VP to give its worker. CAS
+     * (atomic). */
+    uintptr_t team_worker;
+    void *team_door_worker;           /* the worker flagged by the door (owner only) */
     int rebind;                       /* rebind to cpu at a scheduling point, once enabled */
     /* 1 + the CPU nth_vp_bind() last bound its kernel thread to, 0 when
      * unknown: another thread moved it (bounded reclaim) or it never was.
@@ -452,6 +464,23 @@ NTH_HIDDEN void nth_sched_switch(struct nth_vp *vp, struct nth_thread *next, int
  * and stop inlining there (the exit path of every nano-thread). */
 NTH_HIDDEN void nth_sched_switch_exit(struct nth_vp *vp, struct nth_thread *next, int action);
 NTH_HIDDEN void nth_post_switch(struct nth_vp *vp);
+/* The team door (parallel.c): an idle VP that spins, with a team worker
+ * waiting on it, lets a region's caller hand that worker its member with
+ * one CAS and wakes the worker itself, on its own CPU. The idle loop opens
+ * it before spinning, polls it while spinning and closes it before it
+ * runs anything else or parks. poll and close return 1 when they queued
+ * the worker on vp. Owner VP only. */
+#define NTH_DOOR_SPIN ((uintptr_t)1)
+#define NTH_DOOR_MEMBER ((uintptr_t)2)
+NTH_HIDDEN void nth__team_door_open(struct nth_vp *vp);
+NTH_HIDDEN int nth__team_door_take(struct nth_vp *vp);
+NTH_HIDDEN int nth__team_door_close(struct nth_vp *vp);
+static inline int nth__team_door_poll(struct nth_vp *vp)
+{
+    if (__builtin_expect(!(__atomic_load_n(&vp->team_worker, __ATOMIC_RELAXED) & NTH_DOOR_MEMBER), 1))
+        return 0;
+    return nth__team_door_take(vp);
+}
 NTH_HIDDEN void nth_thread_entry(void *desc);
 /* nth_exit(ret) for t, the nano-thread running on the caller's VP, whose
  * function returned ret (nano_thread.c; skips nth_exit's checks). */

@@ -771,6 +771,10 @@ static void make_ready(struct nth_thread *t, int home)
         struct nth_vp *h = t->vp;
         if (h && h->id >= 0 && !__atomic_load_n(&h->disabled, __ATOMIC_RELAXED)) {
             vp = h;
+            if (home == 2) {
+                nth_sched_enqueue(vp, t);   /* nth__to_rq_last_vp: no grace */
+                return;
+            }
             /* Kept there for thieves a moment (NTH_HOME_GRACE_NS); the
              * woken one clears it (parallel.c, home_arrived). Stored before the
              * enqueue publishes t. */
@@ -858,6 +862,12 @@ int nth__to_rq_home(nth_t th)
 {
     struct nth_thread *t = nth_desc_check(th);
     return t ? to_rq(t, 1) : ESRCH;
+}
+
+int nth__to_rq_last_vp(nth_t th)
+{
+    struct nth_thread *t = nth_desc_check(th);
+    return t ? to_rq(t, 2) : ESRCH;
 }
 
 /* sync_core.h. No handle check: the caller holds a waiter record of t's,

@@ -6,14 +6,13 @@
  * Environment: the team size is chosen at every region entry, so a
  * malleable application follows its CPU assignment region by region.
  *
- * Why members are created per region rather than kept in a pool: a pooled
- * worker would wait in nth_wait() between regions, and nth_to_rq() queues
- * the woken next to the *waker* (Go's runnext), so every region would start
- * on one VP and rely on stealing to spread. Inside a region, the barrier's
- * and the join's wake-ups send a member back to the VP it last ran on
- * (nth__to_rq_home) for the same reason. nth_create() with attr.vp queues each member
- * on its own VP directly, and its descriptor and stack come from that VP's
- * cache, so a region costs a handful of queue operations per member.
+ * Members are kept between regions, one per VP (see "workers" below), and
+ * each is handed its next member with nth__to_rq_home(), which queues it
+ * on the VP it last ran on, not next to the waker as nth_to_rq() does
+ * (Go's runnext: every region would start on the caller's VP and rely on
+ * stealing to spread). The barrier's and the join's wake-ups send a member
+ * home for the same reason. A member for a VP with no worker waiting is
+ * created there (nth_create() with attr.vp).
  *
  * Lifetime: the team record lives in the caller's frame. A member touches it
  * for the last time in depart(), whose decrement is its final access; the
@@ -23,6 +22,7 @@
 #include "trace_core.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,6 +40,7 @@
 #define LEFT_COUNT (LEFT_WAITING - 1)
 
 struct team;
+struct worker;
 
 struct member {
     struct team *team;
@@ -52,6 +53,8 @@ struct slot {
     nth_t t;
     int sleep;                  /* 1: blocked (or about to) in the barrier */
     struct member m;
+    struct nth_vp *door_vp;     /* handed through this VP's door, NULL not */
+    struct worker *door_w;      /* the worker that door had */
 } __attribute__((aligned(NTH_CACHELINE)));
 
 struct team {
@@ -152,6 +155,8 @@ static void home_arrived(void)
 
 /* ---- barrier ------------------------------------------------------------- */
 
+static void take_back(struct team *tm);
+
 /* Centralised counter barrier with a generation number (sense reversal,
  * Mellor-Crummey & Scott 1991): the last to arrive resets the round and
  * bumps gen; the others spin, then sleep. Sleep flags and gen are a Dekker
@@ -168,12 +173,15 @@ static void barrier_wait(struct team *tm, int id)
             struct slot *s = &tm->slots[i];
             if (i != id && __atomic_load_n(&s->sleep, __ATOMIC_SEQ_CST) &&
                 __atomic_exchange_n(&s->sleep, 0, __ATOMIC_ACQ_REL))
-                nth__to_rq_home(s->t);
+                nth__to_rq_home(__atomic_load_n(&s->t, __ATOMIC_RELAXED));
         }
         return;
     }
     if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_eq_int(&tm->gen, g))
         return;
+    /* A member still behind a door would wait for its VP; a sleeper's VP
+     * may run it instead (take_back). */
+    take_back(tm);
     struct slot *s = &tm->slots[id];
     nth_trace_rt_wait_obj_self((uintptr_t)tm, NTH_OBJ_TEAM_BARRIER);
     for (;;) {
@@ -231,9 +239,89 @@ static void depart(struct team *tm)
         nth__to_rq_home(master);
 }
 
-static void *member_main(void *p)
+/* ---- workers: members kept between regions ------------------------------- */
+
+/* A worker is a member nano-thread that, its member done, stays blocked on
+ * its VP (nth_vp.team_worker) for the next region instead of exiting, as
+ * libgomp keeps its team threads. Alone that buys little: a worker woken
+ * from the caller's VP (nth__to_rq_last_vp) costs the caller about what a
+ * creation did (bench/RESULTS.md, "lu4"), since both pull the member's
+ * descriptor and the target VP's queue from the other CPU. It is what
+ * makes the door possible: a member that needs no creation can be started
+ * by its own VP.
+ *
+ * The door: a VP that spins idle with a worker waiting flags it
+ * (NTH_DOOR_SPIN in team_worker), and a region's caller then hands the
+ * member over with a single CAS on that word; the spinning VP sees it,
+ * gives its worker the member and queues it on itself, on its own CPU.
+ * The caller's part of a member's start falls from a creation or a remote
+ * wake-up (1000-1400 cycles measured on this project's VM, the descriptor's,
+ * stack's and queue's lines pulled from the other CPU) to that CAS, and
+ * the region's start (call to the member's first instruction) from
+ * ~1 us to ~0.6 us (bench/regions.sh, region_start). A member handed
+ * over that its VP has not taken when the caller would sleep at the join
+ * is taken back (take_back) and queued like any wake-up, so a VP whose
+ * kernel thread is off its CPU delays it no more than before.
+ *
+ * At most one waits per VP; a member for a VP without one (the first
+ * region, teams larger than the VPs, two regions at once from two callers)
+ * is created as a worker that, when its member is done, takes the VP's
+ * place if it is free and otherwise exits. A worker on a VP that lost its
+ * CPU (disabled) stays blocked, using no CPU, and is not handed members
+ * (run_team picks enabled VPs only); it is taken again once the VP is.
+ *
+ * The record lives in the worker's frame: a worker exits only when it
+ * failed to take the VP's place, so a record found in team_worker stays
+ * valid until its taker has stored the member; the taker reads t first.
+ *
+ * Workers are not counted as live nano-threads (nth_rt.live): their
+ * members always run inside a region whose caller is live and waits for
+ * them, so a program whose main called nth_exit ends when its last other
+ * nano-thread does, not never. A waiting worker's nth_key values stay
+ * with it into its next member, as an OpenMP thread's threadprivate data
+ * does. */
+struct worker {
+    struct member *m;           /* member to run next, NULL while waiting (atomic) */
+    nth_t t;
+};
+
+/* w takes the place of the worker waiting on vp, if it is free and vp
+ * may run; 1 if it did. */
+static int keep_worker(struct nth_vp *vp, struct worker *w)
 {
-    struct member *m = p;
+    uintptr_t none = 0;
+    return vp->id >= 0 && !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) &&
+           __atomic_compare_exchange_n(&vp->team_worker, &none, (uintptr_t)w, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_RELAXED);
+}
+
+/* Hand member m to worker w, which is ours (taken from a VP): exactly one
+ * wake-up per take, after the store (worker_main's wait). From the
+ * worker's own VP (its door) with the home grace, which keeps thieves off
+ * it until that VP picks it a moment later; from another VP without:
+ * there the worker's VP may be off its CPU for long (a loaded machine),
+ * and an idle VP that left it for the grace could park meanwhile, with
+ * nobody to wake it when the grace ends. */
+static void give(struct worker *w, struct member *m, int from_door)
+{
+    nth_t t = w->t;     /* before the store: then the worker may go on */
+    struct slot *s = (struct slot *)((char *)m - offsetof(struct slot, m));
+    __atomic_store_n(&s->t, t, __ATOMIC_RELAXED);   /* read by barrier releasers */
+    __atomic_store_n(&w->m, m, __ATOMIC_RELEASE);
+    if (from_door)
+        nth__to_rq_home(t);
+    else
+        nth__to_rq_last_vp(t);
+}
+
+/* One member's part of its region: the start gate, fn, the departure. The
+ * worker takes its VP's place before it departs, so that the caller's
+ * next region, which cannot begin before that departure, finds it there
+ * (taking it after, the next region came first in 85 % of back-to-back
+ * empty regions and 15 % of LU 1000's, and created a member anyway).
+ * Returns keep_worker()'s answer. */
+static int run_member(struct member *m, struct worker *w)
+{
     struct team *tm = m->team;
     set_member(m);
     __atomic_add_fetch(&tm->started, 1, __ATOMIC_RELEASE);
@@ -247,9 +335,111 @@ static void *member_main(void *p)
         nth_trace_rt_region_end(tm->trace_region);
     }
     set_member(NULL);
-    nth_vp_self()->team_linger = 1;
+    struct nth_vp *vp = nth_vp_self();
+    vp->team_linger = 1;
+    int kept = keep_worker(vp, w);
     depart(tm);
+    return kept;
+}
+
+static void *worker_main(void *p)
+{
+    struct worker w = { p, nth_self() };
+    __atomic_fetch_sub(&nth_rt.live, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        if (!run_member(__atomic_exchange_n(&w.m, NULL, __ATOMIC_ACQUIRE), &w))
+            break;
+        /* Exactly one wake-up (give()) follows each take, after the
+         * member is stored: wait once at least, so that a wake-up that
+         * comes before the nth_wait (its permit) is consumed here and not
+         * by a later wait of the member's fn. */
+        do
+            nth_wait();
+        while (!__atomic_load_n(&w.m, __ATOMIC_ACQUIRE));
+        home_arrived();
+    }
+    __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_SEQ_CST);
     return NULL;
+}
+
+/* Member s->m on VP v: through v's door if v spins idle with a worker
+ * waiting (one CAS here: v wakes the worker on its own CPU, and the
+ * caller goes on to its own share at once); else the worker waiting
+ * there, woken from here; else a new one. Returns 0 or nth_create()'s
+ * error. */
+static int start_member(struct nth_vp *v, nth_attr_t *attr, struct slot *s)
+{
+    uintptr_t x = __atomic_load_n(&v->team_worker, __ATOMIC_ACQUIRE);
+    while (x && !(x & NTH_DOOR_MEMBER)) {
+        if (x & NTH_DOOR_SPIN) {
+            s->door_vp = v;
+            s->door_w = (struct worker *)(x & ~NTH_DOOR_SPIN);
+            if (__atomic_compare_exchange_n(&v->team_worker, &x, (uintptr_t)&s->m | NTH_DOOR_MEMBER, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return 0;
+            s->door_vp = NULL;
+        } else if (__atomic_compare_exchange_n(&v->team_worker, &x, 0, 0, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE)) {
+            give((struct worker *)x, &s->m, 0);
+            return 0;
+        }
+    }
+    attr->vp = v->id;
+    return nth_create(&s->t, attr, worker_main, &s->m);
+}
+
+/* ---- the door (internal.h) ----------------------------------------------- */
+
+void nth__team_door_open(struct nth_vp *vp)
+{
+    uintptr_t x = __atomic_load_n(&vp->team_worker, __ATOMIC_RELAXED);
+    if (x && !(x & (NTH_DOOR_SPIN | NTH_DOOR_MEMBER)) &&
+        __atomic_compare_exchange_n(&vp->team_worker, &x, x | NTH_DOOR_SPIN, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+        vp->team_door_worker = (void *)x;
+}
+
+int nth__team_door_take(struct nth_vp *vp)
+{
+    uintptr_t x = __atomic_load_n(&vp->team_worker, __ATOMIC_ACQUIRE);
+    if (!(x & NTH_DOOR_MEMBER))
+        return 0;
+    /* A CAS: the caller may take its member back (take_back). */
+    if (!__atomic_compare_exchange_n(&vp->team_worker, &x, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 0;
+    give(vp->team_door_worker, (struct member *)(x & ~(NTH_DOOR_SPIN | NTH_DOOR_MEMBER)), 1);
+    vp->team_door_worker = NULL;
+    return 1;
+}
+
+int nth__team_door_close(struct nth_vp *vp)
+{
+    uintptr_t x = __atomic_load_n(&vp->team_worker, __ATOMIC_ACQUIRE);
+    if ((x & NTH_DOOR_SPIN) &&
+        __atomic_compare_exchange_n(&vp->team_worker, &x, x & ~NTH_DOOR_SPIN, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return 0;
+    return nth__team_door_take(vp);   /* a member came meanwhile */
+}
+
+/* Before the caller sleeps at the join (or any member at a barrier; the
+ * slots' door fields were written before the start gate opened): a member
+ * handed through a door that its VP has not taken yet (that VP's kernel
+ * thread is off its CPU: a loaded machine) is taken back and queued on
+ * that VP without the home grace, where an idle VP may steal it at once,
+ * as it could steal a created member, instead of waiting for that VP. */
+static void take_back(struct team *tm)
+{
+    for (int i = 1; i < tm->n; i++) {
+        struct slot *s = &tm->slots[i];
+        if (!s->door_vp)
+            continue;
+        uintptr_t x = (uintptr_t)&s->m | NTH_DOOR_MEMBER;
+        if (__atomic_load_n(&s->door_vp->team_worker, __ATOMIC_RELAXED) == x &&
+            __atomic_compare_exchange_n(&s->door_vp->team_worker, &x, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            give(s->door_w, &s->m, 0);
+    }
 }
 
 /* The caller (member 0) waits for the others to depart. Spinning pays only
@@ -261,6 +451,7 @@ static void join_members(struct team *tm)
 {
     if (__atomic_load_n(&tm->started, __ATOMIC_ACQUIRE) == tm->n - 1 && spin_while_left(&tm->left))
         return;
+    take_back(tm);
     long v = __atomic_load_n(&tm->left, __ATOMIC_ACQUIRE);
     while ((v & LEFT_COUNT) != 0) {
         if (__atomic_compare_exchange_n(&tm->left, &v, v | LEFT_WAITING, 0, __ATOMIC_ACQ_REL,
@@ -319,6 +510,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
         tm.slots[i].sleep = 0;
         tm.slots[i].m.team = &tm;
         tm.slots[i].m.id = i;
+        tm.slots[i].door_vp = NULL;
     }
     tm.slots[0].t = tm.master;
     /* The caller's region slice spans creating and joining the members. */
@@ -346,8 +538,7 @@ static int run_team(int n, nth_team_fn fn, void *arg, struct member *outer)
             nth_attr_setdetached(&attr, 1);
             nth_attr_setname(&attr, "team-member");
             for (int i = 1; i < n; i++) {
-                attr.vp = en[i % nen];
-                err = nth_create(&tm.slots[i].t, &attr, member_main, &tm.slots[i].m);
+                err = start_member(nth_rt.vps[en[i % nen]], &attr, &tm.slots[i]);
                 if (err)
                     break;
                 created++;

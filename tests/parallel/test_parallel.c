@@ -138,6 +138,94 @@ static void case_barrier_one_vp(void *arg)
 
 static void test_barrier_one_vp(void **state) { (void)state; assert_child_ok(case_barrier_one_vp, NULL); }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void record_nothing(int id, int n, void *p)
+{
+    (void)id;
+    (void)n;
+    (void)p;
+}
+
+/* ---- members kept between regions --------------------------------------- */
+
+/* Member 1 of a region of 2 on 2 VPs is the nano-thread that ran member 1
+ * of the region before (a worker waiting on its VP), not a new one each
+ * region: a region then costs a wake-up, not a creation and an exit. */
+#define KEPT_REGIONS 64
+
+struct kept {
+    uint64_t id1[KEPT_REGIONS];
+    int r, started;
+};
+
+static void kept_member(int id, int n, void *p)
+{
+    (void)n;
+    struct kept *k = p;
+    if (id == 0) {
+        /* Busy until member 1 runs (bounded: a loaded machine may not run
+         * VP 1 for a while), so it runs on the other VP, as in LU. */
+        int64_t until = mono_ns() + 20000000;
+        while (!__atomic_load_n(&k->started, __ATOMIC_ACQUIRE) && mono_ns() < until)
+            ;
+        return;
+    }
+    k->id1[k->r] = nth_id(nth_self());
+    __atomic_store_n(&k->started, 1, __ATOMIC_RELEASE);
+}
+
+static void case_members_kept(void *arg)
+{
+    (void)arg;
+    start(2);
+    static struct kept k;
+    memset(&k, 0, sizeof(k));
+    for (k.r = 0; k.r < KEPT_REGIONS; k.r++) {
+        k.started = 0;
+        CHECK_EQ(nth_parallel(2, kept_member, &k), 0);
+        CHECK(k.id1[k.r] != 0);
+    }
+    int distinct = 0;
+    for (int i = 0; i < KEPT_REGIONS; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= k.id1[j] == k.id1[i];
+        distinct += !seen;
+    }
+    fprintf(stderr, "members_kept: %d nano-threads ran member 1 of %d regions\n", distinct, KEPT_REGIONS);
+    /* One when every member 1 ran on VP 1; a member stolen by VP 0 (VP 1's
+     * kernel thread off its CPU) waits there and the next region on VP 1
+     * makes another: a few on a loaded machine, never one per region. */
+    CHECK(distinct <= KEPT_REGIONS / 4);
+}
+
+static void test_members_kept(void **state) { (void)state; assert_child_ok(case_members_kept, NULL); }
+
+/* Kept members do not keep the process alive: main's nth_exit after
+ * regions ends it (status 0) once the other nano-threads have ended, as
+ * pthread_exit from main does. */
+static void case_exit_after_regions(void *arg)
+{
+    (void)arg;
+    start(2);
+    static struct kept k;
+    memset(&k, 0, sizeof(k));
+    for (k.r = 0; k.r < 8; k.r++) {
+        k.started = 0;
+        CHECK_EQ(nth_parallel(2, kept_member, &k), 0);
+    }
+    CHECK_EQ(nth_parallel(5, record_nothing, NULL), 0);   /* more members than VPs */
+    nth_exit(NULL);
+}
+
+static void test_exit_after_regions(void **state) { (void)state; assert_child_ok(case_exit_after_regions, NULL); }
+
 /* ---- the caller keeps its VP --------------------------------------------- */
 
 /* A caller that blocks at the join is woken back to its own VP (its VP's
@@ -148,12 +236,6 @@ static void test_barrier_one_vp(void **state) { (void)state; assert_child_ok(cas
  * grace of NTH_HOME_GRACE_NS. */
 #define HOME_REGIONS 200
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void late_member(int id, int n, void *p)
 {
@@ -429,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_barrier_vps),
         cmocka_unit_test(test_barrier_oversubscribed),
         cmocka_unit_test(test_barrier_one_vp),
+        cmocka_unit_test(test_members_kept),
+        cmocka_unit_test(test_exit_after_regions),
         cmocka_unit_test(test_caller_home),
         cmocka_unit_test(test_for_outside),
         cmocka_unit_test(test_for_inside),
