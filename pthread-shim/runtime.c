@@ -170,11 +170,19 @@ struct shim_thread *shim_self(void)
 }
 
 /* Before a second thread runs: libstdc++ and libc skip atomic operations
- * while this flag is set. */
+ * while this flag is set. Not before glibc has set itself up for threads
+ * (nth_libc_threads_prepare): the runtime's first kernel thread may come
+ * after the flag is cleared, and glibc would then never install its
+ * SIGSETXID handler, so that set*id() killed the process. */
 void shim_going_multithreaded(void)
 {
-    if (__libc_single_threaded)
+    if (__libc_single_threaded) {
+        if (nth_libc_threads_prepare() != 0) {
+            static const char msg[] = "nthlib: pthread shim: cannot start glibc's threads (set*id may fail)\n";
+            (void)!write(2, msg, sizeof msg - 1);
+        }
         __libc_single_threaded = 0;
+    }
 }
 
 /* ---- time ------------------------------------------------------------------ */

@@ -218,6 +218,13 @@ tests_shim_posix_guard_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_guard_LDADD =
 
+check_PROGRAMS += tests/shim/posix-setid
+tests_shim_posix_setid_SOURCES = tests/shim/setid.c tests/shim/check.h
+tests_shim_posix_setid_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_setid_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_setid_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_setid_LDADD =
+
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads. Neither is sanitizer-instrumented (see above).
 check_PROGRAMS += tests/shim/posix-dlctor
