@@ -100,7 +100,8 @@ static void shim_start(void)
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
         return;
     shim_real_resolve_all();
-    if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
+    /* The system call: the shim's sched_getaffinity answers from this. */
+    if (syscall(SYS_sched_getaffinity, 0, sizeof shim_process_cpus, &shim_process_cpus) <= 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
 }

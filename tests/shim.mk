@@ -225,6 +225,13 @@ tests_shim_posix_setid_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_setid_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_setid_LDADD =
 
+check_PROGRAMS += tests/shim/posix-cpumask
+tests_shim_posix_cpumask_SOURCES = tests/shim/cpumask.c tests/shim/check.h
+tests_shim_posix_cpumask_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cpumask_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cpumask_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cpumask_LDADD =
+
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads. Neither is sanitizer-instrumented (see above).
 check_PROGRAMS += tests/shim/posix-dlctor
