@@ -232,6 +232,13 @@ tests_shim_posix_cpumask_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_cpumask_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_cpumask_LDADD =
 
+check_PROGRAMS += tests/shim/posix-schedprio
+tests_shim_posix_schedprio_SOURCES = tests/shim/schedprio.c tests/shim/check.h
+tests_shim_posix_schedprio_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_schedprio_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_schedprio_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_schedprio_LDADD =
+
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads. Neither is sanitizer-instrumented (see above).
 check_PROGRAMS += tests/shim/posix-dlctor
