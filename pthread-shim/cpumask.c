@@ -9,9 +9,14 @@
  * and popen use, runs no atfork handler), so without these wrappers every
  * program started from a shim process ran on one CPU, and `nproc` or a
  * pool sized from sched_getaffinity(0) counted one. The fork() path is
- * repaired by nthlib's own atfork child handler (nthlib/vp.c).
+ * repaired by nthlib's own atfork child handler (nthlib/vp.c). The
+ * process's mask is the one it started with, or the last one it gave
+ * itself with sched_setaffinity (taskset(1) does, then execs).
  */
+#include <dlfcn.h>
+#include <link.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +62,45 @@ static void rebind(const struct unbound *u)
     errno = e;
 }
 
+/* ---- hwloc's calls are the runtime's ------------------------------------ */
+
+/* The runtime binds each VP's kernel thread with hwloc_set_cpubind, which
+ * calls sched_setaffinity(0) from libhwloc: that is no program changing
+ * the process's mask. libhwloc's code range, found at start-up (no dlsym
+ * later: a dlopen on another kernel thread may hold its lock). */
+static uintptr_t hwloc_lo, hwloc_hi;
+
+static int find_hwloc(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t target = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (target >= lo && target < hi) {
+            hwloc_lo = lo;
+            hwloc_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void shim_cpumask_init(void)
+{
+    void *f = dlsym(RTLD_DEFAULT, "hwloc_set_cpubind");
+    if (f)
+        dl_iterate_phdr(find_hwloc, f);
+}
+
+/* The caller of a wrapper is the runtime (libnth) or hwloc on its behalf. */
+static int runtime_or_hwloc(const void *ra)
+{
+    return shim_runtime_caller(ra) || (uintptr_t)ra - hwloc_lo < hwloc_hi - hwloc_lo;
+}
+
 /* ---- sched_getaffinity ------------------------------------------------------ */
 
 /* sched_getaffinity(2) of the process (pid 0 or getpid()): the mask the
@@ -76,6 +120,34 @@ int nth_shim_sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
     return 0;
 }
 SHIM_EXPORT(sched_getaffinity)
+
+/* sched_setaffinity(2), libc's call; when it names the process (pid 0 or
+ * getpid()) and succeeds, what the kernel applied (the mask read back,
+ * i.e. the given one within the online CPUs) becomes the process's mask
+ * that sched_getaffinity reports and exec and spawn hand on: taskset(1)
+ * and similar launchers set their mask, then exec, and the program they
+ * start must get that mask, not the one they started with. The call
+ * itself still binds the kernel thread that runs the caller (a VP) as
+ * libc's does. The runtime's own calls (libnth, hwloc binding a VP)
+ * change nothing here. Errors are the kernel's (EINVAL, EFAULT, EPERM, ESRCH).
+ * Thread-safe as a call; a concurrent exec or sched_getaffinity may read
+ * a mask half-updated (a program that changes its mask while another
+ * thread starts a child). */
+SHIM_DECL(sched_setaffinity)
+int nth_shim_sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+    int r = REAL(sched_setaffinity)(pid, size, set);
+    if (r == 0 && (pid == 0 || pid == getpid()) && !runtime_or_hwloc(__builtin_return_address(0))) {
+        int e = errno;
+        cpu_set_t now;
+        CPU_ZERO(&now);
+        if (syscall(SYS_sched_getaffinity, pid, sizeof now, &now) > 0 && CPU_COUNT(&now) > 0)
+            memcpy(&shim_process_cpus, &now, sizeof now);
+        errno = e;
+    }
+    return r;
+}
+SHIM_EXPORT(sched_setaffinity)
 
 /* ---- exec: the new program gets the process's mask ------------------------ */
 

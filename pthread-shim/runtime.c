@@ -104,6 +104,7 @@ static void shim_start(void)
     if (syscall(SYS_sched_getaffinity, 0, sizeof shim_process_cpus, &shim_process_cpus) <= 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+    shim_cpumask_init();
 }
 
 /* The per-thread TLS only from the constructor, never from the lazy

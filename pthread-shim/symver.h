@@ -314,6 +314,8 @@
 #define NTH_SHIM_SYMVER_recvmsg __asm__(".symver nth_shim_recvmsg, recvmsg@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sched_getaffinity __asm__(".symver nth_shim_sched_getaffinity, sched_getaffinity@GLIBC_2.3.3\n" \
     ".symver nth_shim_sched_getaffinity, sched_getaffinity@@GLIBC_2.3.4\n");
+#define NTH_SHIM_SYMVER_sched_setaffinity __asm__(".symver nth_shim_sched_setaffinity, sched_setaffinity@GLIBC_2.3.3\n" \
+    ".symver nth_shim_sched_setaffinity, sched_setaffinity@@GLIBC_2.3.4\n");
 #define NTH_SHIM_SYMVER_sched_yield __asm__(".symver nth_shim_sched_yield, sched_yield@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_select __asm__(".symver nth_shim_select, select@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sem_clockwait __asm__(".symver nth_shim_sem_clockwait, sem_clockwait@GLIBC_2.30\n" \
@@ -551,6 +553,7 @@
     X(recvfrom) \
     X(recvmsg) \
     X(sched_getaffinity) \
+    X(sched_setaffinity) \
     X(sched_yield) \
     X(select) \
     X(sem_clockwait) \
@@ -890,6 +893,8 @@
     X(recvmsg, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sched_getaffinity, GLIBC_2_3_3, "GLIBC_2.3.3") \
     X(sched_getaffinity, GLIBC_2_3_4, "GLIBC_2.3.4") \
+    X(sched_setaffinity, GLIBC_2_3_3, "GLIBC_2.3.3") \
+    X(sched_setaffinity, GLIBC_2_3_4, "GLIBC_2.3.4") \
     X(sched_yield, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(select, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sem_clockwait, GLIBC_2_30, "GLIBC_2.30") \

@@ -10,7 +10,9 @@
  * The reference is the mask of the parent (the test harness's timeout,
  * single-threaded, not under the shim). Each child is this program again
  * ("child LIST"), without LD_PRELOAD, and exits 0 when its own mask is
- * LIST. Last, main execs itself ("final LIST FAILURES") after a thread
+ * LIST. main also sets its own mask to one CPU and back (as taskset(1)
+ * does before it execs): a child started meanwhile gets that CPU. Last,
+ * main execs itself ("final LIST FAILURES") after a thread
  * ran, and that image reports.
  */
 #include <pthread.h>
@@ -74,9 +76,9 @@ static int ok_status(int st)
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-static int by_spawn(void)
+static int by_spawn_want(char *list)
 {
-    char *argv[] = { self_path, "child", start_list, NULL };
+    char *argv[] = { self_path, "child", list, NULL };
     pid_t p;
     int st = -1;
     if (posix_spawn(&p, self_path, NULL, NULL, argv, clean_env) != 0)
@@ -84,6 +86,11 @@ static int by_spawn(void)
     while (waitpid(p, &st, 0) < 0 && errno == EINTR)
         ;
     return ok_status(st);
+}
+
+static int by_spawn(void)
+{
+    return by_spawn_want(start_list);
 }
 
 static int by_system(void)
@@ -173,6 +180,26 @@ int main(int argc, char **argv)
     CHECK(samep);
 
     starts("main");
+
+    /* As taskset(1): the process sets its own mask, then starts a
+     * program, which must get that mask; then the start mask back. */
+    cpu_set_t start, one;
+    CPU_ZERO(&start);
+    CHECK(sched_getaffinity(0, sizeof start, &start) == 0);
+    int last = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &start))
+            last = c;
+    char one_list[16];
+    snprintf(one_list, sizeof one_list, "%d", last);
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    int got_one = by_spawn_want(one_list);
+    printf("after sched_setaffinity(0, one CPU) a child has that CPU: %s\n", yes(got_one));
+    CHECK(got_one);
+    CHECK(sched_setaffinity(0, sizeof start, &start) == 0);
+    printf("after it is set back a child has the start mask: %s\n", yes(by_spawn()));
     pthread_t t;
     CHECK(pthread_create(&t, NULL, thread_starts, NULL) == 0);
     CHECK(pthread_join(t, NULL) == 0);
