@@ -128,10 +128,13 @@ int nth_helper_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
      * internal ones too: the caller may be a nano-thread about to wait in
      * the kernel, whose pthread shim wake-up signal (SIGCANCEL) must stay
      * blocked until that wait opens it (the helper blocks the others
-     * itself). */
+     * itself). Not SIGSETXID: glibc's pthread_create takes the
+     * stack-cache lock, which a set*id() on another thread holds while
+     * it waits for every thread (this one too) to run the SIGSETXID
+     * handler (NTH_BLOCK_ALL_BUT_SETXID). */
     sigset_t all, old;
     sigfillset(&all);
-    uint64_t every = ~0ULL;
+    uint64_t every = NTH_BLOCK_ALL_BUT_SETXID;
     memcpy(&all, &every, sizeof every);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));
     int e = nth_libc_pthread_create()(th, attr, helper_trampoline, h);
