@@ -635,6 +635,21 @@ NTH_API int nth_blocking_handoff(void);
  * switches. Any thread. */
 NTH_API int nth_on_standin(void);
 
+/* For a layer that clears glibc's __libc_single_threaded itself before
+ * the runtime's kernel threads exist (the pthread shim): call it first.
+ * glibc installs its SIGSETXID handler (and unblocks SIGCANCEL/SIGSETXID)
+ * only in the first pthread_create that finds that flag set (its
+ * late_init, glibc 2.34+); with the flag cleared beforehand every
+ * set*id(2) call (setuid, setgid, setgroups, ...) would later signal the
+ * runtime's kernel threads with SIGSETXID, meet no handler and end the
+ * process (POSIX setuid(3p): the credentials are process-wide). While
+ * the flag is still set, starts and joins one kernel thread that does
+ * nothing (libc's pthread_create, as for the VPs), which leaves glibc
+ * set up and the flag cleared; else does nothing. Returns 0, or
+ * pthread_create's error (EAGAIN). Never starts the runtime; any thread,
+ * though meant for the one thread of a process still single-threaded. */
+NTH_API int nth_libc_threads_prepare(void);
+
 /* ------------------------------------------------------------------------
  * CPU manager
  *

@@ -7,11 +7,13 @@
  */
 #include "config.h"   /* NTH_ASAN, NTH_TSAN */
 #include "libc_real.h"
+#include "nth.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -126,15 +128,39 @@ int nth_helper_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
      * internal ones too: the caller may be a nano-thread about to wait in
      * the kernel, whose pthread shim wake-up signal (SIGCANCEL) must stay
      * blocked until that wait opens it (the helper blocks the others
-     * itself). */
+     * itself). Not SIGSETXID: glibc's pthread_create takes the
+     * stack-cache lock, which a set*id() on another thread holds while
+     * it waits for every thread (this one too) to run the SIGSETXID
+     * handler (NTH_BLOCK_ALL_BUT_SETXID). */
     sigset_t all, old;
     sigfillset(&all);
-    uint64_t every = ~0ULL;
+    uint64_t every = NTH_BLOCK_ALL_BUT_SETXID;
     memcpy(&all, &every, sizeof every);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));
     int e = nth_libc_pthread_create()(th, attr, helper_trampoline, h);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
     if (e)
         free(h);
+    return e;
+}
+
+/* The do-nothing kernel thread of nth_libc_threads_prepare. */
+static void *prepare_thread(void *arg)
+{
+    return arg;
+}
+
+int nth_libc_threads_prepare(void)
+{
+    if (!__libc_single_threaded)
+        return 0;
+    typedef int (*join_fn)(pthread_t, void **);
+    join_fn join = (join_fn)nth_libc_sym("pthread_join");
+    if (!join)
+        join = pthread_join;
+    pthread_t th;
+    int e = nth_helper_thread_create(&th, NULL, prepare_thread, NULL);
+    if (e == 0)
+        e = join(th, NULL);
     return e;
 }

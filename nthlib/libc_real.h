@@ -55,6 +55,13 @@ void nth_helper_block_signals(sigset_t *old);
  * open, scheduled late on a loaded machine). The creator's mask is put
  * back before this returns. Returns pthread_create's result, or ENOMEM.
  * Thread-safe. */
+/* A raw signal mask (bit sig-1) with every signal blocked but glibc's
+ * SIGSETXID (33), for a kernel thread about to call libc's
+ * pthread_create: that call waits for glibc's stack-cache lock, which a
+ * set*id() on another thread holds while it waits for each thread to run
+ * the SIGSETXID handler; with 33 blocked the two wait for each other (a
+ * setegid() in a shim program hung while the watchdog made a stand-in). */
+#define NTH_BLOCK_ALL_BUT_SETXID (~(1ULL << (33 - 1)))
 int nth_helper_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 /* Helper threads that found a signal open at their first instruction
  * (besides glibc's internal ones, SIGKILL and SIGSTOP): 0 unless the mask

@@ -170,12 +170,13 @@ static void *vp_main(void *arg)
 static int start_vp_thread_inner(struct nth_vp *vp);
 
 /* glibc gives a new thread its creator's mask as it is at the call: block
- * every signal around it (glibc's internal ones too, as
- * nth_helper_thread_create does), and leave the creator's for vp_main. */
+ * every signal around it (SIGCANCEL too, as nth_helper_thread_create
+ * does; not SIGSETXID, NTH_BLOCK_ALL_BUT_SETXID), and leave the creator's
+ * for vp_main. */
 static int start_vp_thread(struct nth_vp *vp)
 {
     sigset_t all, old;
-    uint64_t every = ~0ULL;
+    uint64_t every = NTH_BLOCK_ALL_BUT_SETXID;
     sigemptyset(&all);
     memcpy(&all, &every, sizeof every);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, (size_t)(_NSIG / 8));

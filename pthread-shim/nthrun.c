@@ -29,10 +29,11 @@
  * one. A library that does not exist is an error: the dynamic loader would
  * only warn and run the program on plain kernel threads.
  *
- * Exit status: the program's; 2 for a bad command line (with the usage on
- * stderr); 127 when the library or the program cannot be found, 126 when
+ * Exit status: the program's; 2 for a bad command line (one line saying
+ * what is wrong, then "Try 'nthrun --help'", as coreutils do); 127 when the library or the program cannot be found, 126 when
  * the program cannot be executed (as env(1) does).
  */
+#include "config.h"   /* PACKAGE_NAME, PACKAGE_VERSION */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -66,10 +67,20 @@ static void usage(FILE *f)
             "                     converts it into FILE once the program is gone\n"
             "  --cpumgr NAME|off  CPU manager segment to attach to, or off (NTH_CPUMGR)\n"
             "  -h, --help         this text\n"
+            "  --version          nthrun's version\n"
             "Environment: NTH_SHIM_TLS=thread (default: __thread data and errno per thread,\n"
             "  a thread-pointer change at each switch between threads) or vp (per VP, faster).\n"
             "The library is $NTH_PTHREAD_LIB, else the build tree's, else " NTH_LIBDIR "/" SHIM_SO ".\n"
             "Exit status: the program's; 2 bad usage; 126/127 cannot execute/find.\n");
+}
+
+/* After the one line that says what is wrong: the help stays out of the
+ * way (the error would scroll off), as in coreutils. Returns 2, the exit
+ * status of a bad command line. */
+static int usage_error(void)
+{
+    fputs("Try 'nthrun --help' for more information.\n", stderr);
+    return 2;
 }
 
 static int file_exists(const char *p) { return access(p, R_OK) == 0; }
@@ -141,6 +152,7 @@ int main(int argc, char **argv)
         { "trace", required_argument, NULL, 't' },
         { "cpumgr", required_argument, NULL, 'c' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     const char *vps = NULL, *trace = NULL, *cpumgr = NULL;
@@ -151,8 +163,7 @@ int main(int argc, char **argv)
         case 'v':
             if (parse_vps(optarg) < 0) {
                 fprintf(stderr, "nthrun: --vps '%s': accepted values are integers 1..4096, or 0 for one VP per allowed CPU\n", optarg);
-                usage(stderr);
-                return 2;
+                return usage_error();
             }
             vps = optarg;
             break;
@@ -162,29 +173,31 @@ int main(int argc, char **argv)
              * untraced. */
             if (!nth_trace_name_ok(optarg)) {
                 fprintf(stderr, "nthrun: --trace '%s': accepted values: " NTH_TRACE_ACCEPTED "\n", optarg);
-                return 2;
+                return usage_error();
             }
             trace = optarg;
             break;
         case 'c':
             if (!nth_cpumgr_name_ok(optarg)) {
                 fprintf(stderr, "nthrun: --cpumgr '%s': accepted values: " NTH_CPUMGR_ACCEPTED "\n", optarg);
-                return 2;
+                return usage_error();
             }
             cpumgr = optarg;
             break;
         case 'h':
             usage(stdout);
             return 0;
+        case 'V':
+            printf("nthrun (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
+            return 0;
         default:
-            usage(stderr);
-            return 2;
+            /* getopt_long said what is wrong in one line */
+            return usage_error();
         }
     }
     if (optind >= argc) {
         fprintf(stderr, "nthrun: no program given\n");
-        usage(stderr);
-        return 2;
+        return usage_error();
     }
 
     char buf[PATH_MAX + 64], tried[2 * PATH_MAX + 128];

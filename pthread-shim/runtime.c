@@ -100,9 +100,11 @@ static void shim_start(void)
     if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
         return;
     shim_real_resolve_all();
-    if (sched_getaffinity(0, sizeof shim_process_cpus, &shim_process_cpus) != 0)
+    /* The system call: the shim's sched_getaffinity answers from this. */
+    if (syscall(SYS_sched_getaffinity, 0, sizeof shim_process_cpus, &shim_process_cpus) <= 0)
         CPU_ZERO(&shim_process_cpus);
     dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+    shim_cpumask_init();
 }
 
 /* The per-thread TLS only from the constructor, never from the lazy
@@ -170,11 +172,19 @@ struct shim_thread *shim_self(void)
 }
 
 /* Before a second thread runs: libstdc++ and libc skip atomic operations
- * while this flag is set. */
+ * while this flag is set. Not before glibc has set itself up for threads
+ * (nth_libc_threads_prepare): the runtime's first kernel thread may come
+ * after the flag is cleared, and glibc would then never install its
+ * SIGSETXID handler, so that set*id() killed the process. */
 void shim_going_multithreaded(void)
 {
-    if (__libc_single_threaded)
+    if (__libc_single_threaded) {
+        if (nth_libc_threads_prepare() != 0) {
+            static const char msg[] = "nthlib: pthread shim: cannot start glibc's threads (set*id may fail)\n";
+            (void)!write(2, msg, sizeof msg - 1);
+        }
         __libc_single_threaded = 0;
+    }
 }
 
 /* ---- time ------------------------------------------------------------------ */

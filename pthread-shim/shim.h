@@ -207,6 +207,9 @@ void shim_kwait_close(void);
  * shim_sig_tls_carry registers signal.c's kernel-thread state. */
 extern int shim_tls_on;
 void shim_tls_init(void);
+/* cpumask.c: find libhwloc's code (the runtime binds VPs through it), at
+ * start-up, before any sched_setaffinity the shim wraps. */
+void shim_cpumask_init(void);
 void shim_tls_thread_begin(void);
 void shim_tls_thread_end(void);
 int shim_sig_tls_carry(void);

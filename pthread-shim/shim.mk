@@ -10,7 +10,7 @@ libnth_pthread_la_SOURCES = \
 	pthread-shim/runtime.c pthread-shim/thread.c pthread-shim/attr.c \
 	pthread-shim/cancel.c pthread-shim/mutex.c pthread-shim/sync.c \
 	pthread-shim/sem.c pthread-shim/signal.c pthread-shim/blocking.c \
-	pthread-shim/tls.c
+	pthread-shim/tls.c pthread-shim/cpumask.c
 libnth_pthread_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/pthread-shim
 libnth_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 libnth_pthread_la_LIBADD = libnth-pthread-once.la libnth.la -ldl

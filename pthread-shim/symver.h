@@ -53,11 +53,25 @@
 #define NTH_SHIM_SYMVER_connect __asm__(".symver nth_shim_connect, connect@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_epoll_pwait __asm__(".symver nth_shim_epoll_pwait, epoll_pwait@@GLIBC_2.6\n");
 #define NTH_SHIM_SYMVER_epoll_wait __asm__(".symver nth_shim_epoll_wait, epoll_wait@@GLIBC_2.3.2\n");
+#define NTH_SHIM_SYMVER_execl __asm__(".symver nth_shim_execl, execl@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execle __asm__(".symver nth_shim_execle, execle@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execlp __asm__(".symver nth_shim_execlp, execlp@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execv __asm__(".symver nth_shim_execv, execv@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execve __asm__(".symver nth_shim_execve, execve@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execveat __asm__(".symver nth_shim_execveat, execveat@@GLIBC_2.34\n");
+#define NTH_SHIM_SYMVER_execvp __asm__(".symver nth_shim_execvp, execvp@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_execvpe __asm__(".symver nth_shim_execvpe, execvpe@@GLIBC_2.11\n");
+#define NTH_SHIM_SYMVER_fexecve __asm__(".symver nth_shim_fexecve, fexecve@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_fork __asm__(".symver nth_shim_fork, fork@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_fsync __asm__(".symver nth_shim_fsync, fsync@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_nanosleep __asm__(".symver nth_shim_nanosleep, nanosleep@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_pause __asm__(".symver nth_shim_pause, pause@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_poll __asm__(".symver nth_shim_poll, poll@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_popen __asm__(".symver nth_shim_popen, popen@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_posix_spawn __asm__(".symver nth_shim_posix_spawn, posix_spawn@GLIBC_2.2.5\n" \
+    ".symver nth_shim_posix_spawn, posix_spawn@@GLIBC_2.15\n");
+#define NTH_SHIM_SYMVER_posix_spawnp __asm__(".symver nth_shim_posix_spawnp, posix_spawnp@GLIBC_2.2.5\n" \
+    ".symver nth_shim_posix_spawnp, posix_spawnp@@GLIBC_2.15\n");
 #define NTH_SHIM_SYMVER_ppoll __asm__(".symver nth_shim_ppoll, ppoll@@GLIBC_2.4\n");
 #define NTH_SHIM_SYMVER_pread __asm__(".symver nth_shim_pread, pread@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_pread64 __asm__(".symver nth_shim_pread64, pread64@@GLIBC_2.2.5\n");
@@ -298,6 +312,10 @@
 #define NTH_SHIM_SYMVER_recv __asm__(".symver nth_shim_recv, recv@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_recvfrom __asm__(".symver nth_shim_recvfrom, recvfrom@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_recvmsg __asm__(".symver nth_shim_recvmsg, recvmsg@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_sched_getaffinity __asm__(".symver nth_shim_sched_getaffinity, sched_getaffinity@GLIBC_2.3.3\n" \
+    ".symver nth_shim_sched_getaffinity, sched_getaffinity@@GLIBC_2.3.4\n");
+#define NTH_SHIM_SYMVER_sched_setaffinity __asm__(".symver nth_shim_sched_setaffinity, sched_setaffinity@GLIBC_2.3.3\n" \
+    ".symver nth_shim_sched_setaffinity, sched_setaffinity@@GLIBC_2.3.4\n");
 #define NTH_SHIM_SYMVER_sched_yield __asm__(".symver nth_shim_sched_yield, sched_yield@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_select __asm__(".symver nth_shim_select, select@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sem_clockwait __asm__(".symver nth_shim_sem_clockwait, sem_clockwait@GLIBC_2.30\n" \
@@ -332,6 +350,7 @@
 #define NTH_SHIM_SYMVER_sigwait __asm__(".symver nth_shim_sigwait, sigwait@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigwaitinfo __asm__(".symver nth_shim_sigwaitinfo, sigwaitinfo@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sleep __asm__(".symver nth_shim_sleep, sleep@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_system __asm__(".symver nth_shim_system, system@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_usleep __asm__(".symver nth_shim_usleep, usleep@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_wait __asm__(".symver nth_shim_wait, wait@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_waitpid __asm__(".symver nth_shim_waitpid, waitpid@@GLIBC_2.2.5\n");
@@ -375,11 +394,23 @@
     X(connect) \
     X(epoll_pwait) \
     X(epoll_wait) \
+    X(execl) \
+    X(execle) \
+    X(execlp) \
+    X(execv) \
+    X(execve) \
+    X(execveat) \
+    X(execvp) \
+    X(execvpe) \
+    X(fexecve) \
     X(fork) \
     X(fsync) \
     X(nanosleep) \
     X(pause) \
     X(poll) \
+    X(popen) \
+    X(posix_spawn) \
+    X(posix_spawnp) \
     X(ppoll) \
     X(pread) \
     X(pread64) \
@@ -521,6 +552,8 @@
     X(recv) \
     X(recvfrom) \
     X(recvmsg) \
+    X(sched_getaffinity) \
+    X(sched_setaffinity) \
     X(sched_yield) \
     X(select) \
     X(sem_clockwait) \
@@ -544,6 +577,7 @@
     X(sigwait) \
     X(sigwaitinfo) \
     X(sleep) \
+    X(system) \
     X(usleep) \
     X(wait) \
     X(waitpid) \
@@ -598,11 +632,25 @@
     X(connect, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(epoll_pwait, GLIBC_2_6, "GLIBC_2.6") \
     X(epoll_wait, GLIBC_2_3_2, "GLIBC_2.3.2") \
+    X(execl, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execle, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execlp, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execv, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execve, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execveat, GLIBC_2_34, "GLIBC_2.34") \
+    X(execvp, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(execvpe, GLIBC_2_11, "GLIBC_2.11") \
+    X(fexecve, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(fork, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(fsync, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(nanosleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(pause, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(poll, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(popen, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(posix_spawn, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(posix_spawn, GLIBC_2_15, "GLIBC_2.15") \
+    X(posix_spawnp, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(posix_spawnp, GLIBC_2_15, "GLIBC_2.15") \
     X(ppoll, GLIBC_2_4, "GLIBC_2.4") \
     X(pread, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(pread64, GLIBC_2_2_5, "GLIBC_2.2.5") \
@@ -843,6 +891,10 @@
     X(recv, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(recvfrom, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(recvmsg, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(sched_getaffinity, GLIBC_2_3_3, "GLIBC_2.3.3") \
+    X(sched_getaffinity, GLIBC_2_3_4, "GLIBC_2.3.4") \
+    X(sched_setaffinity, GLIBC_2_3_3, "GLIBC_2.3.3") \
+    X(sched_setaffinity, GLIBC_2_3_4, "GLIBC_2.3.4") \
     X(sched_yield, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(select, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sem_clockwait, GLIBC_2_30, "GLIBC_2.30") \
@@ -877,6 +929,7 @@
     X(sigwait, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigwaitinfo, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(system, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(usleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(wait, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(waitpid, GLIBC_2_2_5, "GLIBC_2.2.5") \

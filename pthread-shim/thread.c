@@ -376,11 +376,19 @@ static int policy_ok(int policy)
            policy == SCHED_BATCH || policy == SCHED_IDLE;
 }
 
+/* The kernel's range for the policy (sched_get_priority_min/max, which
+ * glibc's calls meet as EINVAL from sched_setscheduler(2)): 0 only for the
+ * normal policies, 1..99 for SCHED_FIFO and SCHED_RR on Linux. */
+static int prio_ok(int policy, int prio)
+{
+    return prio >= sched_get_priority_min(policy) && prio <= sched_get_priority_max(policy);
+}
+
 SHIM_DECL(pthread_setschedparam)
 int nth_shim_pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p)
 {
     struct shim_thread *st = (struct shim_thread *)t;
-    if (!policy_ok(policy))
+    if (!policy_ok(policy) || !prio_ok(policy, p->sched_priority))
         return EINVAL;
     st->sched_policy = policy;
     st->sched_param = *p;
@@ -401,7 +409,10 @@ SHIM_EXPORT(pthread_getschedparam)
 SHIM_DECL(pthread_setschedprio)
 int nth_shim_pthread_setschedprio(pthread_t t, int prio)
 {
-    ((struct shim_thread *)t)->sched_param.sched_priority = prio;
+    struct shim_thread *st = (struct shim_thread *)t;
+    if (!prio_ok(st->sched_policy, prio))
+        return EINVAL;           /* as glibc's sched_setparam(2) */
+    st->sched_param.sched_priority = prio;
     return 0;
 }
 SHIM_EXPORT(pthread_setschedprio)

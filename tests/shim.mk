@@ -218,6 +218,27 @@ tests_shim_posix_guard_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_guard_LDADD =
 
+check_PROGRAMS += tests/shim/posix-setid
+tests_shim_posix_setid_SOURCES = tests/shim/setid.c tests/shim/check.h
+tests_shim_posix_setid_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_setid_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_setid_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_setid_LDADD =
+
+check_PROGRAMS += tests/shim/posix-cpumask
+tests_shim_posix_cpumask_SOURCES = tests/shim/cpumask.c tests/shim/check.h
+tests_shim_posix_cpumask_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cpumask_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cpumask_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cpumask_LDADD =
+
+check_PROGRAMS += tests/shim/posix-schedprio
+tests_shim_posix_schedprio_SOURCES = tests/shim/schedprio.c tests/shim/check.h
+tests_shim_posix_schedprio_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_schedprio_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_schedprio_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_schedprio_LDADD =
+
 # dlctor: dlopens libdlctor.so (from .libs next to it), whose constructor
 # makes threads, and opens and closes libdlclose.so, whose constructor and
 # destructor do. None is sanitizer-instrumented (see above).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# nthrun.sh -- the nthrun launcher: bad command lines exit 2 with the usage;
+# nthrun.sh -- the nthrun launcher: bad command lines exit 2 with one line
+# saying what is wrong and "Try 'nthrun --help'" (not the whole help);
 # the NTH_* variables and LD_PRELOAD reach the program (a probe library's
 # constructor proves the preload took effect); the program's exit status
 # and death by signal come back unchanged; a missing library is an error
@@ -20,33 +21,45 @@ expect_status() {   # expect_status WANT DESCRIPTION cmd...
 [ -f "$probe" ] || { echo "FAIL: $probe is not built"; exit 1; }
 
 export NTH_PTHREAD_LIB=$probe
+# brief WHAT PATTERN: stderr is the error line (matching PATTERN) and the
+# coreutils-style pointer to --help, nothing else; nothing on stdout.
+brief() {
+  if [ ! -s /tmp/nthrun-test.$$.out ] && [ "$(wc -l </tmp/nthrun-test.$$.err)" = 2 ] &&
+     head -n1 /tmp/nthrun-test.$$.err | grep -q -- "$2" &&
+     [ "$(tail -n1 /tmp/nthrun-test.$$.err)" = "Try 'nthrun --help' for more information." ]; then
+    ok "$1: one line and the pointer to --help"
+  else
+    bad "$1: not one line and the pointer to --help"; sed 's/^/  | /' /tmp/nthrun-test.$$.err | head -5
+  fi
+}
 expect_status 2 "no arguments" "$nthrun"
-grep -q '^usage: nthrun' /tmp/nthrun-test.$$.err && ok "usage printed on stderr" || bad "no usage on stderr"
+brief "no arguments" "^nthrun: no program given"
 expect_status 2 "no program" "$nthrun" --vps 2
+brief "no program" "^nthrun: no program given"
 # --vps 0 is NTH_VPS=0: the default, one VP per allowed CPU
 NTHRUN_PROBE=1 LD_PRELOAD= expect_status 0 "--vps 0 (the default, as NTH_VPS=0)" "$nthrun" --vps 0 -- env
 grep -qx NTH_VPS=0 /tmp/nthrun-test.$$.out && ok "--vps 0 sets NTH_VPS=0" || bad "--vps 0 did not set NTH_VPS=0"
 expect_status 2 "--vps -1" "$nthrun" --vps -1 -- true
 expect_status 2 "--vps abc" "$nthrun" --vps abc -- true
+brief "--vps abc" "^nthrun: --vps 'abc': accepted values"
 expect_status 2 "--vps 5000" "$nthrun" --vps 5000 -- true
 grep -q "accepted values are integers 1..4096, or 0 for one VP per allowed CPU" /tmp/nthrun-test.$$.err && ok "--vps message names the accepted values" || bad "--vps message"
 expect_status 2 "unknown option" "$nthrun" --bogus -- true
+brief "unknown option" "bogus"
 expect_status 2 "--cpumgr without value" "$nthrun" --cpumgr
+brief "--cpumgr without value" "cpumgr"
 # --trace and --cpumgr are checked by nthrun itself, before the program
 # starts: the runtime only warned in the program's output and ran it
 # untraced or alone. One line naming the option and the accepted values.
 for bad_opt in "--trace x.txt" "--trace .json" "--cpumgr foo" "--cpumgr /a/b"; do
   # shellcheck disable=SC2086
   expect_status 2 "$bad_opt refused" "$nthrun" $bad_opt -- sh -c 'echo ran'
-  if [ ! -s /tmp/nthrun-test.$$.out ] && [ "$(wc -l </tmp/nthrun-test.$$.err)" = 1 ] &&
-     grep -q "^nthrun: ${bad_opt%% *} '${bad_opt#* }': accepted values: " /tmp/nthrun-test.$$.err; then
-    ok "$bad_opt: one line, the program not started"
-  else
-    bad "$bad_opt: message or program run"; sed 's/^/  | /' /tmp/nthrun-test.$$.err /tmp/nthrun-test.$$.out | head -5
-  fi
+  brief "$bad_opt (the program not started)" "^nthrun: ${bad_opt%% *} '${bad_opt#* }': accepted values: "
 done
 expect_status 0 "--help" "$nthrun" --help
 grep -q '^usage: nthrun' /tmp/nthrun-test.$$.out && ok "--help prints the usage on stdout" || bad "--help output"
+expect_status 0 "--version" "$nthrun" --version
+grep -qx 'nthrun (nthlib) [0-9][0-9.]*' /tmp/nthrun-test.$$.out && ok "--version prints 'nthrun (nthlib) VERSION'" || bad "--version output: $(head -c 200 /tmp/nthrun-test.$$.out)"
 
 expect_status 7 "program's exit status" "$nthrun" --vps 3 -- sh -c 'exit 7'
 expect_status 143 "death by SIGTERM seen by the shell" sh -c "\"$nthrun\" -- sh -c 'kill -TERM \$\$'; exit \$?"
