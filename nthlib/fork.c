@@ -45,6 +45,7 @@
 #include "cpumgr_client.h"
 #include "libc_real.h"
 #include "trace_hooks.h"
+#include "wait_queue.h"
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -158,6 +159,10 @@ static void nth_fork_child(void)
     if (old ? !t || (t->flags & NTH_TF_IDLE) : !nth_started())
         return;   /* no runtime yet (the child's first call starts one) */
     __atomic_store_n(&nth_trace_on, 0, __ATOMIC_RELEASE);
+    /* First: the program's own child handlers (after ours) may unlock a
+     * mutex the parent's threads queued on (pthread_atfork's lock/unlock
+     * pattern); those waiters must already be stale. */
+    nth_wait_gen_fork_child();
     nth_stack_fork_child();
     nth_sched_fork_child();
     nth_exit_hooks_fork_child();

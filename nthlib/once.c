@@ -44,6 +44,10 @@ int nth_once(nth_once_t *once, void (*routine)(void))
             nth_olock(&b->lock);
             for (w = b->head; w; w = n) {
                 n = w->next;
+                if (nth_waiter_stale(w)) {
+                    nth_wq_remove(&b->head, &b->tail, w);   /* gone with fork() */
+                    continue;
+                }
                 if (w->data == (uintptr_t)once) {
                     nth_wq_remove(&b->head, &b->tail, w);
                     atomic_store_explicit(&w->state, NTH_W_CLAIMED_WAKE, memory_order_relaxed);

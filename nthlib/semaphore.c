@@ -136,6 +136,10 @@ int nth_sem_interrupt(nth_sem_t *s)
     nth_olock(&s->__lock);
     for (struct nth_waiter *w = s->__head, *next; w; w = next) {
         next = w->next;
+        if (nth_waiter_stale(w)) {
+            nth_wq_remove(&s->__head, &s->__tail, w);   /* gone with fork() */
+            continue;
+        }
         const int *stop = (const int *)w->data;
         if (!stop || !__atomic_load_n(stop, __ATOMIC_SEQ_CST))
             continue;

@@ -40,6 +40,7 @@ struct nth_waiter {
     nth_t t;
     _Atomic int state;
     int queued;               /* under the object lock */
+    unsigned gen;             /* nth_wait_gen when queued (wait_gen.c) */
     uintptr_t data;           /* per object: reader/writer, once key, ... */
     /* Timed waits only: */
     struct nth_alarm alarm;
@@ -53,12 +54,28 @@ struct nth_waiter {
     void (*on_timeout)(struct nth_waiter *w);
 };
 
+/* The fork generation (wait_gen.c): bumped in each fork() child, so that
+ * waiters queued by the parent's threads, which do not exist in the child,
+ * are told from the child's own. Written only by the child's fork handler. */
+extern unsigned nth_wait_gen __attribute__((visibility("hidden")));
+/* In a fork() child, before any other code runs: every waiter queued so far
+ * belongs to a thread that is gone. Not thread-safe: the child's only
+ * kernel thread calls it (nth_fork_child). */
+void nth_wait_gen_fork_child(void) __attribute__((visibility("hidden")));
+
+/* 1 if w was queued by a thread that did not survive a fork(). */
+static inline int nth_waiter_stale(const struct nth_waiter *w)
+{
+    return w->gen != __atomic_load_n(&nth_wait_gen, __ATOMIC_RELAXED);
+}
+
 static inline void nth_waiter_init(struct nth_waiter *w, nth_t self)
 {
     w->next = w->prev = NULL;
     w->t = self;
     atomic_store_explicit(&w->state, NTH_W_WAITING, memory_order_relaxed);
     w->queued = 0;
+    w->gen = __atomic_load_n(&nth_wait_gen, __ATOMIC_RELAXED);
     w->data = 0;
     /* Relaxed: a plain `=` on the _Atomic field is a sequentially
      * consistent store, an xchg on x86-64 (a locked instruction per wait);
@@ -126,11 +143,18 @@ static inline void nth_wq_remove(void **head, void **tail, struct nth_waiter *w)
     w->queued = 0;
 }
 
+/* Under the object lock: unlink and return the first waiter, NULL when
+ * none. Waiters left by the threads of a parent process (fork()) are
+ * unlinked and skipped: they never run again, so they cannot be handed an
+ * object or woken. */
 static inline struct nth_waiter *nth_wq_pop(void **head, void **tail)
 {
-    struct nth_waiter *w = (struct nth_waiter *)*head;
-    if (w)
+    struct nth_waiter *w;
+    while ((w = (struct nth_waiter *)*head) != NULL) {
         nth_wq_remove(head, tail, w);
+        if (__builtin_expect(!nth_waiter_stale(w), 1))
+            break;
+    }
     return w;
 }
 

@@ -47,9 +47,13 @@ __attribute__((noreturn)) void shim_run_cleanup_and_exit(struct shim_thread *sel
     unwind_continue(self);
 }
 
+/* Peeks (shim_self_peek): every cancellation point of a wrapper runs
+ * here, also write() called from a signal handler. */
 void shim_testcancel(void)
 {
-    struct shim_thread *self = shim_self();
+    struct shim_thread *self = shim_self_peek();
+    if (!self)
+        return;                  /* no record: nobody can have asked */
     if (__builtin_expect(shim_cancel_requested(), 0)) {
         self->cancel_state = PTHREAD_CANCEL_DISABLE;   /* acted on once */
         shim_exit(PTHREAD_CANCELED);
@@ -58,8 +62,8 @@ void shim_testcancel(void)
 
 int shim_cancel_requested(void)
 {
-    struct shim_thread *self = shim_self();
-    return __atomic_load_n(&self->cancel_pending, __ATOMIC_ACQUIRE) &&
+    struct shim_thread *self = shim_self_peek();
+    return self && __atomic_load_n(&self->cancel_pending, __ATOMIC_ACQUIRE) &&
            self->cancel_state == PTHREAD_CANCEL_ENABLE && !(self->exiting & 1);
 }
 

@@ -145,6 +145,13 @@ void shim_set_self(struct shim_thread *st)
     nth_setspecific(self_key, st);
 }
 
+struct shim_thread *shim_self_peek(void)
+{
+    if (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)
+        return NULL;
+    return nth_getspecific(self_key);
+}
+
 struct shim_thread *shim_self(void)
 {
     if (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)

@@ -124,6 +124,13 @@ struct shim_thread {
 nth_mutex_t *shim_mutex(pthread_mutex_t *m);
 /* The caller's record (created for threads the shim did not start). */
 struct shim_thread *shim_self(void);
+/* The caller's record if it has one, else NULL: never allocates, never
+ * locks, so async-signal-safe (signal-safety(7)). For the paths the
+ * wrappers of async-signal-safe calls (write, read, close...) take, which a
+ * signal handler may run while the code it interrupted holds malloc's
+ * lock. A thread with no record has no cancellation request and no queued
+ * signal: both need its pthread_t, and pthread_self makes the record. */
+struct shim_thread *shim_self_peek(void);
 /* libc's definition of name (its default version), never the shim's.
  * Every REAL call site records its name and its pointer in the section
  * shim_real_sites, and shim_real_resolve_all() fills them all in once,

@@ -393,9 +393,13 @@ void shim_nap(clockid_t clock, int64_t until)
     nth_sem_clockwait(&shim_self()->sig_bell, clock, &ts);
 }
 
+/* These three peek (shim_self_peek): the I/O wrappers call them, also
+ * from signal handlers. A thread with no record has no queued signal. */
 int shim_signals(void)
 {
-    struct shim_thread *self = shim_self();
+    struct shim_thread *self = shim_self_peek();
+    if (!self)
+        return 0;
     if (__atomic_load_n(&self->pending, __ATOMIC_ACQUIRE) & ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED)) {
         kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
         deliver_queued(self);
@@ -408,7 +412,9 @@ int shim_signals(void)
 
 void shim_signals_begin(void)
 {
-    struct shim_thread *self = shim_self();
+    struct shim_thread *self = shim_self_peek();
+    if (!self)
+        return;
     __atomic_store_n(&self->sig_unreported, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&self->sig_delivered, 0, __ATOMIC_RELAXED);
 }
@@ -485,11 +491,11 @@ static int has_restart(int sig, int need_handler)
 
 int shim_signals_restart(void)
 {
-    struct shim_thread *self = shim_self();
-    uint64_t d = __atomic_exchange_n(&self->sig_delivered, 0, __ATOMIC_RELAXED);
+    struct shim_thread *self = shim_self_peek();
+    uint64_t d = self ? __atomic_exchange_n(&self->sig_delivered, 0, __ATOMIC_RELAXED) : 0;
     int known = d != 0;
     if (!known)
-        d = ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED) & ~UNBLOCKABLE;
+        d = ~(self ? __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED) : 0) & ~UNBLOCKABLE;
     for (int sig = 1; sig <= 64; sig++)
         if ((d & BIT(sig)) && valid_sig(sig) && !has_restart(sig, !known))
             return 0;

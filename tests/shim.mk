@@ -310,3 +310,17 @@ tests_shim_posix_c11_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_c11_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_c11_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_c11_LDADD =
+
+check_PROGRAMS += tests/shim/posix-forkwait
+tests_shim_posix_forkwait_SOURCES = tests/shim/forkwait.c tests/shim/check.h
+tests_shim_posix_forkwait_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_forkwait_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_forkwait_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_forkwait_LDADD =
+
+check_PROGRAMS += tests/shim/posix-sigwrite
+tests_shim_posix_sigwrite_SOURCES = tests/shim/sigwrite.c tests/shim/check.h
+tests_shim_posix_sigwrite_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigwrite_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigwrite_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigwrite_LDADD =
