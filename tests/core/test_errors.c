@@ -75,7 +75,9 @@ static void c_join_errors(void *a)
     (void)a;
     child_init(2);
     nth_t t;
-    int flag = 0;
+    /* One flag per waiter: the detached one may not have seen its flag
+     * yet when the second is made (TSan caught a reset racing with it). */
+    static int flag, flag2;
     void *r;
     /* First, while VP 1 has created nothing. */
     CHECK_EQ(nth_create(&t, NULL, join_null, NULL), 0);
@@ -114,8 +116,7 @@ static void c_join_errors(void *a)
         CHECK_EQ(nth_setname(garbage[i], "x"), ESRCH);
     }
     /* A pointer into a live unit but not at its descriptor. */
-    flag = 0;
-    CHECK_EQ(nth_create(&t, NULL, wait_flag, &flag), 0);
+    CHECK_EQ(nth_create(&t, NULL, wait_flag, &flag2), 0);
     CHECK_EQ(nth_join((nth_t)((char *)t - 64), NULL), ESRCH);
     CHECK_EQ(nth_join((nth_t)((char *)t + 8), NULL), ESRCH);
     /* EINVAL: a second joiner while one waits. */
@@ -124,7 +125,7 @@ static void c_join_errors(void *a)
     while (__atomic_load_n(&((struct nth_thread *)t)->jstate, __ATOMIC_ACQUIRE) <= NTH_J_REAPED)
         nth_yield();                          /* until j1 is registered */
     CHECK_EQ(nth_join(t, NULL), EINVAL);
-    __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&flag2, 1, __ATOMIC_RELEASE);
     CHECK_EQ(nth_to_rq(t), 0);
     CHECK_EQ(nth_join(j1, &r), 0);
     CHECK_EQ((uintptr_t)r, 0);                /* j1's nth_join returned 0 */
