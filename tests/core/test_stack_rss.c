@@ -64,9 +64,12 @@ static void c_rss_back(void *a)
     long grown = rss_bytes() - before;
     /* Kept: each VP's cache slot keeps about 4 MiB of stacks with their
      * pages (nthlib/stack.c, SLOT_RESIDENT); 400 x 512 KiB = 200 MiB were
-     * touched. ASan's shadow of the touched stacks (1/8) also stays. */
+     * touched. Under ASan the shadow of every stack stays too: each start
+     * unpoisons its whole 1 MiB, faulting in 128 KiB of shadow, 50 MiB for
+     * 400 (measured: +64 MiB after two bursts); without the release the
+     * growth is over 250 MiB there. */
 #if defined(__SANITIZE_ADDRESS__) || defined(NTH_ASAN)
-    long limit = 64L << 20;
+    long limit = 100L << 20;
 #else
     long limit = 24L << 20;
 #endif
@@ -76,7 +79,11 @@ static void c_rss_back(void *a)
     CHECK(grown < limit);
     /* The released units are reused whole: a second burst runs. */
     burst();
-    CHECK(rss_bytes() - before < limit);
+    grown = rss_bytes() - before;
+    if (grown >= limit)
+        fprintf(stderr, "RSS grew by %ld KiB after the second burst (limit %ld KiB)\n",
+                grown >> 10, limit >> 10);
+    CHECK(grown < limit);
 }
 
 static void test_stack_rss_back(void **s) { (void)s; assert_child_ok(c_rss_back, NULL); }
