@@ -20,8 +20,8 @@
  * validate a handle against the slab registry without touching wild memory.
  * But the pages a freed stack touched are given back (MADV_DONTNEED, as
  * glibc's advise_stack_range does for an exiting thread) once the VP's cache
- * slot for its class already keeps SLOT_RESIDENT bytes of stacks, and always
- * for a unit going to the global pool: otherwise a burst of threads with
+ * slot for its class already keeps SLOT_RESIDENT bytes of stacks, and on the
+ * way to the global pool (classes above 64 KiB only): otherwise a burst of threads with
  * deep stacks stays resident for good. LIFO caches make this a bound: a unit
  * keeps its pages only at a slot depth below the slot's keep count, and its
  * depth does not change while it is cached, so each slot holds at most
@@ -52,9 +52,9 @@ extern struct cds_lfs_node *__cds_lfs_pop(cds_lfs_stack_ptr_t s);
 #define MAX_CLASSES 16
 #define CACHE_MAX NTH_CACHE_MAX
 /* Stack bytes a VP's cache slot keeps resident (about glibc's 40 MiB stack
- * cache over 2 VPs x 4 slots); a class of stacks up to SLOT_RESIDENT /
- * CACHE_MAX (64 KiB: nthlib's 16 KiB default) never releases pages from
- * the slots, so only the pool push pays. */
+ * cache over 2 VPs x 4 slots). A class of stacks up to SLOT_RESIDENT /
+ * CACHE_MAX (64 KiB: nthlib's 16 KiB default) never releases pages: its
+ * units hold at most that each, and its bursts pay no system call. */
 #define SLOT_RESIDENT (4u << 20)
 #define DESC_SIZE ((sizeof(struct nth_thread) + 63) & ~(size_t)63)
 
