@@ -170,6 +170,9 @@ struct nth_unit_cache {
     size_t stack_size;                /* cls's, for the inline fast path */
     struct nth_thread *head;
     int n;
+    int keep;                         /* cls's: units kept with their stack
+                                         pages; past it nth_unit_free
+                                         releases them (stack.c) */
 };
 
 struct nth_vp {
@@ -539,7 +542,7 @@ static inline struct nth_thread *nth_unit_get(struct nth_vp *vp, size_t stack_si
 static inline void nth_unit_put(struct nth_vp *vp, struct nth_thread *t)
 {
     struct nth_unit_cache *uc = &vp->cache[0];
-    if (__builtin_expect(uc->cls == t->cls && uc->n < NTH_CACHE_MAX &&
+    if (__builtin_expect(uc->cls == t->cls && uc->n < uc->keep &&
                          !(t->flags & NTH_TF_USTACK), 1)) {
         __atomic_store_n(&t->magic, NTH_MAGIC_FREE, __ATOMIC_RELEASE);
         t->next_free = uc->head;

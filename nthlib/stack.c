@@ -16,9 +16,17 @@
  * owner VP touches it, and a nano-thread is never switched inside these
  * calls), overflowing to a global pool per class, a liburcu lock-free stack
  * (cds_lfs: push is lock-free; pop is serialised by our spin lock against
- * ABA). Memory is never returned to the OS: that is what lets
- * nth_desc_check() validate a handle against the slab registry without
- * touching wild memory.
+ * ABA). Slabs are never unmapped: that is what lets nth_desc_check()
+ * validate a handle against the slab registry without touching wild memory.
+ * But the pages a freed stack touched are given back (MADV_DONTNEED, as
+ * glibc's advise_stack_range does for an exiting thread) once the VP's cache
+ * slot for its class already keeps SLOT_RESIDENT bytes of stacks, and on the
+ * way to the global pool (classes above 64 KiB only): otherwise a burst of threads with
+ * deep stacks stays resident for good. LIFO caches make this a bound: a unit
+ * keeps its pages only at a slot depth below the slot's keep count, and its
+ * depth does not change while it is cached, so each slot holds at most
+ * SLOT_RESIDENT bytes of stacks with pages. The common create/join case
+ * (slot depth 0) never makes the call.
  */
 #include "internal.h"
 #include <errno.h>
@@ -43,12 +51,20 @@ extern struct cds_lfs_node *__cds_lfs_pop(cds_lfs_stack_ptr_t s);
 #define MAX_SLABS (1 << 16)
 #define MAX_CLASSES 16
 #define CACHE_MAX NTH_CACHE_MAX
+/* Stack bytes a VP's cache slot keeps resident (about glibc's 40 MiB stack
+ * cache over 2 VPs x 4 slots). A class of stacks up to SLOT_RESIDENT /
+ * CACHE_MAX (64 KiB: nthlib's 16 KiB default) never releases pages: its
+ * units hold at most that each, and its bursts pay no system call. */
+#define SLOT_RESIDENT (4u << 20)
 #define DESC_SIZE ((sizeof(struct nth_thread) + 63) & ~(size_t)63)
 
 struct nth_stack_class {
     size_t stack_size;              /* requested bytes, rounded to pages */
     size_t guard;                   /* bytes below the stack, whole pages, 0 none */
     size_t unit;                    /* guard + stack */
+    int keep;                       /* units a VP cache slot keeps with their
+                                       pages: SLOT_RESIDENT / stack_size, at
+                                       most CACHE_MAX */
     struct __cds_lfs_stack pool;
     nth_spinlock_t pop_lock;
     nth_futex_lock_t grow_lock;
@@ -104,6 +120,7 @@ static struct nth_stack_class *class_for(size_t stack_size, size_t guard)
         c->stack_size = sz;
         c->guard = gd;
         c->unit = sz + gd;
+        c->keep = sz >= SLOT_RESIDENT / CACHE_MAX ? (int)(SLOT_RESIDENT / sz) : CACHE_MAX;
         __cds_lfs_init(&c->pool);
         c->pop_lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
         c->grow_lock = (nth_futex_lock_t)NTH_FUTEX_LOCK_INIT;
@@ -252,6 +269,19 @@ struct nth_thread *nth_unit_alloc(struct nth_vp *vp, size_t stack_size, size_t g
     return t;
 }
 
+/* Give back the pages of t's stack: all of it below the page holding the
+ * descriptor, which stays (next_free, pool_node, magic live there). Only
+ * for a unit that is off its stack for good (freed), and only the unit's
+ * own stack: stack_lo was reset from a caller's (nth_attr_setstack) one
+ * before, so a caller-provided stack is never touched. The guard is below
+ * stack_lo and is left alone. The pages read as zeros at the next use. */
+static void stack_release(struct nth_thread *t)
+{
+    char *hi = (char *)((uintptr_t)t & ~(uintptr_t)(nth_page_size() - 1));
+    if (hi > (char *)t->stack_lo)
+        (void)madvise(t->stack_lo, (size_t)(hi - (char *)t->stack_lo), MADV_DONTNEED);
+}
+
 void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
 {
     struct nth_stack_class *c = t->cls;
@@ -261,6 +291,8 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
     t->stack_size = (size_t)((char *)t - t->stack_lo);
     if (vp && vp->cache[0].cls == c && vp->cache[0].n < CACHE_MAX) {
         /* The default size's slot, the one nth_unit_alloc looks at first. */
+        if (vp->cache[0].n >= c->keep)
+            stack_release(t);
         t->next_free = vp->cache[0].head;
         vp->cache[0].head = t;
         vp->cache[0].n++;
@@ -278,15 +310,20 @@ void nth_unit_free(struct nth_vp *vp, struct nth_thread *t)
              * slot by stack size alone, for the one-page guard: a slot of
              * another guard gets a size no request has. */
             slot->stack_size = c->guard == nth_page_size() ? c->stack_size : 0;
+            slot->keep = c->keep;
             slot->cls = c;
         }
         if (slot && slot->cls == c && slot->n < CACHE_MAX) {
+            if (slot->n >= c->keep)
+                stack_release(t);
             t->next_free = slot->head;
             slot->head = t;
             slot->n++;
             return;
         }
     }
+    if (c->keep < CACHE_MAX)
+        stack_release(t);
     NTH_TSAN_RELEASE(t);
     NTH_TSAN_OPAQUE_BEGIN();
     cds_lfs_node_init(&t->pool_node);

@@ -5,7 +5,7 @@ core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
 	tests/core/test_topology tests/core/test_helper_mask tests/core/test_fork \
-	tests/core/test_ldso_pin
+	tests/core/test_ldso_pin tests/core/test_stack_rss
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -80,3 +80,7 @@ tests_core_test_topology_SOURCES = tests/core/test_topology.c tests/core/child.h
 tests_core_test_topology_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_topology_LDFLAGS = $(core_test_ldflags)
 tests_core_test_topology_LDADD = $(core_test_libs)
+tests_core_test_stack_rss_SOURCES = tests/core/test_stack_rss.c tests/core/child.h
+tests_core_test_stack_rss_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_stack_rss_LDFLAGS = $(core_test_ldflags)
+tests_core_test_stack_rss_LDADD = $(core_test_libs)
