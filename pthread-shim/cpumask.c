@@ -14,7 +14,6 @@
  * itself with sched_setaffinity (taskset(1) does, then execs).
  */
 #include <dlfcn.h>
-#include <link.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -70,29 +69,11 @@ static void rebind(const struct unbound *u)
  * later: a dlopen on another kernel thread may hold its lock). */
 static uintptr_t hwloc_lo, hwloc_hi;
 
-static int find_hwloc(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t target = (uintptr_t)data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (target >= lo && target < hi) {
-            hwloc_lo = lo;
-            hwloc_hi = hi;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 void shim_cpumask_init(void)
 {
     void *f = dlsym(RTLD_DEFAULT, "hwloc_set_cpubind");
     if (f)
-        dl_iterate_phdr(find_hwloc, f);
+        shim_code_range(f, &hwloc_lo, &hwloc_hi);
 }
 
 /* The caller of a wrapper is the runtime (libnth) or hwloc on its behalf. */

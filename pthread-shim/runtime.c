@@ -64,22 +64,34 @@ cpu_set_t shim_process_cpus;
  * versions that would re-enter the scheduler from inside it. */
 static uintptr_t runtime_lo, runtime_hi;
 
-static int find_runtime(struct dl_phdr_info *info, size_t size, void *data)
+struct code_range {
+    uintptr_t target, lo, hi;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
-    uintptr_t target = (uintptr_t)data;
+    struct code_range *r = data;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (target >= lo && target < hi) {
-            runtime_lo = lo;
-            runtime_hi = hi;
+        if (r->target >= lo && r->target < hi) {
+            r->lo = lo;
+            r->hi = hi;
             return 1;
         }
     }
     return 0;
+}
+
+void shim_code_range(const void *addr, uintptr_t *lo, uintptr_t *hi)
+{
+    struct code_range r = { (uintptr_t)addr, 0, 0 };
+    dl_iterate_phdr(find_range, &r);
+    *lo = r.lo;
+    __atomic_store_n(hi, r.hi, __ATOMIC_RELEASE);
 }
 
 static void shim_start(void);
@@ -103,7 +115,7 @@ static void shim_start(void)
     /* The system call: the shim's sched_getaffinity answers from this. */
     if (syscall(SYS_sched_getaffinity, 0, sizeof shim_process_cpus, &shim_process_cpus) <= 0)
         CPU_ZERO(&shim_process_cpus);
-    dl_iterate_phdr(find_runtime, (void *)(uintptr_t)&nth_yield);
+    shim_code_range((const void *)(uintptr_t)&nth_yield, &runtime_lo, &runtime_hi);
     shim_cpumask_init();
 }
 

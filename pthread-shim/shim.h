@@ -234,6 +234,11 @@ void shim_sig_started(struct shim_thread *st);
 void shim_nap(clockid_t clock, int64_t until);
 /* 1 when ra (a return address) is in the runtime's own code. */
 int shim_runtime_caller(const void *ra);
+/* The executable PT_LOAD segment of the loaded object that holds addr
+ * (dl_iterate_phdr): [*lo, *hi), both 0 when none does; *hi is stored last
+ * (release), so a reader that loads it with acquire sees *lo. For the
+ * start-up only (dl_iterate_phdr takes ld.so's lock). */
+void shim_code_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 #define FROM_RUNTIME() shim_runtime_caller(__builtin_return_address(0))
 /* 1 when the caller is a nano-thread: on a VP, or run by a stall
  * watchdog's stand-in (its VP's kernel thread in a system call). No side
