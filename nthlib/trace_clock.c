@@ -13,25 +13,10 @@
 #include <unistd.h>
 #include "trace_clock.h"
 
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#define HAVE_TSC 1
-static inline uint64_t tsc_read(void) { return __rdtsc(); }
-#else
-#define HAVE_TSC 0
-static inline uint64_t tsc_read(void) { return 0; }
-#endif
-
-/* The mapping readers use, under a sequence count (odd while it changes):
- * one cache line, written once per flush tick, read by every record. */
-static struct {
-    uint32_t seq;
-    uint64_t tsc0, ns0, mult;
-} cur __attribute__((aligned(64)));
-static int use_tsc;                       /* set once, before any record */
+struct nth_trace_clock_cur nth_trace_clock_cur;   /* trace_clock.h */
 static uint64_t start_tsc, start_ns;      /* the calibration's first pair */
 
-static uint64_t mono_ns(void)
+uint64_t nth_trace_clock_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -40,24 +25,12 @@ static uint64_t mono_ns(void)
 
 uint64_t nth_trace_now(void)
 {
-    if (!__atomic_load_n(&use_tsc, __ATOMIC_ACQUIRE))
-        return mono_ns();
-    struct nth_trace_cal c;
-    uint32_t s;
-    /* Acquire loads, no fence (GCC's ThreadSanitizer rejects fences): the
-     * second read of seq cannot move above them. Plain loads on x86-64. */
-    do {
-        s = __atomic_load_n(&cur.seq, __ATOMIC_ACQUIRE);
-        c.tsc0 = __atomic_load_n(&cur.tsc0, __ATOMIC_ACQUIRE);
-        c.ns0 = __atomic_load_n(&cur.ns0, __ATOMIC_ACQUIRE);
-        c.mult = __atomic_load_n(&cur.mult, __ATOMIC_ACQUIRE);
-    } while ((s & 1) || s != __atomic_load_n(&cur.seq, __ATOMIC_RELAXED));
-    return nth_trace_cal_ns(&c, tsc_read());
+    return nth_trace_now_inline();
 }
 
 int nth_trace_clock_is_tsc(void)
 {
-    return __atomic_load_n(&use_tsc, __ATOMIC_RELAXED);
+    return __atomic_load_n(&nth_trace_clock_cur.use_tsc, __ATOMIC_RELAXED);
 }
 
 /* A (TSC, CLOCK_MONOTONIC) pair: the best of 5 tries (the TSC reads closest
@@ -66,7 +39,7 @@ static void pair(uint64_t *tsc, uint64_t *mono)
 {
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 5; i++) {
-        uint64_t a = tsc_read(), m = mono_ns(), b = tsc_read();
+        uint64_t a = nth_trace_tsc_read(), m = nth_trace_clock_mono_ns(), b = nth_trace_tsc_read();
         if (b >= a && b - a < best) {
             best = b - a;
             *tsc = a + (b - a) / 2;
@@ -79,12 +52,12 @@ static void publish(const struct nth_trace_cal *c)
 {
     /* Release stores, no fence: none of them moves above the odd seq
      * store, and the even one moves above none of them. */
-    uint32_t s = __atomic_load_n(&cur.seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&cur.seq, s + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&cur.tsc0, c->tsc0, __ATOMIC_RELEASE);
-    __atomic_store_n(&cur.ns0, c->ns0, __ATOMIC_RELEASE);
-    __atomic_store_n(&cur.mult, c->mult, __ATOMIC_RELEASE);
-    __atomic_store_n(&cur.seq, s + 2, __ATOMIC_RELEASE);
+    uint32_t s = __atomic_load_n(&nth_trace_clock_cur.seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&nth_trace_clock_cur.seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&nth_trace_clock_cur.tsc0, c->tsc0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.ns0, c->ns0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.mult, c->mult, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.seq, s + 2, __ATOMIC_RELEASE);
 }
 
 struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t s_tsc, uint64_t s_ns, uint64_t tsc,
@@ -111,13 +84,13 @@ struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t 
 
 void nth_trace_clock_refine(void)
 {
-    if (!__atomic_load_n(&use_tsc, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&nth_trace_clock_cur.use_tsc, __ATOMIC_RELAXED))
         return;
     uint64_t tsc = 0, mono = 0;
     pair(&tsc, &mono);
-    struct nth_trace_cal c = { __atomic_load_n(&cur.tsc0, __ATOMIC_RELAXED),
-                               __atomic_load_n(&cur.ns0, __ATOMIC_RELAXED),
-                               __atomic_load_n(&cur.mult, __ATOMIC_RELAXED) };
+    struct nth_trace_cal c = { __atomic_load_n(&nth_trace_clock_cur.tsc0, __ATOMIC_RELAXED),
+                               __atomic_load_n(&nth_trace_clock_cur.ns0, __ATOMIC_RELAXED),
+                               __atomic_load_n(&nth_trace_clock_cur.mult, __ATOMIC_RELAXED) };
     struct nth_trace_cal n = nth_trace_cal_next(&c, start_tsc, start_ns, tsc, mono);
     if (n.tsc0 != c.tsc0)
         publish(&n);
@@ -150,8 +123,8 @@ void nth_trace_clock_start(void)
 #endif
         }
     }
-    __atomic_store_n(&use_tsc, 0, __ATOMIC_RELAXED);
-    if (!HAVE_TSC || want == 2 || (want == 0 && !kernel_uses_tsc()))
+    __atomic_store_n(&nth_trace_clock_cur.use_tsc, 0, __ATOMIC_RELAXED);
+    if (!NTH_TRACE_HAVE_TSC || want == 2 || (want == 0 && !kernel_uses_tsc()))
         return;
     uint64_t t2 = 0, m2 = 0;
     pair(&start_tsc, &start_ns);
@@ -166,5 +139,5 @@ void nth_trace_clock_start(void)
         return;
     struct nth_trace_cal c = { .tsc0 = t2, .ns0 = m2, .mult = (uint64_t)mult };
     publish(&c);
-    __atomic_store_n(&use_tsc, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.use_tsc, 1, __ATOMIC_RELEASE);
 }

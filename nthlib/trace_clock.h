@@ -48,6 +48,59 @@ static inline uint64_t nth_trace_cal_ns(const struct nth_trace_cal *c, uint64_t 
 NTH_HIDDEN struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *cur, uint64_t start_tsc,
                                                    uint64_t start_ns, uint64_t tsc, uint64_t mono);
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define NTH_TRACE_HAVE_TSC 1
+static inline uint64_t nth_trace_tsc_read(void) { return __rdtsc(); }
+#else
+#define NTH_TRACE_HAVE_TSC 0
+static inline uint64_t nth_trace_tsc_read(void) { return 0; }
+#endif
+
+/* The mapping readers use, under a sequence count (odd while it changes),
+ * and whether to use it (set once, before any record): one cache line,
+ * written once per flush tick, read by every record. Internal to the
+ * clock; visible here only for nth_trace_now_inline. */
+struct nth_trace_clock_cur {
+    uint32_t seq;
+    int use_tsc;
+    uint64_t tsc0, ns0, mult;
+} __attribute__((aligned(64)));
+NTH_HIDDEN extern struct nth_trace_clock_cur nth_trace_clock_cur;
+NTH_HIDDEN uint64_t nth_trace_clock_mono_ns(void);
+
+/* The TSC clock alone, for the record path's fast case: 1 and *ns set
+ * (CLOCK_MONOTONIC ns) when the trace clock is the TSC, else 0 (the
+ * caller then takes nth_trace_now()). Inlined: a call made every record
+ * function save and restore six callee-saved registers (bench/RESULTS.md
+ * "trace2"). Thread-safe, lock-free, async-signal-safe (the sequence count
+ * retries, never waits on a lock). */
+static inline int nth_trace_tsc_now(uint64_t *ns)
+{
+    struct nth_trace_clock_cur *c = &nth_trace_clock_cur;
+    if (__builtin_expect(!__atomic_load_n(&c->use_tsc, __ATOMIC_ACQUIRE), 0))
+        return 0;
+    struct nth_trace_cal m;
+    uint32_t s;
+    /* Acquire loads, no fence (GCC's ThreadSanitizer rejects fences): the
+     * second read of seq cannot move above them. Plain loads on x86-64. */
+    do {
+        s = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+        m.tsc0 = __atomic_load_n(&c->tsc0, __ATOMIC_ACQUIRE);
+        m.ns0 = __atomic_load_n(&c->ns0, __ATOMIC_ACQUIRE);
+        m.mult = __atomic_load_n(&c->mult, __ATOMIC_ACQUIRE);
+    } while ((s & 1) || s != __atomic_load_n(&c->seq, __ATOMIC_RELAXED));
+    *ns = nth_trace_cal_ns(&m, nth_trace_tsc_read());
+    return 1;
+}
+
+/* nth_trace_now(), inlined (the record path's multi-record functions). */
+static inline uint64_t nth_trace_now_inline(void)
+{
+    uint64_t ns;
+    return nth_trace_tsc_now(&ns) ? ns : nth_trace_clock_mono_ns();
+}
+
 /* Choose the trace clock, when tracing starts: the TSC (calibrated for 1
  * ms, a busy wait) on x86-64 when the kernel's clock source is "tsc" --
  * the kernel has then checked that the TSC is invariant and synchronised

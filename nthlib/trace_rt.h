@@ -17,9 +17,15 @@ struct nth_trace_buf {
     struct nth_trace_rec *ring;
     uint64_t cap;                    /* records, a power of two */
     uint64_t head;                   /* written by the producer (release) */
-    uint64_t tail;                   /* written by the consumer (release) */
+    /* The producer's own marks, from the tail it last read: a record that
+     * ends at or below room_end fits (0 while `lost` waits to be
+     * reported), one that ends below kick_at crosses no wake-up threshold.
+     * The common record then reads neither `tail` nor `lost`. */
+    uint64_t room_end, kick_at;
     uint64_t lost;                   /* producer's count not yet reported */
     uint64_t lost_total;             /* producer's count since the start (the exit line) */
+    /* The consumer's line: its drains do not take the producer's away. */
+    uint64_t tail __attribute__((aligned(64)));   /* written by the consumer (release) */
 };
 
 NTH_HIDDEN extern struct nth_trace_buf *nth_trace_bufs;   /* list head (CAS push) */

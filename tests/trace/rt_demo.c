@@ -9,7 +9,7 @@
  * can run (with NTH_VPS=1 the join is sure to block: cooperative scheduling),
  * then "migrant": it blocks in nth_wait and a kernel thread (no VP) makes it
  * ready, until it has been seen on two VPs (bounded; with one VP it cannot
- * move and says so). Then
+ * move and says so; a stall watchdog's stand-in is no VP of its own). Then
  * the mode's way out, from a nano-thread that is not main:
  *   return    main returns            exit      exit(0)
  *   sigterm   kill(getpid(), SIGTERM) abort     abort()
@@ -44,10 +44,27 @@ static void *sleeper(void *arg)
     return (void *)7;
 }
 
+/* Whether the caller now runs on a VP other than *first (the first VP it
+ * was seen on, -1 = none yet). A stall watchdog's stand-in, running a
+ * stalled VP's queue on a kernel thread of its own, says -1 (nth_vp_id):
+ * the trace shows that run on the stalled VP's track, so it is no move.
+ * Counting it as one (-1 != first) made runtime.sh fail at load: the
+ * migrant had run on VP 0 and on VP 0's stand-in, one VP track. */
+static int on_other_vp(int *first)
+{
+    int v = nth_vp_id();
+    if (v < 0)
+        return 0;
+    if (*first < 0)
+        *first = v;
+    return v != *first;
+}
+
 static void *migrant(void *arg)
 {
     (void)arg;
-    int first = nth_vp_id();
+    int first = -1;
+    on_other_vp(&first);
     /* One VP: it cannot move. Only "return" (runtime.sh) needs it to have
      * moved; the exit modes bound it low, since the hog's yields meanwhile
      * fill the trace (550 MB of JSON at load 18, minutes of jq). */
@@ -55,7 +72,7 @@ static void *migrant(void *arg)
     for (long i = 0; i < cap && !moved; i++) {
         __atomic_store_n(&waiting, 1, __ATOMIC_RELEASE);
         nth_wait();
-        if (nth_vp_id() != first)
+        if (on_other_vp(&first))
             moved = 1;
     }
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
