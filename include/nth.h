@@ -766,7 +766,8 @@ typedef void (*nth_for_fn)(long begin, long end, void *arg);
 NTH_API int nth_parallel_for(long lo, long hi, int schedule, long chunk, nth_for_fn body, void *arg);
 
 /* Wait until every member of the caller's team has called it (returns 0 at
- * once outside a region or in a team of one). Waiters spin for NTH_SPIN_US
+ * once outside a region or in a team of one). Waiters spin for
+ * NTH_TEAM_SPIN_US (config.team_spin_us, 1000 µs by default)
  * while their VP has nothing else to run, then block with nth_wait(), so an
  * oversubscribed team still progresses. Returns 0. After `omp barrier`. */
 NTH_API int nth_team_barrier(void);

@@ -601,36 +601,76 @@ struct for_args {
     void *arg;
 };
 
-static long min_ul(unsigned long a, unsigned long b) { return (long)(a < b ? a : b); }
+/* Iteration lo + off, computed in unsigned arithmetic: off may exceed
+ * LONG_MAX when the range is wider than LONG_MAX, and lo + (long)off would
+ * overflow where the mathematical result fits. */
+static long at(long lo, unsigned long off) { return (long)((unsigned long)lo + off); }
+
+/* End of the block of up to c iterations at offset b < len, without
+ * computing b + c past len (it may not fit in an unsigned long). */
+static unsigned long block_end(unsigned long b, unsigned long c, unsigned long len)
+{
+    return c >= len - b ? len : b + c;
+}
 
 /* Run this member's share of the loop. Offsets from lo are unsigned so
- * that ranges wider than LONG_MAX do not overflow. */
+ * that ranges wider than LONG_MAX do not overflow; every step towards the
+ * next block is checked against what is left, so chunks near LONG_MAX
+ * cannot wrap an offset back into the range and run iterations twice. */
 static void share(struct team *tm, int id, const struct for_args *a)
 {
     unsigned long len = (unsigned long)a->hi - (unsigned long)a->lo;
     unsigned long n = (unsigned long)tm->n;
     unsigned long c = a->chunk > 0 ? (unsigned long)a->chunk : 0;
+    unsigned long u = (unsigned long)id;
     switch (a->schedule) {
     case NTH_SCHED_STATIC:
         if (c == 0) {
-            unsigned long q = len / n, r = len % n, u = (unsigned long)id;
+            unsigned long q = len / n, r = len % n;
             unsigned long b = u * q + (u < r ? u : r);
             unsigned long e = b + q + (u < r ? 1 : 0);
             if (e > b)
-                a->body(a->lo + (long)b, a->lo + (long)e, a->arg);
+                a->body(at(a->lo, b), at(a->lo, e), a->arg);
         } else {
-            for (unsigned long b = (unsigned long)id * c; b < len; b += n * c)
-                a->body(a->lo + (long)b, a->lo + min_ul(b + c, len), a->arg);
+            /* Blocks id, id + n, id + 2n, ...: block k starts at k * c
+             * when k * c < len, i.e. k <= (len - 1) / c. */
+            unsigned long last = (len - 1) / c;
+            for (unsigned long k = u; k <= last; k += n) {
+                unsigned long b = k * c;
+                a->body(at(a->lo, b), at(a->lo, block_end(b, c, len)), a->arg);
+                if (n > last - k)
+                    break;
+            }
         }
         break;
     case NTH_SCHED_DYNAMIC:
         if (c == 0)
             c = 1;
-        for (;;) {
-            unsigned long b = __atomic_fetch_add(&tm->next, c, __ATOMIC_RELAXED);
-            if (b >= len)
-                break;
-            a->body(a->lo + (long)b, a->lo + min_ul(b + c, len), a->arg);
+        if (c > len)
+            c = len;
+        /* The counter passes len by at most (n + 1) chunks: one block taken
+         * last, then one failing add per member. When that cannot wrap, one
+         * fetch-add per block; otherwise a compare-and-swap that never
+         * moves the counter past len. */
+        if (c <= (~0UL - len) / (n + 1)) {
+            for (;;) {
+                unsigned long b = __atomic_fetch_add(&tm->next, c, __ATOMIC_RELAXED);
+                if (b >= len)
+                    break;
+                a->body(at(a->lo, b), at(a->lo, block_end(b, c, len)), a->arg);
+            }
+        } else {
+            unsigned long b = __atomic_load_n(&tm->next, __ATOMIC_RELAXED), e;
+            for (;;) {
+                do {
+                    if (b >= len)
+                        return;
+                    e = block_end(b, c, len);
+                } while (!__atomic_compare_exchange_n(&tm->next, &b, e, 1, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED));
+                a->body(at(a->lo, b), at(a->lo, e), a->arg);
+                b = __atomic_load_n(&tm->next, __ATOMIC_RELAXED);
+            }
         }
         break;
     default: /* NTH_SCHED_GUIDED */
@@ -648,7 +688,7 @@ static void share(struct team *tm, int id, const struct for_args *a)
                     sz = len - b;
             } while (!__atomic_compare_exchange_n(&tm->next, &b, b + sz, 1, __ATOMIC_RELAXED,
                                                   __ATOMIC_RELAXED));
-            a->body(a->lo + (long)b, a->lo + (long)(b + sz), a->arg);
+            a->body(at(a->lo, b), at(a->lo, b + sz), a->arg);
         }
     }
 }

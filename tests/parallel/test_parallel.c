@@ -9,6 +9,9 @@
  * machine cannot change the assignment under the test.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -376,6 +379,106 @@ static void test_for_inside(void **state)
     assert_child_ok(case_for_inside, &n);
 }
 
+/* Ranges and chunks near the limits of long (a new user's trial: with a
+ * chunk near LONG_MAX, STATIC's next block start wrapped and the loop ran
+ * the same iterations for ever; DYNAMIC's shared counter wrapped and ran
+ * some twice). The blocks are recorded and must tile [lo, hi) exactly. */
+#define MAXBLK 4096
+
+static struct {
+    long lo, hi;
+    long b[MAXBLK], e[MAXBLK];
+    int n;
+} blk;
+
+static void block_body(long b, long e, void *p)
+{
+    (void)p;
+    int i = __atomic_fetch_add(&blk.n, 1, __ATOMIC_RELAXED);
+    if (i >= MAXBLK) {
+        fprintf(stderr, "more than %d blocks for [%ld,%ld): iterations run again\n", MAXBLK, blk.lo, blk.hi);
+        _exit(3);
+    }
+    blk.b[i] = b;
+    blk.e[i] = e;
+}
+
+static int cmp_block(const void *x, const void *y)
+{
+    long a = *(const long *)x, b = *(const long *)y;
+    return (a > b) - (a < b);
+}
+
+/* Sort the recorded blocks by start and check they tile [lo, hi). */
+static void check_tiling(int sched, long chunk, int team)
+{
+    static long pairs[MAXBLK][2];
+    int n = blk.n;
+    CHECK(n >= 1);
+    for (int i = 0; i < n; i++) {
+        pairs[i][0] = blk.b[i];
+        pairs[i][1] = blk.e[i];
+    }
+    qsort(pairs, (size_t)n, sizeof(pairs[0]), cmp_block);
+    long at = blk.lo;
+    for (int i = 0; i < n; i++) {
+        if (pairs[i][0] != at || pairs[i][1] <= pairs[i][0] || pairs[i][1] > blk.hi) {
+            fprintf(stderr, "[%ld,%ld) schedule %d chunk %ld team %d: block %d is [%ld,%ld), expected a start at %ld\n",
+                    blk.lo, blk.hi, sched, chunk, team, i, pairs[i][0], pairs[i][1], at);
+            CHECK(0);
+        }
+        at = pairs[i][1];
+    }
+    CHECK_EQ(at, blk.hi);
+}
+
+static int limit_sched;
+static long limit_chunk;
+
+static void limit_loop(int id, int n, void *p)
+{
+    (void)id; (void)n; (void)p;
+    if (nth_parallel_for(blk.lo, blk.hi, limit_sched, limit_chunk, block_body, NULL) != 0)
+        _exit(4);
+}
+
+static void case_for_limits(void *arg)
+{
+    (void)arg;
+    start(2);
+    static const long r[][2] = { { 1, LONG_MAX }, { -10, LONG_MAX }, { LONG_MIN, LONG_MAX },
+                                 { LONG_MIN, 0 }, { LONG_MAX - 5, LONG_MAX } };
+    static const long ch[] = { LONG_MAX, LONG_MAX - 2, LONG_MAX / 2 + 1, LONG_MAX / 3, 4 };
+    static const int team[] = { 2, 3, 7 };
+    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+        for (size_t k = 0; k < sizeof(ch) / sizeof(ch[0]); k++)
+            for (size_t s = 0; s < 3; s++)
+                for (size_t t = 0; t < sizeof(team) / sizeof(team[0]); t++) {
+                    /* A chunk of 4 over a range wider than 4096 blocks is not a
+                     * limit case; only the short range takes it. */
+                    if (ch[k] == 4 && r[i][0] != LONG_MAX - 5)
+                        continue;
+                    memset(&blk, 0, sizeof(blk));
+                    blk.lo = r[i][0];
+                    blk.hi = r[i][1];
+                    limit_sched = scheds[s];
+                    limit_chunk = ch[k];
+                    CHECK_EQ(nth_parallel(team[t], limit_loop, NULL), 0);
+                    check_tiling(scheds[s], ch[k], team[t]);
+                }
+    /* STATIC without a chunk and GUIDED with the smallest one over the
+     * widest range: one block per member, and halving blocks. */
+    for (size_t s = 0; s < 3; s += 2) {
+        memset(&blk, 0, sizeof(blk));
+        blk.lo = LONG_MIN;
+        blk.hi = LONG_MAX;
+        CHECK_EQ(nth_parallel_for(blk.lo, blk.hi, scheds[s], 0, block_body, NULL), 0);
+        check_tiling(scheds[s], 0, 0);
+    }
+}
+
+static void test_for_limits(void **state) { (void)state; assert_child_ok(case_for_limits, NULL); }
+
 /* ---- n = 0 follows the assignment ---------------------------------------- */
 
 static void size_body(int id, int n, void *p)
@@ -516,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_caller_home),
         cmocka_unit_test(test_for_outside),
         cmocka_unit_test(test_for_inside),
+        cmocka_unit_test(test_for_limits),
         cmocka_unit_test(test_assigned),
         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_errors),
