@@ -186,11 +186,13 @@ static void test_backtrace_stops(void **s) { (void)s; assert_child_ok(c_backtrac
 #endif
 #ifdef FU_ASAN
 void __asan_handle_no_return(void);
+void *__asan_region_is_poisoned(void *beg, size_t size);
 #endif
 
 static char fu_trail[32];
 static uintptr_t fu_entry_cfa, fu_end_cfa;
-static int fu_frames, fu_ended;
+static int fu_frames, fu_ended, fu_poisoned;
+static uintptr_t fu_local;       /* fu_start's array, in an unwound frame */
 static struct _Unwind_Exception fu_exc;
 
 static void fu_note(const char *s) { strncat(fu_trail, s, sizeof fu_trail - strlen(fu_trail) - 1); }
@@ -209,7 +211,17 @@ static void *fu_reuser(void *a)
     return NULL;
 }
 
-static void fu_cleanup_inner(int *x) { (void)x; fu_reuse(); fu_note("i"); }
+static void fu_cleanup_inner(int *x)
+{
+    (void)x;
+#ifdef FU_ASAN
+    /* The array's redzones, in a frame the unwind left: poisoned still
+     * unless ASan took the no-return for this stack. */
+    fu_poisoned = __asan_region_is_poisoned((void *)(fu_local - 32), 256 + 64) != NULL;
+#endif
+    fu_reuse();
+    fu_note("i");
+}
 static void fu_cleanup_outer(int *x) { (void)x; fu_reuse(); fu_note("o"); }
 
 static _Unwind_Reason_Code fu_stop(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
@@ -235,6 +247,7 @@ static __attribute__((noinline)) void fu_start(void)
     volatile char local[256];    /* redzones around it, under ASan */
     local[0] = 1;
     (void)local[0];
+    fu_local = (uintptr_t)local;
     fu_exc.exception_class = 0x4e54480054455354ULL;
     fu_exc.exception_cleanup = NULL;
 #ifdef FU_ASAN
@@ -275,6 +288,7 @@ static void c_forced_unwind(void *a)
     CHECK(strcmp(fu_trail, "io") == 0);
     /* The end of the stack is the trampoline's frame, above the worker's
      * (its caller's, nth_thread_entry's, stack pointer or higher). */
+    CHECK(!fu_poisoned);
     CHECK(fu_ended);
     CHECK(fu_end_cfa >= fu_entry_cfa);
     CHECK(fu_frames >= 4 && fu_frames <= 10);
