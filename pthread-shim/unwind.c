@@ -49,7 +49,7 @@ static int unwind_state;         /* 0 not tried, 1 loaded, -1 unavailable */
 
 /* "NTH\0PTHR": a class no C++ runtime owns, so a catch (...) sees a
  * foreign exception and __cxa_rethrow resumes the forced unwind. */
-#define SHIM_EXCEPTION_CLASS 0x4e5448005054485aULL
+#define SHIM_EXCEPTION_CLASS 0x4e54480050544852ULL
 
 int shim_unwind_load(void)
 {
