@@ -2,7 +2,7 @@
 # shim.sh -- wall time of plain pthread programs natively and under
 # LD_PRELOAD=libnth-pthread.so, in the same run, as ratios (shim / native;
 # above 1 means the shim is slower). Workloads: bench/shim-pingpong
-# (create/join loop, contended mutex, condvar ping-pong, pipe ping-pong
+# (create/join loop, the same ending by pthread_exit, contended mutex, condvar ping-pong, pipe ping-pong
 # with blocking read/write, a thread asleep in read() beside two computing
 # ones, pthread_kill to a thread in sem_wait, two threads yielding) and, when
 # installed, pigz -p 4 / xz -T4 / zstd -T4 compressing ~8 MB of generated
@@ -37,6 +37,7 @@ wall() {
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 cases=("create/join x20000|$pp create 20000"
+       "create/pthread_exit x20000|$pp exit 20000"
        "mutex 2 threads x200000|$pp mutex 200000"
        "condvar ping-pong x50000|$pp cond 50000"
        "pipe ping-pong x20000|$pp pipe 20000"

@@ -9,10 +9,14 @@
  * _pthread_cleanup_push / _pthread_cleanup_pop, and __pthread_cleanup_routine
  * (-fexceptions code).
  *
+ * Acting on a cancellation, or pthread_exit, is a forced unwind of the
+ * stack (unwind.c) that stops at each of these buffers in turn, so that
+ * C++ destructors and -fexceptions cleanups in the frames between run in
+ * order; without libgcc_s, only the buffers' handlers run.
+ *
  * Limits: asynchronous cancellation is refused (ENOTSUP from
  * pthread_setcanceltype): a nano-thread cannot be stopped safely at an
- * arbitrary instruction. C++ code cancelled gets its C cleanup handlers run
- * but no destructors (no forced unwinding).
+ * arbitrary instruction.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>          /* NTH_TSAN, for nth_full_fence */
@@ -25,20 +29,41 @@
 __attribute__((noreturn)) void shim_finish(struct shim_thread *self);
 
 /* The private-buffer layout glibc's macros allocate: the jump context, then
- * four pointers the library may use; the shim keeps the previous buffer in
- * the first. */
+ * four pointers the library may use. The shim keeps the previous buffer in
+ * the first, the owner frame's stack pointer in the second (the forced
+ * unwind stops at that frame: the jump context's own copy is mangled with
+ * glibc's pointer guard) and the _pthread_cleanup_push list's head at
+ * registration in the third (the old-ABI handlers newer than the buffer
+ * run before its own). */
 static void **buf_prev(__pthread_unwind_buf_t *b) { return &b->__pad[0]; }
+
+void *shim_cleanup_buf_sp(__pthread_unwind_buf_t *b) { return b->__pad[1]; }
+
+struct _pthread_cleanup_buffer *shim_cleanup_buf_old(__pthread_unwind_buf_t *b)
+{
+    return b->__pad[2];
+}
+
+__attribute__((noreturn)) void shim_cleanup_buf_jump(__pthread_unwind_buf_t *b)
+{
+    /* glibc's macros saved no signal mask (__mask_was_saved is 0), so
+     * longjmp reads only the part of a jmp_buf the buffer has. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#endif
+    longjmp((struct __jmp_buf_tag *)(void *)b->__cancel_jmp_buf, 1);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+}
 
 __attribute__((noreturn)) static void unwind_continue(struct shim_thread *self)
 {
+    shim_unwind(self);           /* returns only without a usable unwinder */
     __pthread_unwind_buf_t *top = self->cleanup_top;
-    /* glibc's macros saved no signal mask (__mask_was_saved is 0), so
-     * longjmp reads only the part of a jmp_buf the buffer has. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
     if (top)
-        longjmp((struct __jmp_buf_tag *)(void *)top->__cancel_jmp_buf, 1);
-#pragma GCC diagnostic pop
+        shim_cleanup_buf_jump(top);
     shim_finish(self);
 }
 
@@ -73,6 +98,9 @@ int nth_shim_pthread_cancel(pthread_t t)
     struct shim_thread *st = (struct shim_thread *)t;
     if (!st)
         return ESRCH;
+    /* The canceller loads the unwinder, as glibc's pthread_cancel does:
+     * the target then need not dlopen on its own (maybe small) stack. */
+    shim_unwind_load();
     __atomic_store_n(&st->cancel_pending, 1, __ATOMIC_SEQ_CST);
     shim_interrupt_waits(st);
     struct shim_thread *j = __atomic_load_n(&st->joining, __ATOMIC_SEQ_CST);
@@ -124,12 +152,21 @@ SHIM_EXPORT(pthread_setcanceltype)
 
 /* ---- glibc's cleanup ABI ------------------------------------------------- */
 
-SHIM_DECL(__pthread_register_cancel)
-void nth_shim___pthread_register_cancel(__pthread_unwind_buf_t *buf)
+/* sp: the registering frame's stack pointer, which is the CFA of the
+ * exported entry point it called (the unwinder reports it at that frame). */
+static void register_buf(__pthread_unwind_buf_t *buf, void *sp)
 {
     struct shim_thread *self = shim_self();
     *buf_prev(buf) = self->cleanup_top;
+    buf->__pad[1] = sp;
+    buf->__pad[2] = self->old_cleanup;
     self->cleanup_top = buf;
+}
+
+SHIM_DECL(__pthread_register_cancel)
+void nth_shim___pthread_register_cancel(__pthread_unwind_buf_t *buf)
+{
+    register_buf(buf, __builtin_dwarf_cfa());
 }
 SHIM_EXPORT(__pthread_register_cancel)
 
@@ -144,7 +181,7 @@ void __pthread_register_cancel_defer(__pthread_unwind_buf_t *buf);
 SHIM_DECL(__pthread_register_cancel_defer)
 void nth_shim___pthread_register_cancel_defer(__pthread_unwind_buf_t *buf)
 {
-    nth_shim___pthread_register_cancel(buf);
+    register_buf(buf, __builtin_dwarf_cfa());
 }
 SHIM_EXPORT(__pthread_register_cancel_defer)
 

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
+#include <unwind.h>
 #include "nth.h"
 #include "symver.h"
 
@@ -82,6 +83,10 @@ struct shim_thread {
     void *exit_value;
     void *cleanup_top;           /* newest __pthread_unwind_buf_t */
     struct _pthread_cleanup_buffer *old_cleanup;   /* _pthread_cleanup_push */
+    uintptr_t entry_cfa;         /* a forced unwind ends at the frame with
+                                    this stack pointer (thread.c); 0 for
+                                    main's: at the end of its stack */
+    struct _Unwind_Exception unwind_exc;   /* the forced unwind's (unwind.c) */
     size_t stacksize, guardsize;
     int sched_policy;
     struct sched_param sched_param;
@@ -248,9 +253,24 @@ void shim_code_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
  * with nth_blocking_enter/leave (which hands the stand-in's VP on first),
  * stay interruptible by pthread_kill and pthread_cancel. */
 int shim_on_nano(void);
-/* Finish the calling thread with value: run its cleanup handlers
- * (newest first), then nth_exit (which runs key destructors). */
+/* Finish the calling thread with value (pthread_exit, a cancellation
+ * acted upon): unwind its stack, running destructors and cleanup
+ * handlers newest first (unwind.c, cancel.c), then nth_exit (which runs
+ * key destructors). */
 __attribute__((noreturn)) void shim_exit(void *value);
+/* The forced unwind (unwind.c). shim_unwind_load: 1 once libgcc_s's
+ * unwinder is loaded (dlopen at first use), 0 if it cannot be; thread-safe.
+ * shim_unwind: unwind self's stack (the caller's own) down to its newest
+ * setjmp cleanup buffer, or to its entry and finish it; returns only
+ * when no unwinder can be had. */
+int shim_unwind_load(void);
+void shim_unwind(struct shim_thread *self);
+/* A glibc setjmp cleanup buffer (cancel.c): its frame's stack pointer,
+ * the _pthread_cleanup_push list's head when it was registered, and the
+ * jump to it that runs its handler. */
+void *shim_cleanup_buf_sp(__pthread_unwind_buf_t *b);
+struct _pthread_cleanup_buffer *shim_cleanup_buf_old(__pthread_unwind_buf_t *b);
+__attribute__((noreturn)) void shim_cleanup_buf_jump(__pthread_unwind_buf_t *b);
 
 /* Waiting in slices: blocked calls wake up every SHIM_SLICE_NS to act on
  * cancellation requests, since the runtime's waits cannot be interrupted

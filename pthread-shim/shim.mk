@@ -10,9 +10,11 @@ libnth_pthread_la_SOURCES = \
 	pthread-shim/runtime.c pthread-shim/thread.c pthread-shim/attr.c \
 	pthread-shim/cancel.c pthread-shim/mutex.c pthread-shim/sync.c \
 	pthread-shim/sem.c pthread-shim/signal.c pthread-shim/blocking.c \
-	pthread-shim/tls.c pthread-shim/cpumask.c
+	pthread-shim/tls.c pthread-shim/cpumask.c pthread-shim/unwind.c
 libnth_pthread_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/pthread-shim
-libnth_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+# Unwind tables in every function: pthread_exit and cancellation unwind
+# through the shim's own frames (unwind.c), whatever the target's default.
+libnth_pthread_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -fasynchronous-unwind-tables
 libnth_pthread_la_LIBADD = libnth-pthread-once.la libnth.la -ldl
 libnth_pthread_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(top_srcdir)/pthread-shim/libnth-pthread.map

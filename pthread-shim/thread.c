@@ -70,6 +70,20 @@ static int zombie_claim(struct shim_thread *st)
 
 /* ---- create / exit ------------------------------------------------------- */
 
+/* The thread's function, below the frame where a forced unwind ends
+ * (unwind.c): thread_run's CFA is thread_start's stack pointer at the
+ * call, which the unwinder reports at thread_start's frame and at no frame
+ * thread_run called, as glibc's start_thread stops pthread_exit's unwind at
+ * its own frame. noinline: inlined, its CFA would be thread_start's, and
+ * the unwind would end one frame further, in nthlib's entry. */
+__attribute__((noreturn)) static void thread_return(struct shim_thread *st, void *value);
+
+__attribute__((noinline)) static void *thread_run(struct shim_thread *st)
+{
+    st->entry_cfa = (uintptr_t)__builtin_dwarf_cfa();
+    return st->fn(st->arg);
+}
+
 static void *thread_start(void *arg)
 {
     struct shim_thread *st = arg;
@@ -78,10 +92,24 @@ static void *thread_start(void *arg)
     st->nid = nth_id(st->nt);
     shim_set_self(st);
     shim_sig_started(st);
-    shim_exit(st->fn(st->arg));
+    thread_return(st, thread_run(st));
 }
 
 __attribute__((noreturn)) void shim_run_cleanup_and_exit(struct shim_thread *self);
+
+__attribute__((noreturn)) void shim_finish(struct shim_thread *self);
+
+/* A return from the thread's function: nothing to unwind (glibc's
+ * start_thread does not either), unless it returned between a C
+ * pthread_cleanup_push and its pop (undefined; their handlers run). */
+__attribute__((noreturn)) static void thread_return(struct shim_thread *st, void *value)
+{
+    if (st->cleanup_top)
+        shim_exit(value);
+    st->exit_value = value;
+    st->exiting |= 1;
+    shim_finish(st);
+}
 
 __attribute__((noreturn)) void shim_exit(void *value)
 {
@@ -91,7 +119,9 @@ __attribute__((noreturn)) void shim_exit(void *value)
     shim_run_cleanup_and_exit(self);
 }
 
-/* Called once every cleanup handler has run. */
+/* Called once every cleanup handler has run: from the forced unwind's
+ * stop function (unwind.c) on top of the unwinder's frames, or, without
+ * libgcc_s, after the last setjmp buffer's handler. */
 __attribute__((noreturn)) void shim_finish(struct shim_thread *self)
 {
     while (self->old_cleanup) {

@@ -67,7 +67,8 @@ tests_core_test_switch_hook_LDADD = $(core_test_libs)
 # ctx_probe.S holds the probes of every architecture that has them (empty
 # elsewhere): the test needs the host's registers, not the switch's choice.
 tests_core_test_context_SOURCES = tests/core/test_context.c tests/core/ctx_probe.S tests/core/child.h
-tests_core_test_context_CFLAGS = $(TEST_CFLAGS)
+# -fexceptions: its forced-unwind case runs cleanup attributes by unwinding.
+tests_core_test_context_CFLAGS = $(TEST_CFLAGS) -fexceptions
 tests_core_test_context_LDFLAGS = $(core_test_ldflags)
 tests_core_test_context_LDADD = $(core_test_libs)
 

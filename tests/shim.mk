@@ -259,6 +259,37 @@ tests_shim_libdlclose_la_CFLAGS = $(shim_posix_cflags)
 tests_shim_libdlclose_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere $(AX_PTHREAD_CFLAGS)
 tests_shim_libdlclose_la_LIBADD =
 
+# Forced unwinding at pthread_exit and cancellation (pthread-shim/unwind.c):
+# C++ programs, a C one with -fexceptions. cxxmixed.c is a C frame without
+# -fexceptions (setjmp cleanup buffers) between cxxexit's C++ frames.
+if HAVE_CXX
+check_PROGRAMS += tests/shim/posix-cxxexit
+tests_shim_posix_cxxexit_SOURCES = tests/shim/cxxexit.cpp tests/shim/cxxmixed.c tests/shim/check.h
+tests_shim_posix_cxxexit_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cxxexit_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cxxexit_CXXFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cxxexit_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cxxexit_LDADD =
+
+check_PROGRAMS += tests/shim/posix-cxxcancel
+tests_shim_posix_cxxcancel_SOURCES = tests/shim/cxxcancel.cpp tests/shim/check.h
+tests_shim_posix_cxxcancel_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cxxcancel_CXXFLAGS = $(shim_posix_cflags)
+tests_shim_posix_cxxcancel_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cxxcancel_LDADD =
+NTH_SHIM_CXX = yes
+else
+NTH_SHIM_CXX = no
+endif
+AM_TESTS_ENVIRONMENT += NTH_SHIM_CXX='$(NTH_SHIM_CXX)'; export NTH_SHIM_CXX;
+
+check_PROGRAMS += tests/shim/posix-cleanupexc
+tests_shim_posix_cleanupexc_SOURCES = tests/shim/cleanupexc.c tests/shim/check.h
+tests_shim_posix_cleanupexc_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_cleanupexc_CFLAGS = $(shim_posix_cflags) -fexceptions
+tests_shim_posix_cleanupexc_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_cleanupexc_LDADD =
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;

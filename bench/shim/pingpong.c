@@ -3,6 +3,9 @@
  * linked with nthlib) for bench/shim.sh, which times it natively and under
  * LD_PRELOAD=libnth-pthread.so. One workload per run:
  *   create N   N pthread_create + pthread_join of an empty thread, in turn
+ *   exit N     the same, the thread ending by pthread_exit three calls deep
+ *              (the forced unwind of its stack: glibc's, and the shim's
+ *              since pthread-shim/unwind.c)
  *   mutex N    2 threads, each N lock / increment / unlock of one mutex
  *   cond N     2 threads pass a turn back and forth N times (mutex + condvar)
  *   pipe N     2 threads pass a byte back and forth N times over two pipes
@@ -35,6 +38,16 @@ static long n, count;
 static int turn;
 
 static void *empty(void *a) { return a; }
+
+static __attribute__((noinline)) void exit_1(void *v) { pthread_exit(v); }
+static __attribute__((noinline)) void exit_2(void *v) { exit_1(v); __asm__ __volatile__(""); }
+static __attribute__((noinline)) void exit_3(void *v) { exit_2(v); __asm__ __volatile__(""); }
+
+static void *exiter(void *a)
+{
+    exit_3(a);
+    return NULL;
+}
 
 static void *locker(void *a)
 {
@@ -129,13 +142,14 @@ static void *sem_waiter(void *a)
 int main(int argc, char **argv)
 {
     if (argc != 3 || (n = atol(argv[2])) <= 0) {
-        fprintf(stderr, "usage: %s create|mutex|cond|pipe|readcpu|semsig|yield N\n", argv[0]);
+        fprintf(stderr, "usage: %s create|exit|mutex|cond|pipe|readcpu|semsig|yield N\n", argv[0]);
         return 2;
     }
     pthread_t t[2];
-    if (!strcmp(argv[1], "create")) {
+    if (!strcmp(argv[1], "create") || !strcmp(argv[1], "exit")) {
+        void *(*fn)(void *) = argv[1][0] == 'c' ? empty : exiter;
         for (long i = 0; i < n; i++) {
-            if (pthread_create(&t[0], NULL, empty, NULL) != 0)
+            if (pthread_create(&t[0], NULL, fn, NULL) != 0)
                 return 1;
             pthread_join(t[0], NULL);
             count++;

@@ -3,9 +3,12 @@
  * other nano-threads that use the same registers; a new context's entry
  * function starts with a 16-byte aligned stack and an end-of-chain frame
  * (null frame pointer, return address in the trampoline, whose CFI stops
- * unwinders); an unwinder walking a nano-thread's stack stops there. */
+ * unwinders); an unwinder walking a nano-thread's stack stops there, and a
+ * forced unwind (the pthread shim's pthread_exit) runs every frame's
+ * cleanups and ends there, also under ASan. */
 #include "child.h"
 #include "internal.h"
+#include <string.h>
 #include <sys/mman.h>
 #include <unwind.h>
 
@@ -164,6 +167,138 @@ static void c_backtrace(void *a)
 
 static void test_backtrace_stops(void **s) { (void)s; assert_child_ok(c_backtrace, NULL); }
 
+/* ---- a forced unwind of a nano-thread's stack ---------------------------------- */
+
+/* What the pthread shim does at pthread_exit and cancellation
+ * (pthread-shim/unwind.c): _Unwind_ForcedUnwind runs the cleanups of every
+ * frame (this file is built with -fexceptions, so cleanup attributes are
+ * run by unwinding) and reaches the end of the stack at the trampoline,
+ * never the frames of whoever switched to the nano-thread. Under ASan the
+ * unwound frames' redzones stay poisoned unless __asan_handle_no_return
+ * clears them, which it does only for a stack it knows the bounds of: the
+ * fiber annotations'. A cleanup then uses that stack again (fu_reuse). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FU_ASAN 1
+#endif
+#endif
+#ifdef FU_ASAN
+void __asan_handle_no_return(void);
+void *__asan_region_is_poisoned(void *beg, size_t size);
+#endif
+
+static char fu_trail[32];
+static uintptr_t fu_entry_cfa, fu_end_cfa;
+static int fu_frames, fu_ended, fu_poisoned;
+static uintptr_t fu_local;       /* fu_start's array, in an unwound frame */
+static struct _Unwind_Exception fu_exc;
+
+static void fu_note(const char *s) { strncat(fu_trail, s, sizeof fu_trail - strlen(fu_trail) - 1); }
+
+static __attribute__((noinline)) void fu_reuse(void)
+{
+    volatile char big[4096];     /* over the unwound frames */
+    for (size_t i = 0; i < sizeof big; i += 64)
+        big[i] = (char)i;
+}
+
+static void *fu_reuser(void *a)
+{
+    (void)a;
+    fu_reuse();
+    return NULL;
+}
+
+static void fu_cleanup_inner(int *x)
+{
+    (void)x;
+#ifdef FU_ASAN
+    /* The array's redzones, in a frame the unwind left: poisoned still
+     * unless ASan took the no-return for this stack. */
+    fu_poisoned = __asan_region_is_poisoned((void *)(fu_local - 32), 256 + 64) != NULL;
+#endif
+    fu_reuse();
+    fu_note("i");
+}
+static void fu_cleanup_outer(int *x) { (void)x; fu_reuse(); fu_note("o"); }
+
+static _Unwind_Reason_Code fu_stop(int version, _Unwind_Action actions, _Unwind_Exception_Class cls,
+                                   struct _Unwind_Exception *exc, struct _Unwind_Context *ctx, void *arg)
+{
+    (void)version;
+    (void)cls;
+    (void)exc;
+    (void)arg;
+    fu_frames++;
+    if (fu_frames > BT_MAX)
+        abort();                 /* an unwinder that never ends */
+    if (actions & _UA_END_OF_STACK) {
+        fu_ended = 1;
+        fu_end_cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+        nth_exit((void *)7);
+    }
+    return _URC_NO_REASON;
+}
+
+static __attribute__((noinline)) void fu_start(void)
+{
+    volatile char local[256];    /* redzones around it, under ASan */
+    local[0] = 1;
+    (void)local[0];
+    fu_local = (uintptr_t)local;
+    fu_exc.exception_class = 0x4e54480054455354ULL;
+    fu_exc.exception_cleanup = NULL;
+#ifdef FU_ASAN
+    __asan_handle_no_return();
+#endif
+    _Unwind_ForcedUnwind(&fu_exc, fu_stop, NULL);
+    fu_note("returned");
+}
+
+static __attribute__((noinline)) void fu_inner(void)
+{
+    int x __attribute__((cleanup(fu_cleanup_inner))) = 0;
+    fu_start();
+    (void)x;
+}
+
+static __attribute__((noinline)) void *fu_worker(void *a)
+{
+    (void)a;
+    fu_entry_cfa = (uintptr_t)__builtin_dwarf_cfa();
+    int x __attribute__((cleanup(fu_cleanup_outer))) = 0;
+    fu_inner();
+    (void)x;
+    return NULL;
+}
+
+static void c_forced_unwind(void *a)
+{
+    (void)a;
+    child_init(1);
+    nth_t t;
+    void *ret = NULL;
+    CHECK_EQ(nth_create(&t, NULL, fu_worker, NULL), 0);
+    CHECK_EQ(nth_join(t, &ret), 0);
+    CHECK_EQ((uintptr_t)ret, 7);
+    if (strcmp(fu_trail, "io") != 0)
+        fprintf(stderr, "cleanups run: '%s', want 'io'\n", fu_trail);
+    CHECK(strcmp(fu_trail, "io") == 0);
+    /* The end of the stack is the trampoline's frame, above the worker's
+     * (its caller's, nth_thread_entry's, stack pointer or higher). */
+    CHECK(!fu_poisoned);
+    CHECK(fu_ended);
+    CHECK(fu_end_cfa >= fu_entry_cfa);
+    CHECK(fu_frames >= 4 && fu_frames <= 10);
+    /* The stack is usable afterwards: another nano-thread gets it. */
+    CHECK_EQ(nth_create(&t, NULL, fu_reuser, NULL), 0);
+    CHECK_EQ(nth_join(t, NULL), 0);
+}
+
+static void test_forced_unwind(void **s) { (void)s; assert_child_ok(c_forced_unwind, NULL); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_callee_saved_two_vps),
         cmocka_unit_test(test_entry_frame),
         cmocka_unit_test(test_backtrace_stops),
+        cmocka_unit_test(test_forced_unwind),
     };
     child_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
