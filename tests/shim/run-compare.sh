@@ -17,7 +17,7 @@ progdir=$top_builddir/tests/shim
 out=$progdir/compare-out
 mkdir -p "$out"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork forkrt forkc11 forkwait sigwrite static_init first_call errno_migrate sigwake restart sleepint tls manyread rdtimers c11 cancelblk standinsig busy once negtime dlctor guard setid cpumask schedprio)
+[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork forkrt forkc11 forkwait forkrelock sigwrite static_init first_call errno_migrate sigwake restart sleepint tls manyread rdtimers c11 cancelblk standinsig busy once negtime dlctor guard setid cpumask schedprio)
 
 lib=${NTH_SHIM_LIB:-$top_builddir/.libs/libnth-pthread.so}
 preload=
