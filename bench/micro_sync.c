@@ -8,6 +8,10 @@
  *   condvar_pingpong_1vp     two nano-threads on one VP vs two glibc threads
  *                            bound to one CPU, ns per round trip
  *   condvar_pingpong_2vp     two VPs vs two glibc threads on two CPUs
+ *   mutex_contended_2vp      4 threads (2 per VP / CPU), each a tight loop of
+ *                            lock, increment, unlock: ns per critical
+ *                            section (the worst case for a mutex that hands
+ *                            off to starving waiters, issue 4)
  *   barrier                  N threads, ns per barrier round
  *   timedwait_lateness_p50   wake-up lateness after a timed wait's deadline
  *   timedwait_lateness_p99   (condvar, CLOCK_MONOTONIC, 100 us deadlines), ns
@@ -21,6 +25,9 @@
  * Each nthlib case runs in a forked child with its own runtime (1 or 2
  * VPs); the parent never starts the runtime. Without --json: a table with
  * the glibc/nth ratio. With --json: one JSON object per line, nothing else.
+ * --mutex: only the mutex and condvar cases; --no-glibc: no glibc side
+ * (both to compare two builds of libnth.so through LD_LIBRARY_PATH,
+ * bench/mutex_ab.sh).
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -35,6 +42,8 @@
 
 static int json;
 static int quick;   /* --quick: fewer iterations (smoke test) */
+static int mutex_only;   /* --mutex: the mutex and condvar cases only */
+static int no_glibc;     /* --no-glibc: nthlib's side only */
 
 static uint64_t now_ns(void)
 {
@@ -108,6 +117,32 @@ static double glibc_pingpong(int pu0, int pu1, long rounds)
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     return (double)(now_ns() - t0) / (double)rounds;
+}
+
+static long g_count, g_ops;
+static void *g_contend(void *p)
+{
+    bind_pu((int)(intptr_t)p);
+    for (long i = 0; i < g_ops; i++) {
+        pthread_mutex_lock(&gm);
+        g_count++;
+        pthread_mutex_unlock(&gm);
+    }
+    return NULL;
+}
+
+/* n threads bound round-robin to the first two PUs; ns per critical section. */
+static double glibc_contended(int n, long ops)
+{
+    pthread_t t[8];
+    g_ops = ops;
+    g_count = 0;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < n; i++)
+        pthread_create(&t[i], NULL, g_contend, (void *)(intptr_t)(i % 2));
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    return (double)(now_ns() - t0) / (double)(ops * n);
 }
 
 static pthread_barrier_t gb;
@@ -213,6 +248,39 @@ static double nth_pingpong(long rounds, int two_vps)
     nth_join(a, NULL);
     nth_join(b, NULL);
     return (double)(now_ns() - t0) / (double)rounds;
+}
+
+enum { CONTENDERS = 4 };
+static long n_count, n_ops;
+static void *n_contend(void *p)
+{
+    (void)p;
+    for (long i = 0; i < n_ops; i++) {
+        nth_mutex_lock(&nm);
+        n_count++;
+        nth_mutex_unlock(&nm);
+    }
+    return NULL;
+}
+
+/* CONTENDERS nano-threads spread over the VPs; ns per critical section. */
+static double nth_contended(long ops)
+{
+    nth_t t[CONTENDERS];
+    nth_attr_t at;
+    n_ops = ops;
+    n_count = 0;
+    nth_attr_init(&at);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < CONTENDERS; i++) {
+        nth_attr_setvp(&at, i % nth_num_vps());
+        nth_create(&t[i], &at, n_contend, NULL);
+    }
+    for (int i = 0; i < CONTENDERS; i++)
+        nth_join(t[i], NULL);
+    if (n_count != ops * CONTENDERS)
+        fprintf(stderr, "micro-sync: contended count %ld, expected %ld\n", n_count, ops * CONTENDERS);
+    return (double)(now_ns() - t0) / (double)(ops * CONTENDERS);
 }
 
 static nth_barrier_t nb;
@@ -366,6 +434,8 @@ static void child_1vp(void)
     add("mutex_uncontended", "nth", nth_mutex_loop(iters(5000000)), "ns/op", "{\"vps\":1}");
     long r = iters(500000);
     add("condvar_pingpong_1vp", "nth", nth_pingpong(r, 0), "ns/roundtrip", "{\"vps\":1}");
+    if (mutex_only)
+        return;
     double p50, p99;
     nth_lateness(&p50, &p99, quick ? 200 : LAT_SAMPLES);
     add("timedwait_lateness_p50", "nth", p50, "ns", "{\"vps\":1,\"delay_ns\":100000}");
@@ -393,6 +463,10 @@ static void child_2vp(void)
 {
     long r = iters(200000);
     add("condvar_pingpong_2vp", "nth", nth_pingpong(r, 1), "ns/roundtrip", "{\"vps\":2}");
+    add("mutex_contended_2vp", "nth", nth_contended(iters(500000)), "ns/op",
+        "{\"threads\":4,\"vps\":2}");
+    if (mutex_only)
+        return;
     add("barrier", "nth", nth_barrier_bench(8, iters(50000)), "ns/round", "{\"threads\":8,\"vps\":2}");
 }
 
@@ -436,6 +510,10 @@ static void run_glibc(void)
         "{\"cpus\":1}");
     add("condvar_pingpong_2vp", "glibc", glibc_pingpong(0, 1, iters(50000)), "ns/roundtrip",
         "{\"cpus\":2}");
+    add("mutex_contended_2vp", "glibc", glibc_contended(4, iters(500000)), "ns/op",
+        "{\"threads\":4,\"cpus\":2}");
+    if (mutex_only)
+        return;
     add("barrier", "glibc", glibc_barrier(8, iters(5000)), "ns/round", "{\"threads\":8,\"cpus\":2}");
     double p50, p99;
     glibc_lateness(&p50, &p99, quick ? 200 : LAT_SAMPLES);
@@ -464,8 +542,12 @@ int main(int argc, char **argv)
             json = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--mutex"))
+            mutex_only = 1;
+        else if (!strcmp(argv[i], "--no-glibc"))
+            no_glibc = 1;
         else {
-            fprintf(stderr, "usage: %s [--json] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--json] [--quick] [--mutex] [--no-glibc]\n", argv[0]);
             return 2;
         }
     }
@@ -475,7 +557,8 @@ int main(int argc, char **argv)
     in_child(1, child_1vp);
     in_child(1, child_nobias);
     in_child(2, child_2vp);
-    run_glibc();
+    if (!no_glibc)
+        run_glibc();
     if (json) {
         for (int i = 0; i < nresults; i++)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.1f,\"unit\":\"%s\",\"params\":%s}\n",
@@ -484,7 +567,7 @@ int main(int argc, char **argv)
         return 0;
     }
     static const char *order[] = { "mutex_uncontended", "condvar_pingpong_1vp",
-                                   "condvar_pingpong_2vp", "barrier",
+                                   "condvar_pingpong_2vp", "mutex_contended_2vp", "barrier",
                                    "timedwait_lateness_p50", "timedwait_lateness_p99",
                                    "blocking_handoff", "stall_rescue_p50", "stall_rescue_p99" };
     printf("%-24s %14s %14s %-13s %s\n", "bench", "nth", "glibc", "unit", "glibc/nth");

@@ -301,7 +301,11 @@ NTH_API int nth_mutex_destroy(nth_mutex_t *m);
 /* Lock m; a nano-thread that finds it taken spins briefly (only when there
  * is more than one VP) and then blocks. 0; EDEADLK relocking an
  * error-checking mutex; EAGAIN when a recursive mutex's count would
- * overflow. A normal mutex relocked by its owner deadlocks, as in POSIX. */
+ * overflow. A normal mutex relocked by its owner deadlocks, as in POSIX.
+ * Unfair within a bound: a woken waiter retries against running lockers,
+ * and once it has lost 16 times or for 1 ms the next unlock hands m to it
+ * (after Go's sync.Mutex starvation mode), so a nano-thread that unlocks
+ * and relocks at once cannot starve it. */
 NTH_API int nth_mutex_lock(nth_mutex_t *m);
 /* Like nth_mutex_lock() without blocking: EBUSY when m is taken (also when
  * the owner of an error-checking mutex retries). */
@@ -313,8 +317,9 @@ NTH_API int nth_mutex_timedlock(nth_mutex_t *m, const struct timespec *abstime);
 /* The same against CLOCK_MONOTONIC or CLOCK_REALTIME (EINVAL otherwise),
  * after pthread_mutex_clocklock. */
 NTH_API int nth_mutex_clocklock(nth_mutex_t *m, clockid_t clock, const struct timespec *abstime);
-/* Unlock m and make its first waiter ready. 0; EPERM when the caller does
- * not own a recursive or error-checking mutex. */
+/* Unlock m and make its first waiter ready (handing m to it if it is
+ * starving: see nth_mutex_lock). 0; EPERM when the caller does not own a
+ * recursive or error-checking mutex. */
 NTH_API int nth_mutex_unlock(nth_mutex_t *m);
 
 /* --- condition variable (after pthread_cond_wait(3p)) ------------------ */

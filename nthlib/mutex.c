@@ -13,6 +13,20 @@
  * that queue the mutex fell to one critical section per queue rotation
  * (issue 3: a convoy thousands of times slower, seen as a hang).
  *
+ * Except for a starving waiter (issue 4): barging alone lets a nano-thread
+ * that unlocks and relocks at once win every time, since under cooperative
+ * scheduling nothing preempts it between the two (glibc's futex mutex is
+ * no fairer, but there the kernel does preempt the relocker). So, after Go's
+ * sync.Mutex "starvation mode": a woken waiter that loses the race again
+ * MUTEX_STARVE_LOSSES times, or keeps losing for MUTEX_STARVE_NS, marks its
+ * waiter record starving, and an unlock that finds it at the head of the
+ * queue hands the mutex over directly (it never becomes free, so neither
+ * the relocker nor any newcomer can take it first; newcomers queue behind).
+ * The mode is per waiter: the next waiter at the head is starving only if
+ * it lost as often itself, so normal barging resumes at once. The cost is
+ * one convoy step per starving waiter, and nothing on the uncontended or
+ * the normal contended paths (one more test of the woken waiter's record).
+ *
  * Normal mutexes are biased (mutex_bias.h): the kernel thread that uses a
  * mutex first changes __state with plain stores, no atomic instruction,
  * until another kernel thread needs it and revokes the bias for good; the
@@ -29,6 +43,22 @@
 
 /* Normal mutexes only: the bias word. */
 #define BIAS(m) (&(m)->__count)
+
+/* A waiter's record (w->data, under the object lock): STARVING, set by the
+ * waiter before it queues again, asks unlock for a hand-off; HANDED, set by
+ * unlock, says the waiter owns the mutex when it wakes. */
+#define MUTEX_W_STARVING 1u
+#define MUTEX_W_HANDED 2u
+
+/* The bounds on how often and for how long a woken waiter may lose the
+ * mutex to running lockers before it is handed the mutex: Go's 1 ms, and
+ * a count of lost rounds so that the bound holds however fast the rounds
+ * go (a relocker that sleeps 50 us inside its critical section loses
+ * a waiter 20 rounds per ms). 16 keeps the hand-offs, each a wake-up
+ * during which nobody holds the mutex, rare in a tight contended loop
+ * (bench/RESULTS.md, "mutex hand-off to starving waiters"). */
+#define MUTEX_STARVE_LOSSES 16u
+#define MUTEX_STARVE_NS 1000000ull
 
 static unsigned spin_iters = ~0u;
 
@@ -124,6 +154,21 @@ static void mutex_waiter_left(struct nth_waiter *w)
                                     __ATOMIC_RELAXED);
 }
 
+/* A woken waiter lost the race once more: 1 when it has now lost too often
+ * or for too long and must be handed the mutex (the clock is read only
+ * here, never on a path that takes the mutex). */
+static int starving(unsigned *losses, uint64_t *first_loss)
+{
+    if (++*losses >= MUTEX_STARVE_LOSSES)
+        return 1;
+    uint64_t now = nth_now_ns();
+    if (*losses == 1) {
+        *first_loss = now;
+        return 0;
+    }
+    return now - *first_loss >= MUTEX_STARVE_NS;
+}
+
 static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct timespec *abs)
 {
     for (unsigned i = nth__sync_spin_iters(); i > 0; i--) {
@@ -137,6 +182,8 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
             return e;
     }
     int woken = 0;
+    unsigned losses = 0;
+    uint64_t first_loss = 0;     /* CLOCK_MONOTONIC ns, read on losses only */
     for (;;) {
         struct nth_waiter w;
         nth_waiter_init(&w, self);
@@ -159,10 +206,13 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
             nth_yield();
             return ETIMEDOUT;
         }
-        /* Woken but beaten to it by a running locker: keep our turn. */
-        if (woken)
+        /* Woken but beaten to it by a running locker: keep our turn, and
+         * ask for a hand-off once we have lost too often. */
+        if (woken) {
+            if (starving(&losses, &first_loss))
+                w.data = MUTEX_W_STARVING;
             nth_wq_push_front(&m->__head, &m->__tail, &w);
-        else
+        } else
             nth_wq_push(&m->__head, &m->__tail, &w);
         if (abs) {
             w.on_timeout = mutex_waiter_left;
@@ -173,6 +223,9 @@ static int lock_slow(nth_mutex_t *m, nth_t self, clockid_t clock, const struct t
         nth_waiter_disarm(&w);
         if (s != NTH_W_WOKEN)
             return ETIMEDOUT;
+        /* Read after the waker's release of the final state. */
+        if (w.data & MUTEX_W_HANDED)
+            return 0;         /* unlock kept the mutex locked, for us */
         woken = 1;            /* unlock freed the mutex: try again */
     }
 }
@@ -270,9 +323,17 @@ static void unlock_slow(nth_mutex_t *m)
 {
     nth_olock(&m->__lock);
     struct nth_waiter *w = nth_wq_claim(&m->__head, &m->__tail);
-    /* Free it either way; a woken waiter sets 2 again when it retries, so
-     * the waiters still queued are not forgotten. */
-    __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
+    if (w && (w->data & MUTEX_W_STARVING)) {
+        /* Hand it over: it stays locked, now w's (2 while others wait, so
+         * that w's unlock wakes the next one). w sees HANDED, and our
+         * critical section, through nth_waiter_wake's release. */
+        w->data |= MUTEX_W_HANDED;
+        __atomic_store_n(&m->__state, m->__head ? 2 : 1, __ATOMIC_RELAXED);
+    } else {
+        /* Free it; a woken waiter sets 2 again when it retries, so the
+         * waiters still queued are not forgotten. */
+        __atomic_store_n(&m->__state, 0, __ATOMIC_RELEASE);
+    }
     nth_ounlock(&m->__lock);
     if (w)
         nth_waiter_wake(w);

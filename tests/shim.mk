@@ -349,6 +349,15 @@ tests_shim_posix_forkwait_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_forkwait_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_forkwait_LDADD =
 
+# The pthread_atfork(lock, unlock, unlock) pattern under relocking
+# contenders: fork's prepare handler must get the lock (issue 4).
+check_PROGRAMS += tests/shim/posix-forkrelock
+tests_shim_posix_forkrelock_SOURCES = tests/shim/forkrelock.c tests/shim/check.h
+tests_shim_posix_forkrelock_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_forkrelock_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_forkrelock_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_forkrelock_LDADD =
+
 check_PROGRAMS += tests/shim/posix-sigwrite
 tests_shim_posix_sigwrite_SOURCES = tests/shim/sigwrite.c tests/shim/check.h
 tests_shim_posix_sigwrite_CPPFLAGS = $(shim_posix_cppflags)

@@ -1,6 +1,11 @@
 /*
  * spin.c -- spin locks: mutual exclusion, trylock on a held lock, init
  * attributes. After pthread_spin_lock(3p), pthread_spin_init(3p).
+ * Also a holder that sleeps while it holds the lock: with one VP the
+ * spinner runs on the holder's VP, and must yield it (also while the
+ * holder is not ready but asleep on a timer) or the holder never runs
+ * again (checked to hang, shim-vps1, with pthread_spin_lock's yield
+ * removed: issue 4).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -15,6 +20,14 @@ static void *count_up(void *arg)
         counter++;
         pthread_spin_unlock(&s);
     }
+    return arg;
+}
+static int got_after_sleep;
+static void *spin_behind_sleeper(void *arg)
+{
+    pthread_spin_lock(&s);
+    got_after_sleep = 1;
+    pthread_spin_unlock(&s);
     return arg;
 }
 static void *try_other(void *arg) { (void)arg; return (void *)(intptr_t)pthread_spin_trylock(&s); }
@@ -39,6 +52,14 @@ int main(void)
     for (int i = 0; i < 4; i++) pthread_join(ts[i], NULL);
     printf("counter under spin lock: %ld\n", counter);
     CHECK(counter == 80000);
+
+    CHECK(pthread_spin_lock(&s) == 0);
+    CHECK(pthread_create(&t, NULL, spin_behind_sleeper, NULL) == 0);
+    usleep(20000);             /* the other thread spins on the lock meanwhile */
+    CHECK(!got_after_sleep);
+    CHECK(pthread_spin_unlock(&s) == 0);
+    pthread_join(t, NULL);
+    printf("spinner behind a sleeping holder got the lock: %d\n", got_after_sleep);
     EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
     EXPECT("spin_init(shared)", pthread_spin_init(&s, PTHREAD_PROCESS_SHARED), 0);
     EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
