@@ -1,28 +1,38 @@
 /*
- * sigwrite.c -- write(2) from a signal handler allocates nothing (the
- * self-pipe pattern). signal-safety(7) lists write, read and close as
- * async-signal-safe: a handler may call them even when the signal
- * interrupted malloc. Under the shim, the write wrapper's cancellation
- * check used to create the calling thread's record with calloc when it had
- * none yet (main before any pthread call, a thread starting or ending);
- * with the arena lock held by the interrupted code, that calloc deadlocked
- * (/work/notes/f10t/F-write-in-signal-handler-deadlock.md). That one is
- * gone (shim_self_peek); what is left, and makes this an XFAIL of
- * run-compare.sh: the wrapper still lends the VP around the call
- * (nth_blocking_enter), which may start a stand-in kernel thread (malloc)
- * and takes runtime locks the interrupted code may hold.
+ * sigwrite.c -- write(2) and read(2) from a signal handler are
+ * async-signal-safe under the shim (the self-pipe pattern).
+ * signal-safety(7) lists write, read and close as async-signal-safe: a
+ * handler may call them even when the signal interrupted malloc or the
+ * runtime. Under the shim, the write wrapper's cancellation check used to
+ * create the calling thread's record with calloc when it had none yet
+ * (main before any pthread call, a thread starting or ending), which
+ * deadlocked with the arena lock held by the interrupted code
+ * (/work/notes/f10t/F-write-in-signal-handler-deadlock.md); then the
+ * wrapper still lent the VP around the call (nth_blocking_enter), which
+ * takes runtime locks the interrupted code may hold: about one run in
+ * three of that note's program hung. The shim now runs the program's
+ * handlers in a trampoline (pthread-shim/sighand.c) and the wrappers make
+ * the plain system call inside one.
  *
- * The handler compares the heap's bytes in use (mallinfo2) around its
- * write and read: it runs when main has made no pthread call, on a thread
- * the program created, in that thread's key destructor (the thread is
- * ending), and on main again after that. The handler's own
- * mallinfo2 is safe here: each signal is sent by the thread it lands on,
- * from code that is not in malloc.
+ * Part 1: the handler compares the heap's bytes in use (mallinfo2) around
+ * its write and read: it runs when main has made no pthread call, on a
+ * thread the program created, in that thread's key destructor (the thread
+ * is ending), and on main again after that. The handler's own mallinfo2
+ * is safe here: each signal is sent by the thread it lands on, from code
+ * that is not in malloc.
+ *
+ * Part 2 (the note's program, shortened): a timer raises SIGUSR2 every
+ * 300 us; its handler writes a byte to a pipe that main reads, while
+ * threads lock, signal, time out on a condvar and create and join threads
+ * in a loop, so that the signals land inside the runtime's and malloc's
+ * critical sections. run-compare.sh runs it 30 times in each mode.
  */
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include "check.h"
 
 static int fds[2];
@@ -78,6 +88,103 @@ static void *thread_body(void *arg)
     return NULL;
 }
 
+/* ---- part 2 ---- */
+
+static int tp[2];
+static volatile sig_atomic_t ticks;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static volatile int stop;
+static long counter;
+
+static void on_tick(int sig)
+{
+    (void)sig;
+    int e = errno;
+    char b = 't';
+    if (write(tp[1], &b, 1) == 1)
+        ticks++;
+    errno = e;
+}
+
+static void *nop(void *a)
+{
+    return a;
+}
+
+static void *churn(void *a)
+{
+    (void)a;
+    while (!stop) {
+        pthread_mutex_lock(&m);
+        counter++;
+        pthread_cond_signal(&c);
+        pthread_mutex_unlock(&m);
+        pthread_t t;
+        if (pthread_create(&t, NULL, nop, NULL) == 0)
+            pthread_join(t, NULL);
+    }
+    return NULL;
+}
+
+static void *waiter(void *a)
+{
+    (void)a;
+    while (!stop) {
+        pthread_mutex_lock(&m);
+        struct timespec ts = deadline_ms(CLOCK_REALTIME, 1);
+        pthread_cond_timedwait(&c, &m, &ts);
+        pthread_mutex_unlock(&m);
+    }
+    return NULL;
+}
+
+static void stress(void)
+{
+    enum { WANT = 1000 };
+    CHECK(pipe(tp) == 0);
+    /* The handler never blocks: a full pipe loses the tick. */
+    CHECK(fcntl(tp[1], F_SETFL, O_NONBLOCK) == 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_tick;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGUSR2, &sa, NULL) == 0);
+    pthread_t t[3];
+    CHECK(pthread_create(&t[0], NULL, churn, NULL) == 0);
+    CHECK(pthread_create(&t[1], NULL, churn, NULL) == 0);
+    CHECK(pthread_create(&t[2], NULL, waiter, NULL) == 0);
+    /* Not alarm/setitimer: check.h's watchdog is SIGALRM. */
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR2;
+    timer_t tm;
+    CHECK(timer_create(CLOCK_MONOTONIC, &ev, &tm) == 0);
+    struct itimerspec its = { { 0, 300000 }, { 0, 300000 } };
+    CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+    int got = 0;
+    char buf[256];
+    while (got < WANT) {
+        ssize_t n = read(tp[0], buf, sizeof buf);
+        if (n > 0)
+            got += (int)n;
+        else if (n < 0 && errno != EINTR)
+            break;
+    }
+    CHECK(timer_delete(tm) == 0);
+    stop = 1;
+    pthread_mutex_lock(&m);
+    pthread_cond_broadcast(&c);
+    pthread_mutex_unlock(&m);
+    for (int i = 0; i < 3; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    printf("stress: %d bytes through the self-pipe from the handler, counter moved %d\n",
+           got >= WANT ? WANT : got, counter > 0);
+    CHECK(got >= WANT);
+}
+
 int main(void)
 {
     check_start("sigwrite");
@@ -96,5 +203,6 @@ int main(void)
     send_self("main again");
     CHECK(ran == 4);
     CHECK(grew == 0);
+    stress();
     return check_end("sigwrite");
 }
