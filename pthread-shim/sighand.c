@@ -210,11 +210,13 @@ static int is_handler(const struct sigaction *act)
 static void translate(struct sigaction *out, const struct sigaction *k, struct prog_action old)
 {
     *out = *k;
-    if (k->sa_sigaction == trampoline)
+    int ours = k->sa_sigaction == trampoline;
+    if (ours)
         out->sa_sigaction = (void (*)(int, siginfo_t *, void *))old.handler;
-    /* The kernel's SA_SIGINFO is ours while the program's handler was
-     * the last thing set, also once SA_RESETHAND put SIG_DFL back. */
-    if (old.handler)
+    /* The kernel's SA_SIGINFO is ours for the trampoline, and still once
+     * SA_RESETHAND put SIG_DFL back (the kernel keeps the flags). A
+     * handler the runtime put there (FROM_RUNTIME) keeps its own. */
+    if (old.handler && (ours || (k->sa_handler == SIG_DFL && (old.flags & SA_RESETHAND))))
         out->sa_flags = (k->sa_flags & ~SA_SIGINFO) | (old.flags & SA_SIGINFO);
 }
 
@@ -224,12 +226,22 @@ int nth_shim_sigaction(int sig, const struct sigaction *restrict act, struct sig
     int (*real)(int, const struct sigaction *, struct sigaction *) = REAL(sigaction);
     if (FROM_RUNTIME() || !wrapped_sig(sig))
         return real(sig, act, oact);
-    sigset_t saved;
     struct sigaction k, kold;
+    if (!act) {
+        /* A query (signal.c asks at each pthread_kill): no lock, no mask
+         * change. Racing with a change, it reads the one or the other. */
+        struct prog_action cur = table_get(sig);
+        if (real(sig, NULL, &kold) != 0)
+            return -1;
+        if (oact)
+            translate(oact, &kold, cur);
+        return 0;
+    }
+    sigset_t saved;
     table_acquire(&saved);
     struct prog_action old = table_get(sig);
     int r;
-    if (act && is_handler(act)) {
+    if (is_handler(act)) {
         k = *act;
         k.sa_sigaction = trampoline;
         k.sa_flags |= SA_SIGINFO;
@@ -241,7 +253,7 @@ int nth_shim_sigaction(int sig, const struct sigaction *restrict act, struct sig
             table_set(sig, old.handler, old.flags);
     } else {
         r = real(sig, act, &kold);
-        if (r == 0 && act)
+        if (r == 0)
             table_set(sig, NULL, 0);
     }
     int e = errno;

@@ -84,9 +84,9 @@ declare -A xfail=()
 # ld.so's lock on that kernel thread (nthlib/ldso_lock.c), 6 of 20 of its
 # runs with the default VPs (2 here) hung: 30 runs pass by chance once in
 # 10^4 or so.
-# sigwrite: before the shim ran handlers in a trampoline (sighand.c) and
-# made their write() a plain system call, its stress part hung in N of 30
-# runs (see bench/RESULTS.md "sighand").
+# sigwrite: against the shim before handlers ran in a trampoline
+# (sighand.c), every run failed (part 1: the handler's write allocated)
+# and 5 of 32 hung (part 2); the 30 runs are for the hangs.
 declare -A repeat=([dlctor]=30 [sigwrite]=30)
 
 fail=0
