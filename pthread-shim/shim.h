@@ -207,6 +207,10 @@ int shim_kwait_end(void);
  * before the call starts is seen only when it returns. */
 int shim_kwait_open(void);
 void shim_kwait_close(void);
+/* A wait in the kernel left without its end (a siglongjmp out of a
+ * handler that interrupted it, sighand.c): unpublish the kernel thread,
+ * forget a kick. Async-signal-safe (no allocation, no lock). */
+void shim_kwait_abandon(void);
 /* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
  * and enables it (shim_tls_on); shim_tls_thread_begin is a created
  * thread's first call (its TCB: new, or a used one reset);

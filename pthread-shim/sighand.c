@@ -117,6 +117,9 @@ struct handler_record {
     uintptr_t sp;                /* an address in the trampoline's frame */
     uintptr_t alt_lo, alt_hi;    /* its sigaltstack, else both 0 */
     void *nt;                    /* the nano-thread it interrupted, or NULL */
+    int in_call;                 /* it may have interrupted a call made between
+                                    nth_blocking_enter and _leave (or a kernel
+                                    thread that is no VP) */
 };
 static __thread struct handler_record records[DEPTH_RECORDS] __attribute__((tls_model("initial-exec")));
 
@@ -178,6 +181,7 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
             }
         }
         r->nt = current_nt();
+        r->in_call = nth_vp_id() < 0 && !nth_on_standin();
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     shim_sig_depth = d + 1;
@@ -395,7 +399,9 @@ static void leave_handlers(struct __jmp_buf_tag *env)
     if (d <= 0)
         return;
     uintptr_t t = jmp_target_sp(env);
+    int left_call = 0;
     if (!t) {
+        left_call = d <= DEPTH_RECORDS && records[d - 1].in_call;
         shim_sig_depth = d - 1;
     } else {
         while (d > 0 && d <= DEPTH_RECORDS) {
@@ -403,9 +409,21 @@ static void leave_handlers(struct __jmp_buf_tag *env)
             int left = r->alt_hi ? !(t >= r->alt_lo && t < r->alt_hi) : t > r->sp;
             if (!left)
                 break;
+            left_call |= r->in_call;
             d--;
         }
         shim_sig_depth = d;
+    }
+    if (left_call) {
+        /* The handler interrupted a wrapper's call in the kernel (the
+         * old way to time out a read: an alarm whose handler jumps out):
+         * nth_blocking_leave and the wait's end never run, and the VP
+         * would stay marked as in a system call, its nano-thread outside
+         * the runtime's reach. Nothing between a wrapper's enter and leave
+         * can be a jump target, so leaving the handler leaves the call. A
+         * no-op on a kernel thread that is no VP. */
+        shim_kwait_abandon();
+        nth_blocking_leave();
     }
     /* The jump may restore a saved mask, or leave the handler's on the
      * kernel thread: what signal.c last put there is no longer known. */

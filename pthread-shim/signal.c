@@ -660,6 +660,14 @@ int shim_kwait_end(void)
     return kick_take();
 }
 
+void shim_kwait_abandon(void)
+{
+    struct shim_thread *self = shim_self_peek();
+    if (self)
+        __atomic_store_n(&self->ktid, 0, __ATOMIC_SEQ_CST);
+    (void)kick_take();
+}
+
 int shim_kwait_open(void)
 {
     struct shim_thread *self = shim_self();

@@ -16,11 +16,14 @@
  * the read shallower on the stack than the handler was (the trampoline's
  * frame is gone from below the stack pointer), deeper than it was (only
  * the jump itself tells), from a handler on a sigaltstack, with longjmp,
- * and from a nested handler to a point inside the outer one.
+ * from a nested handler to a point inside the outer one, and out of a
+ * handler that interrupted the blocking read itself (a timeout the old
+ * way), after which a read must again be one that pthread_kill can end.
  */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <time.h>
 #include "check.h"
 
 static int fds[2];
@@ -46,6 +49,27 @@ static void *writer(void *arg)
     usleep(20000);
     char c = 'w';
     CHECK(write(fds[1], &c, 1) == 1);
+    return NULL;
+}
+
+static pthread_t main_thread;
+static volatile sig_atomic_t usr2_runs;
+
+static void count_usr2(int sig)
+{
+    (void)sig;
+    usr2_runs++;
+}
+
+/* Signals main, until its handler has run (a signal sent before main is
+ * in read() runs at once and the read would wait on). */
+static void *kicker(void *arg)
+{
+    (void)arg;
+    while (!usr2_runs) {
+        usleep(20000);
+        CHECK(pthread_kill(main_thread, SIGUSR2) == 0);
+    }
     return NULL;
 }
 
@@ -150,6 +174,38 @@ int main(void)
     CHECK(raise(SIGUSR1) == 0);
     printf("nested: jumped inside %d, read in the outer %d, read after %d\n", (int)inner_jumped,
            (int)inner_read_ok, read_at(60));
+
+    /* 6: the handler interrupts a blocking read (a timeout the old way:
+     * a timer, a handler that jumps out of the read). */
+    set_handler(SIGUSR1, jump_out, 0);
+    struct sigevent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR1;
+    timer_t tm;
+    CHECK(timer_create(CLOCK_MONOTONIC, &ev, &tm) == 0);
+    struct itimerspec its = { { 0, 0 }, { 0, 30000000 } };
+    char c;
+    if (sigsetjmp(env, 1) == 0) {
+        CHECK(timer_settime(tm, 0, &its, NULL) == 0);
+        CHECK(read(fds[0], &c, 1) < 0);          /* nobody writes: the timer ends it */
+    }
+    CHECK(timer_delete(tm) == 0);
+    printf("read left by a jump: jumped %d, read %d\n", (int)jumped, read_at(60));
+    /* ... and the next blocking read is interruptible again: pthread_kill
+     * from another thread ends it with EINTR (no SA_RESTART), as natively.
+     * A read left in the state of the one the jump cut short would sit in
+     * the kernel, out of the shim's reach. */
+    set_handler(SIGUSR2, count_usr2, 0);
+    main_thread = pthread_self();
+    pthread_t k;
+    CHECK(pthread_create(&k, NULL, kicker, NULL) == 0);
+    errno = 0;
+    ssize_t rn = read(fds[0], &c, 1);
+    int e = errno;
+    CHECK(pthread_join(k, NULL) == 0);
+    printf("after it, pthread_kill ends a read: %s, handler ran %d\n", rn < 0 ? errname(e) : "data",
+           usr2_runs > 0);
 
     sigset_t cur;
     CHECK(sigprocmask(SIG_BLOCK, NULL, &cur) == 0);
