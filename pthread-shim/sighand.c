@@ -142,8 +142,9 @@ static int record_live(const struct handler_record *r, uintptr_t sp, void *nt)
 
 __attribute__((noinline)) int shim_in_handler_slow(void)
 {
-    char here;
-    uintptr_t sp = (uintptr_t)&here;
+    /* The frame, not a local's address: a sanitizer may keep locals on
+     * a heap-allocated fake stack. */
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
     void *nt = current_nt();
     int d = shim_sig_depth;
     while (d > 0 && d <= DEPTH_RECORDS && !record_live(&records[d - 1], sp, nt))
