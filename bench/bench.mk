@@ -165,6 +165,20 @@ EXTRA_DIST += bench/shim.sh bench/mutex_ab.sh
 bench-shim: bench/shim-pingpong libnth-pthread.la
 	$(SHELL) $(top_srcdir)/bench/shim.sh $(BENCH_SHIM_REPS)
 
+# The I/O wrappers' fast path (bench/shim-io.sh): write/read that do not
+# block, and write from a signal handler, natively and under the shim (and
+# under another build of it named by NTH_SHIM_BASE), ratios in one run.
+bench_programs += bench/shim-iofast
+noinst_PROGRAMS += bench/shim-iofast
+bench_shim_iofast_SOURCES = bench/shim/iofast.c
+bench_shim_iofast_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
+bench_shim_iofast_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+bench_shim_iofast_LDADD =
+EXTRA_DIST += bench/shim-io.sh
+.PHONY: bench-shim-io
+bench-shim-io: bench/shim-iofast libnth-pthread.la
+	$(SHELL) $(top_srcdir)/bench/shim-io.sh $(BENCH_SHIM_IO_REPS)
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

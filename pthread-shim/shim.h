@@ -212,6 +212,10 @@ int shim_kwait_end(void);
  * before the call starts is seen only when it returns. */
 int shim_kwait_open(void);
 void shim_kwait_close(void);
+/* A wait in the kernel left without its end (a siglongjmp out of a
+ * handler that interrupted it, sighand.c): unpublish the kernel thread,
+ * forget a kick. Async-signal-safe (no allocation, no lock). */
+void shim_kwait_abandon(void);
 /* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
  * and enables it (shim_tls_on); shim_tls_thread_begin is a created
  * thread's first call (its TCB: new, or a used one reset);
@@ -246,13 +250,34 @@ int shim_runtime_caller(const void *ra);
 void shim_code_range(const void *addr, uintptr_t *lo, uintptr_t *hi);
 #define FROM_RUNTIME() shim_runtime_caller(__builtin_return_address(0))
 /* 1 when the caller is a nano-thread: on a VP, or run by a stall
- * watchdog's stand-in (its VP's kernel thread in a system call). No side
+ * watchdog's stand-in (its VP's kernel thread in a system call), and not
+ * inside a signal handler the program installed (shim_in_handler: there
+ * a wrapped call is made as libc makes it). No side
  * effect (never starts the runtime). Else (a kernel thread that is no VP,
  * main before the runtime starts) a wrapped call blocks in the kernel as
  * libc's does. On a stand-in the shim's waits, and the calls it brackets
  * with nth_blocking_enter/leave (which hands the stand-in's VP on first),
  * stay interruptible by pthread_kill and pthread_cancel. */
 int shim_on_nano(void);
+/* Signal handlers the program installed (sighand.c): how many run, nested,
+ * on the calling kernel thread (or, with a TLS block per thread, on the
+ * interrupted thread: the same, as a handler never switches). */
+extern __thread int shim_sig_depth __attribute__((tls_model("initial-exec")));
+int shim_in_handler_slow(void);
+/* 1 when the caller runs inside a signal handler the program installed
+ * (records left by a siglongjmp out of one are dropped here). There the
+ * wrappers of async-signal-safe calls go straight to the kernel: no lock,
+ * no allocation, no cancellation point (signal-safety(7)). The common
+ * case, no handler, costs one TLS load and a predictable branch. */
+static inline int shim_in_handler(void)
+{
+    if (__builtin_expect(shim_sig_depth == 0, 1))
+        return 0;
+    return shim_in_handler_slow();
+}
+/* What signal.c last put on this kernel thread's mask is no longer known
+ * (a siglongjmp out of a handler): the next change makes the call. */
+void shim_kmask_forget(void);
 /* Finish the calling thread with value (pthread_exit, a cancellation
  * acted upon): unwind its stack, running destructors and cleanup
  * handlers newest first (unwind.c, cancel.c), then nth_exit (which runs

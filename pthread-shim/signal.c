@@ -60,6 +60,10 @@
 
 int shim_on_nano(void)
 {
+    /* A handler may have interrupted the runtime or malloc holding a
+     * lock: the calls it makes go to the kernel (sighand.c). */
+    if (shim_in_handler())
+        return 0;
     /* A stand-in runs a nano-thread whose VP's kernel thread is in a
      * system call; the nano-thread's waits work there as on a VP (its
      * own blocking calls hand the VP on, nth_blocking_enter). */
@@ -181,6 +185,11 @@ static __attribute__((noinline)) uint64_t kmask_read(void)
         return set_bits(&s) & ~UNBLOCKABLE;
     }
     return kmask;
+}
+
+void shim_kmask_forget(void)
+{
+    kmask = KMASK_UNKNOWN;
 }
 
 /* ---- the queue of pending thread-directed signals ------------------------ */
@@ -651,6 +660,14 @@ int shim_kwait_end(void)
     return kick_take();
 }
 
+void shim_kwait_abandon(void)
+{
+    struct shim_thread *self = shim_self_peek();
+    if (self)
+        __atomic_store_n(&self->ktid, 0, __ATOMIC_SEQ_CST);
+    (void)kick_take();
+}
+
 int shim_kwait_open(void)
 {
     struct shim_thread *self = shim_self();
@@ -737,7 +754,9 @@ SHIM_EXPORT(pthread_sigqueue)
 SHIM_DECL(raise)
 int nth_shim_raise(int sig)
 {
-    int r = on_nano() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
+    /* In a handler: to the kernel thread, as natively (its record may
+     * not exist, and making one allocates). */
+    int r = on_nano() && !shim_in_handler() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
                          : REAL(raise)(sig) ? errno : 0;
     if (r) {
         errno = r;
@@ -754,6 +773,15 @@ int nth_shim_pthread_sigmask(int how, const sigset_t *restrict set, sigset_t *re
 {
     if (set && how != SIG_BLOCK && how != SIG_UNBLOCK && how != SIG_SETMASK)
         return EINVAL;
+    if (shim_in_handler()) {
+        /* The handler's mask is its kernel thread's, which the kernel
+         * puts back when the handler returns: no record to change, no
+         * lock (sigprocmask is async-signal-safe). */
+        int r = ksigmask(how, set, old);
+        if (r == 0 && old)
+            bits_set(set_bits(old) & ~UNBLOCKABLE, old);
+        return r;
+    }
     if (!on_nano())
         return REAL(pthread_sigmask)(how, set, old);
     struct shim_thread *self = shim_self();
@@ -798,9 +826,12 @@ int nth_shim_sigpending(sigset_t *set)
 {
     if (REAL(sigpending)(set) != 0)
         return -1;
-    if (!on_nano())
+    /* Peek: async-signal-safe, and a thread with no record has nothing
+     * queued. */
+    struct shim_thread *self = on_nano() ? shim_self_peek() : NULL;
+    if (!self)
         return 0;
-    uint64_t b = set_bits(set) | __atomic_load_n(&shim_self()->pending, __ATOMIC_ACQUIRE);
+    uint64_t b = set_bits(set) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);
     memcpy(set, &b, sizeof b);
     return 0;
 }

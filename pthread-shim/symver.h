@@ -8,6 +8,7 @@
 
 #define SHIM_EXPORT(sym) NTH_SHIM_SYMVER_##sym
 
+#define NTH_SHIM_SYMVER___longjmp_chk __asm__(".symver nth_shim___longjmp_chk, __longjmp_chk@@GLIBC_2.11\n");
 #define NTH_SHIM_SYMVER___pthread_cleanup_routine __asm__(".symver nth_shim___pthread_cleanup_routine, __pthread_cleanup_routine@GLIBC_2.3.3\n" \
     ".symver nth_shim___pthread_cleanup_routine, __pthread_cleanup_routine@@GLIBC_2.34\n");
 #define NTH_SHIM_SYMVER___pthread_getspecific __asm__(".symver nth_shim___pthread_getspecific, __pthread_getspecific@GLIBC_2.2.5\n");
@@ -40,6 +41,9 @@
     ".symver nth_shim___pthread_unregister_cancel_restore, __pthread_unregister_cancel_restore@@GLIBC_2.34\n");
 #define NTH_SHIM_SYMVER___pthread_unwind_next __asm__(".symver nth_shim___pthread_unwind_next, __pthread_unwind_next@GLIBC_2.3.3\n" \
     ".symver nth_shim___pthread_unwind_next, __pthread_unwind_next@@GLIBC_2.34\n");
+#define NTH_SHIM_SYMVER___sigaction __asm__(".symver nth_shim___sigaction, __sigaction@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER___sysv_signal __asm__(".symver nth_shim___sysv_signal, __sysv_signal@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER__longjmp __asm__(".symver nth_shim__longjmp, _longjmp@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER__pthread_cleanup_pop __asm__(".symver nth_shim__pthread_cleanup_pop, _pthread_cleanup_pop@GLIBC_2.2.5\n" \
     ".symver nth_shim__pthread_cleanup_pop, _pthread_cleanup_pop@@GLIBC_2.34\n");
 #define NTH_SHIM_SYMVER__pthread_cleanup_pop_restore __asm__(".symver nth_shim__pthread_cleanup_pop_restore, _pthread_cleanup_pop_restore@GLIBC_2.2.5\n");
@@ -48,6 +52,7 @@
 #define NTH_SHIM_SYMVER__pthread_cleanup_push_defer __asm__(".symver nth_shim__pthread_cleanup_push_defer, _pthread_cleanup_push_defer@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_accept __asm__(".symver nth_shim_accept, accept@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_accept4 __asm__(".symver nth_shim_accept4, accept4@@GLIBC_2.10\n");
+#define NTH_SHIM_SYMVER_bsd_signal __asm__(".symver nth_shim_bsd_signal, bsd_signal@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_clock_nanosleep __asm__(".symver nth_shim_clock_nanosleep, clock_nanosleep@GLIBC_2.2.5\n" \
     ".symver nth_shim_clock_nanosleep, clock_nanosleep@@GLIBC_2.17\n");
 #define NTH_SHIM_SYMVER_connect __asm__(".symver nth_shim_connect, connect@@GLIBC_2.2.5\n");
@@ -64,6 +69,7 @@
 #define NTH_SHIM_SYMVER_fexecve __asm__(".symver nth_shim_fexecve, fexecve@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_fork __asm__(".symver nth_shim_fork, fork@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_fsync __asm__(".symver nth_shim_fsync, fsync@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_longjmp __asm__(".symver nth_shim_longjmp, longjmp@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_nanosleep __asm__(".symver nth_shim_nanosleep, nanosleep@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_pause __asm__(".symver nth_shim_pause, pause@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_poll __asm__(".symver nth_shim_poll, poll@@GLIBC_2.2.5\n");
@@ -343,14 +349,20 @@
 #define NTH_SHIM_SYMVER_send __asm__(".symver nth_shim_send, send@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sendmsg __asm__(".symver nth_shim_sendmsg, sendmsg@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sendto __asm__(".symver nth_shim_sendto, sendto@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_sigaction __asm__(".symver nth_shim_sigaction, sigaction@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_siglongjmp __asm__(".symver nth_shim_siglongjmp, siglongjmp@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_signal __asm__(".symver nth_shim_signal, signal@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigpending __asm__(".symver nth_shim_sigpending, sigpending@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigprocmask __asm__(".symver nth_shim_sigprocmask, sigprocmask@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_sigset __asm__(".symver nth_shim_sigset, sigset@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigsuspend __asm__(".symver nth_shim_sigsuspend, sigsuspend@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigtimedwait __asm__(".symver nth_shim_sigtimedwait, sigtimedwait@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigwait __asm__(".symver nth_shim_sigwait, sigwait@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sigwaitinfo __asm__(".symver nth_shim_sigwaitinfo, sigwaitinfo@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_sleep __asm__(".symver nth_shim_sleep, sleep@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_ssignal __asm__(".symver nth_shim_ssignal, ssignal@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_system __asm__(".symver nth_shim_system, system@@GLIBC_2.2.5\n");
+#define NTH_SHIM_SYMVER_sysv_signal __asm__(".symver nth_shim_sysv_signal, sysv_signal@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_usleep __asm__(".symver nth_shim_usleep, usleep@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_wait __asm__(".symver nth_shim_wait, wait@@GLIBC_2.2.5\n");
 #define NTH_SHIM_SYMVER_waitpid __asm__(".symver nth_shim_waitpid, waitpid@@GLIBC_2.2.5\n");
@@ -359,6 +371,7 @@
 
 /* X(sym) for every symbol the shim exports */
 #define NTH_SHIM_SYMBOLS(X) \
+    X(__longjmp_chk) \
     X(__pthread_cleanup_routine) \
     X(__pthread_getspecific) \
     X(__pthread_key_create) \
@@ -384,12 +397,16 @@
     X(__pthread_unregister_cancel) \
     X(__pthread_unregister_cancel_restore) \
     X(__pthread_unwind_next) \
+    X(__sigaction) \
+    X(__sysv_signal) \
+    X(_longjmp) \
     X(_pthread_cleanup_pop) \
     X(_pthread_cleanup_pop_restore) \
     X(_pthread_cleanup_push) \
     X(_pthread_cleanup_push_defer) \
     X(accept) \
     X(accept4) \
+    X(bsd_signal) \
     X(clock_nanosleep) \
     X(connect) \
     X(epoll_pwait) \
@@ -405,6 +422,7 @@
     X(fexecve) \
     X(fork) \
     X(fsync) \
+    X(longjmp) \
     X(nanosleep) \
     X(pause) \
     X(poll) \
@@ -570,14 +588,20 @@
     X(send) \
     X(sendmsg) \
     X(sendto) \
+    X(sigaction) \
+    X(siglongjmp) \
+    X(signal) \
     X(sigpending) \
     X(sigprocmask) \
+    X(sigset) \
     X(sigsuspend) \
     X(sigtimedwait) \
     X(sigwait) \
     X(sigwaitinfo) \
     X(sleep) \
+    X(ssignal) \
     X(system) \
+    X(sysv_signal) \
     X(usleep) \
     X(wait) \
     X(waitpid) \
@@ -587,6 +611,7 @@
 
 /* X(sym, tag_ident, "tag") for every (symbol, version) pair */
 #define NTH_SHIM_VERSIONS(X) \
+    X(__longjmp_chk, GLIBC_2_11, "GLIBC_2.11") \
     X(__pthread_cleanup_routine, GLIBC_2_3_3, "GLIBC_2.3.3") \
     X(__pthread_cleanup_routine, GLIBC_2_34, "GLIBC_2.34") \
     X(__pthread_getspecific, GLIBC_2_2_5, "GLIBC_2.2.5") \
@@ -619,6 +644,9 @@
     X(__pthread_unregister_cancel_restore, GLIBC_2_34, "GLIBC_2.34") \
     X(__pthread_unwind_next, GLIBC_2_3_3, "GLIBC_2.3.3") \
     X(__pthread_unwind_next, GLIBC_2_34, "GLIBC_2.34") \
+    X(__sigaction, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(__sysv_signal, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(_longjmp, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(_pthread_cleanup_pop, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(_pthread_cleanup_pop, GLIBC_2_34, "GLIBC_2.34") \
     X(_pthread_cleanup_pop_restore, GLIBC_2_2_5, "GLIBC_2.2.5") \
@@ -627,6 +655,7 @@
     X(_pthread_cleanup_push_defer, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(accept, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(accept4, GLIBC_2_10, "GLIBC_2.10") \
+    X(bsd_signal, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(clock_nanosleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(clock_nanosleep, GLIBC_2_17, "GLIBC_2.17") \
     X(connect, GLIBC_2_2_5, "GLIBC_2.2.5") \
@@ -643,6 +672,7 @@
     X(fexecve, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(fork, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(fsync, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(longjmp, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(nanosleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(pause, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(poll, GLIBC_2_2_5, "GLIBC_2.2.5") \
@@ -922,14 +952,20 @@
     X(send, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sendmsg, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sendto, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(sigaction, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(siglongjmp, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(signal, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigpending, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigprocmask, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(sigset, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigsuspend, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigtimedwait, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigwait, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sigwaitinfo, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(sleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(ssignal, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(system, GLIBC_2_2_5, "GLIBC_2.2.5") \
+    X(sysv_signal, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(usleep, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(wait, GLIBC_2_2_5, "GLIBC_2.2.5") \
     X(waitpid, GLIBC_2_2_5, "GLIBC_2.2.5") \

@@ -364,3 +364,17 @@ tests_shim_posix_sigwrite_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_sigwrite_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigwrite_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sigwrite_LDADD =
+
+check_PROGRAMS += tests/shim/posix-sigaction
+tests_shim_posix_sigaction_SOURCES = tests/shim/sigaction.c tests/shim/check.h
+tests_shim_posix_sigaction_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigaction_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigaction_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigaction_LDADD =
+
+check_PROGRAMS += tests/shim/posix-sigjmp
+tests_shim_posix_sigjmp_SOURCES = tests/shim/sigjmp.c tests/shim/check.h
+tests_shim_posix_sigjmp_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigjmp_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigjmp_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigjmp_LDADD =
