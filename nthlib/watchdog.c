@@ -128,7 +128,20 @@ static struct {
     int backstop_state;            /* 0 not started, 1 starting, 2 running, 3 failed (atomic) */
     nth_orphan_timers_fn orphan;   /* fires alarms nobody else fires (atomic) */
     uint64_t wake_at;              /* backstop's planned wake-up, mono ns (atomic) */
+    unsigned standins;             /* stand-in kernel threads made (atomic) */
+    unsigned standins_max;         /* cap on standins (NTH_STANDINS_MAX) */
+    unsigned long capped;          /* lends refused by the cap (atomic) */
 } W;
+
+/* Default NTH_STANDINS_MAX. A stand-in is made for every kernel thread
+ * asleep in the kernel with work queued behind it, and one whose own
+ * nano-thread then sleeps there gets a successor (lessee_check,
+ * nth_standin_handoff): a program whose N threads wait with raw futexes
+ * (libgomp's barrier, Rust std) holds up to N - VPs of them at once, as
+ * Go holds an M per goroutine in a system call. The cap only stops a
+ * runaway (Go's is 10000 threads); a stand-in no lease needs sleeps in
+ * the cache and is reused. */
+#define STANDINS_DEFAULT 1024u
 
 int nth_watchdog_sleeping;
 int nth_next_local_plain;
@@ -359,13 +372,34 @@ static void standin_put(struct standin *s)
     nth_ounlock(&W.cache_lock);
 }
 
-/* A new stand-in, asleep on its word; NULL if out of memory or threads. */
+/* Counts a stand-in against NTH_STANDINS_MAX; 0 if the cap is reached
+ * (said once on stderr: the work then waits for a stand-in to come back
+ * to the cache, or for the sleeping kernel thread). */
+static int standin_count(void)
+{
+    unsigned n = __atomic_add_fetch(&W.standins, 1, __ATOMIC_RELAXED);
+    if (n <= W.standins_max)
+        return 1;
+    __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
+    if (__atomic_fetch_add(&W.capped, 1, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr, "nthlib: %u stand-in kernel threads (NTH_STANDINS_MAX) all wait in the kernel: "
+                "ready threads now wait for one of them (raise NTH_STANDINS_MAX if the program's "
+                "threads wait in raw futexes, as OpenMP's and Rust's do)\n", W.standins_max);
+    return 0;
+}
+
+/* A new stand-in, asleep on its word; NULL if out of memory or threads,
+ * or if NTH_STANDINS_MAX of them exist. */
 static struct standin *standin_new(void)
 {
+    if (!standin_count())
+        return NULL;
     size_t sz = (sizeof(struct standin) + NTH_CACHELINE - 1) & ~(size_t)(NTH_CACHELINE - 1);
     struct standin *s = aligned_alloc(NTH_CACHELINE, sz);
-    if (!s)
+    if (!s) {
+        __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
         return NULL;
+    }
     memset(s, 0, sizeof *s);
     s->shell.id = -1;
     s->shell.cpu = -1;
@@ -380,6 +414,7 @@ static struct standin *standin_new(void)
     pthread_attr_destroy(&a);
     if (e) {
         free(s);
+        __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
         return NULL;
     }
     return s;
@@ -802,6 +837,7 @@ int nth_watchdog_start(const nth_config_t *cfg)
     /* The mask a stand-in serves with when no switch hook sets one: the
      * starting thread's (the helpers are born with every signal blocked). */
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &inherited_mask, (size_t)(_NSIG / 8));
+    W.standins_max = cfg->standins_max ? cfg->standins_max : STANDINS_DEFAULT;
     if (!cfg->stall_us)
         return 0;
     W.stall_ns = (int64_t)cfg->stall_us * 1000;
@@ -844,6 +880,16 @@ unsigned long nth_watchdog_ran(void)
     return __atomic_load_n(&W.nrun, __ATOMIC_RELAXED);
 }
 
+unsigned nth_watchdog_standins(void)
+{
+    return __atomic_load_n(&W.standins, __ATOMIC_RELAXED);
+}
+
+unsigned long nth_watchdog_capped(void)
+{
+    return __atomic_load_n(&W.capped, __ATOMIC_RELAXED);
+}
+
 void nth_watchdog_fork_child(void)
 {
     /* The monitor, the backstop and every stand-in (idle in the cache or
@@ -852,6 +898,7 @@ void nth_watchdog_fork_child(void)
     W.vps = NULL;
     W.cache_lock = 0;
     W.cache = NULL;
+    W.standins = 0;               /* their kernel threads died too */
     W.kick = 0;
     W.wake_at = 0;
     __atomic_store_n(&W.backstop_state, 0, __ATOMIC_RELEASE);
