@@ -113,6 +113,11 @@ struct vp_watch {
     uint64_t suspect;              /* monitor: stalled at switch count - 1 (atomic) */
     struct standin *lessee;        /* backstop: the stand-in lessee_obs is of */
     struct vp_obs lessee_obs;      /* backstop: its shell's switches */
+    struct standin *mon_lessee;    /* monitor: the stand-in mon_lessee_obs is of */
+    struct vp_obs mon_lessee_obs;  /* monitor: its shell's switches */
+    uint64_t mon_lessee_said;      /* monitor: shell count + 1 it suspected at */
+    struct standin *lessee_sus;    /* monitor: this lessee looks stuck (atomic) */
+    uint64_t lessee_sus_n;         /* its shell's switch count + 1 then (atomic) */
 };
 
 static struct {
@@ -531,8 +536,15 @@ static void queued_unseen(struct nth_vp *vp)
  * kernel thread (nth_ldso_held) for a nano-thread queued here: nobody
  * else would ever run that one. Hand the lease to another stand-in, as s
  * does itself at a blocking call it knows of (nth_standin_handoff); s
- * finishes the nano-thread it runs, then sees the lease gone. Backstop
- * only; s's shell has not switched for stall_ns in its view. */
+ * finishes the nano-thread it runs, then sees the lease gone. Every
+ * kernel thread asleep with work behind it so gets a stand-in, as Go
+ * hands its P on from every system call: a successor that sleeps too
+ * gets one in turn, up to NTH_STANDINS_MAX. The backstop's own view: s's
+ * shell has not switched for stall_ns (the monitor's, suspect_lessee, is
+ * quicker). */
+static int lessee_stuck(struct nth_vp *vp, struct standin *s);
+static void lessee_replace(struct nth_vp *vp, struct vp_watch *w, struct standin *s);
+
 static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *s, int64_t t)
 {
     struct nth_vp *sh = &s->shell;
@@ -542,9 +554,50 @@ static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *
         w->lessee_obs.since = t;
         return;
     }
-    if (!observe(sh, &w->lessee_obs, t) || !vp_has_work(vp) ||
-        __atomic_load_n(&sh->current, __ATOMIC_ACQUIRE) == &sh->idle ||
-        !tid_sleeping(__atomic_load_n(&sh->tid, __ATOMIC_ACQUIRE)))
+    if (!observe(sh, &w->lessee_obs, t))
+        return;
+    lessee_replace(vp, w, s);
+}
+
+/* The monitor's side of lessee_check, every period rather than every
+ * BACKSTOP_NS: a chain of stand-ins each of whose nano-threads falls
+ * asleep in a raw futex wait (libgomp's barrier, Rust std: a team of 8 on
+ * one VP needs 7 in a row) took the backstop two of its periods per
+ * link, 125 ms for the team's first barrier (bench/RESULTS.md, "futex").
+ * Reads only, as suspect_vp; marks s (once per switch count of its shell)
+ * and returns 1 to wake the backstop, which replaces it. */
+static int suspect_lessee(struct nth_vp *vp, struct vp_watch *w, struct standin *s, int64_t t)
+{
+    struct nth_vp *sh = &s->shell;
+    if (w->mon_lessee != s) {
+        w->mon_lessee = s;
+        w->mon_lessee_said = 0;
+        w->mon_lessee_obs.nswitch = __atomic_load_n(&sh->nswitch, __ATOMIC_RELAXED);
+        w->mon_lessee_obs.since = t;
+        return 0;
+    }
+    if (!observe(sh, &w->mon_lessee_obs, t) || w->mon_lessee_said == w->mon_lessee_obs.nswitch + 1 ||
+        !lessee_stuck(vp, s))
+        return 0;
+    w->mon_lessee_said = w->mon_lessee_obs.nswitch + 1;
+    __atomic_store_n(&w->lessee_sus_n, w->mon_lessee_said, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->lessee_sus, s, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* s, vp's lessee, runs a nano-thread asleep in the kernel with work
+ * queued for vp behind it. Reads only. */
+static int lessee_stuck(struct nth_vp *vp, struct standin *s)
+{
+    struct nth_vp *sh = &s->shell;
+    return vp_has_work(vp) && __atomic_load_n(&sh->current, __ATOMIC_ACQUIRE) != &sh->idle &&
+           tid_sleeping(__atomic_load_n(&sh->tid, __ATOMIC_ACQUIRE));
+}
+
+/* Backstop: hand vp's lease from s, stuck, to another stand-in. */
+static void lessee_replace(struct nth_vp *vp, struct vp_watch *w, struct standin *s)
+{
+    if (!lessee_stuck(vp, s))
         return;
     struct standin *mine = s;
     if (!__atomic_compare_exchange_n(&w->busy, &mine, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -561,12 +614,20 @@ static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *
 static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
 {
     uint64_t sus = __atomic_exchange_n(&w->suspect, 0, __ATOMIC_ACQ_REL);
+    struct standin *ls = __atomic_exchange_n(&w->lessee_sus, NULL, __ATOMIC_ACQ_REL);
     int long_enough = observe(vp, o, t);
     if (sus && sus - 1 == __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED))
         long_enough = 1;
     struct standin *busy = __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE);
     if (busy) {
-        if (busy != CLAIMED)
+        if (busy == CLAIMED)
+            return;
+        /* The monitor saw this lessee stuck, and its shell has not
+         * switched since: no need to watch it for stall_ns again. */
+        if (ls == busy && __atomic_load_n(&w->lessee_sus_n, __ATOMIC_RELAXED) ==
+                              __atomic_load_n(&busy->shell.nswitch, __ATOMIC_RELAXED) + 1)
+            lessee_replace(vp, w, busy);
+        else
             lessee_check(vp, w, busy, t);
         return;
     }
@@ -626,7 +687,11 @@ static void monitor_set_policy(void)
 /* Monitor: mark vp if it has not switched for stall_ns and looks stalled. */
 static int suspect_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
 {
-    if (!observe(vp, &w->mon, t) || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) || !looks_stalled(vp))
+    int stalled = observe(vp, &w->mon, t);
+    struct standin *busy = __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE);
+    if (busy && busy != CLAIMED && stalled)
+        return suspect_lessee(vp, w, busy, t);
+    if (!stalled || busy || !looks_stalled(vp))
         return 0;
     __atomic_store_n(&w->suspect, w->mon.nswitch + 1, __ATOMIC_RELEASE);
     return 1;
