@@ -27,7 +27,15 @@
  * nano-thread, when the system call returns, goes on on its own kernel thread
  * and VP with no coordination needed. A nano-thread the stand-in ran and that
  * is switched out is picked up by any VP through the usual on_cpu hand-off.
- * Stand-ins park in a small cache for the next stall.
+ * Stand-ins park in a cache for the next stall (kept, never ended).
+ *
+ * One per sleeping kernel thread: a stand-in whose own nano-thread falls
+ * asleep in the kernel the same way (a raw futex wait of libgomp's team
+ * barrier or Rust std's Condvar) gets a successor for the VP's queue
+ * (lessee_check, suspect_lessee), as Go hands its P on from every thread
+ * in a system call; so N threads waiting for each other in raw futexes
+ * run on any number of VPs, on up to N - VPs stand-ins, at most
+ * NTH_STANDINS_MAX (default 1024) of them made in all.
  *
  * Cost when nothing stalls: the monitor runs under SCHED_BATCH, so its
  * wake-ups (every NTH_STALL_US/2 while work waits) never preempt a VP;
@@ -387,7 +395,7 @@ static int standin_count(void)
         return 1;
     __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
     if (__atomic_fetch_add(&W.capped, 1, __ATOMIC_RELAXED) == 0)
-        fprintf(stderr, "nthlib: %u stand-in kernel threads (NTH_STANDINS_MAX) all wait in the kernel: "
+        fprintf(stderr, "nthlib: %u stand-in kernel threads (NTH_STANDINS_MAX) all busy: "
                 "ready threads now wait for one of them (raise NTH_STANDINS_MAX if the program's "
                 "threads wait in raw futexes, as OpenMP's and Rust's do)\n", W.standins_max);
     return 0;
