@@ -160,7 +160,7 @@ bench_shim_pingpong_SOURCES = bench/shim/pingpong.c
 bench_shim_pingpong_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
 bench_shim_pingpong_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 bench_shim_pingpong_LDADD =
-EXTRA_DIST += bench/shim.sh bench/mutex_ab.sh
+EXTRA_DIST += bench/shim.sh bench/mutex_ab.sh bench/futex_ab.sh
 .PHONY: bench-shim
 bench-shim: bench/shim-pingpong libnth-pthread.la
 	$(SHELL) $(top_srcdir)/bench/shim.sh $(BENCH_SHIM_REPS)

@@ -4,7 +4,8 @@
 # above 1 means the shim is slower). Workloads: bench/shim-pingpong
 # (create/join loop, the same ending by pthread_exit, contended mutex, condvar ping-pong, pipe ping-pong
 # with blocking read/write, a thread asleep in read() beside two computing
-# ones, pthread_kill to a thread in sem_wait, two threads yielding) and, when
+# ones, pthread_kill to a thread in sem_wait, two threads yielding, teams of 8
+# that cross one raw-futex barrier each) and, when
 # installed, pigz -p 4 / xz -T4 / zstd -T4 compressing ~8 MB of generated
 # text. Each case runs REPS times per mode, the modes alternating; the
 # table gives medians. Not part of `make check` (a noisy shared machine).
@@ -43,7 +44,8 @@ cases=("create/join x20000|$pp create 20000"
        "pipe ping-pong x20000|$pp pipe 20000"
        "read() asleep, 2 computing|$pp readcpu 20000"
        "signal to sem_wait x200|$pp semsig 200"
-       "yield 2 threads x100000|$pp yield 100000")
+       "yield 2 threads x100000|$pp yield 100000"
+       "raw-futex team of 8 x20|$pp futexteam 20")
 command -v pigz >/dev/null && cases+=("pigz -p 4 (8 MB)|pigz -p 4 -c $work/data")
 command -v xz >/dev/null && cases+=("xz -T4 -1 (8 MB)|xz -T4 -1 --block-size=1MiB -c $work/data")
 command -v zstd >/dev/null && cases+=("zstd -T4 (8 MB)|zstd -q -T4 -B1MiB -c $work/data")

@@ -60,7 +60,11 @@ typedef struct nth_config {
                               at nth_team_barrier() or a region's end spins
                               before it blocks, µs (1000); it spins only
                               while its VP has nothing else to run */
-    unsigned reserved[6];  /* zero; room for later settings */
+    unsigned standins_max; /* [NTH_STANDINS_MAX] stand-in kernel threads that may
+                              exist at once (0 = the default, 1024): one serves
+                              each kernel thread asleep in a system call with
+                              ready nano-threads behind it (watchdog.c) */
+    unsigned reserved[5];  /* zero; room for later settings */
 } nth_config_t;
 
 /* Fill *cfg with the built-in defaults. Never fails; thread-safe. */

@@ -24,6 +24,12 @@
 #define TEAM_SPIN_DEFAULT 1000u    /* µs */
 #define RECLAIM_DEFAULT 1000u      /* µs */
 #define RECLAIM_MAX 10000000u      /* 10 s */
+/* Stand-in kernel threads (watchdog.c): each waits in the kernel for a
+ * nano-thread that does (a raw futex wait of libgomp or Rust std), so a
+ * program needs about one per such thread beyond the VPs. Glibc's default
+ * kernel thread reserves 8 MiB of address space and little memory; the
+ * cap is against a runaway, not a budget. */
+#define STANDINS_MAX_MAX 65536u
 
 void nth_config_default(nth_config_t *cfg)
 {
@@ -154,6 +160,13 @@ int nth_config_from_env(nth_config_t *cfg)
             r = EINVAL;
         }
     }
+    if ((v = getenv("NTH_STANDINS_MAX")) && *v) {
+        if (parse_uint(v, 1, STANDINS_MAX_MAX, &cfg->standins_max)) {
+            bad("NTH_STANDINS_MAX", v, "an integer 1..65536 (stand-in kernel threads at once; default 1024)");
+            cfg->standins_max = 0;
+            r = EINVAL;
+        }
+    }
     if ((v = getenv("NTH_RECLAIM_US")) && *v) {
         if (parse_uint(v, 0, RECLAIM_MAX, &cfg->reclaim_us)) {
             bad("NTH_RECLAIM_US", v, "microseconds 0..10000000 (0 = move at once)");
@@ -207,7 +220,7 @@ int nth_config_check(const nth_config_t *cfg)
     if (!cfg || cfg->vps > VPS_MAX || (cfg->bind != 0 && cfg->bind != 1) ||
         cfg->stack_size < NTH_STACK_MIN || cfg->stack_size > STACK_MAX ||
         cfg->spin_us > SPIN_MAX || cfg->team_spin_us > SPIN_MAX ||
-        cfg->reclaim_us > RECLAIM_MAX)
+        cfg->reclaim_us > RECLAIM_MAX || cfg->standins_max > STANDINS_MAX_MAX)
         return EINVAL;
     return 0;
 }

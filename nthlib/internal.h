@@ -732,6 +732,10 @@ NTH_HIDDEN int nth_standin_handoff(struct nth_vp *shell);
 /* Stand-ins started so far, and nano-threads they ran (tests, bench). */
 NTH_HIDDEN unsigned long nth_watchdog_stalls(void);
 NTH_HIDDEN unsigned long nth_watchdog_ran(void);
+/* Stand-in kernel threads made so far (cached ones included; at most
+ * NTH_STANDINS_MAX), and how many lends that cap refused. Any thread. */
+NTH_HIDDEN unsigned nth_watchdog_standins(void);
+NTH_HIDDEN unsigned long nth_watchdog_capped(void);
 /* Check passes the stall backstop has made (tests). */
 NTH_HIDDEN unsigned long nth_watchdog_backstop_passes(void);
 /* (5b) Alarms nobody else fires. A VP whose kernel thread is in a system

@@ -27,7 +27,15 @@
  * nano-thread, when the system call returns, goes on on its own kernel thread
  * and VP with no coordination needed. A nano-thread the stand-in ran and that
  * is switched out is picked up by any VP through the usual on_cpu hand-off.
- * Stand-ins park in a small cache for the next stall.
+ * Stand-ins park in a cache for the next stall (kept, never ended).
+ *
+ * One per sleeping kernel thread: a stand-in whose own nano-thread falls
+ * asleep in the kernel the same way (a raw futex wait of libgomp's team
+ * barrier or Rust std's Condvar) gets a successor for the VP's queue
+ * (lessee_check, suspect_lessee), as Go hands its P on from every thread
+ * in a system call; so N threads waiting for each other in raw futexes
+ * run on any number of VPs, on up to N - VPs stand-ins, at most
+ * NTH_STANDINS_MAX (default 1024) of them made in all.
  *
  * Cost when nothing stalls: the monitor runs under SCHED_BATCH, so its
  * wake-ups (every NTH_STALL_US/2 while work waits) never preempt a VP;
@@ -113,6 +121,11 @@ struct vp_watch {
     uint64_t suspect;              /* monitor: stalled at switch count - 1 (atomic) */
     struct standin *lessee;        /* backstop: the stand-in lessee_obs is of */
     struct vp_obs lessee_obs;      /* backstop: its shell's switches */
+    struct standin *mon_lessee;    /* monitor: the stand-in mon_lessee_obs is of */
+    struct vp_obs mon_lessee_obs;  /* monitor: its shell's switches */
+    uint64_t mon_lessee_said;      /* monitor: shell count + 1 it suspected at */
+    struct standin *lessee_sus;    /* monitor: this lessee looks stuck (atomic) */
+    uint64_t lessee_sus_n;         /* its shell's switch count + 1 then (atomic) */
 };
 
 static struct {
@@ -128,7 +141,20 @@ static struct {
     int backstop_state;            /* 0 not started, 1 starting, 2 running, 3 failed (atomic) */
     nth_orphan_timers_fn orphan;   /* fires alarms nobody else fires (atomic) */
     uint64_t wake_at;              /* backstop's planned wake-up, mono ns (atomic) */
+    unsigned standins;             /* stand-in kernel threads made (atomic) */
+    unsigned standins_max;         /* cap on standins (NTH_STANDINS_MAX) */
+    unsigned long capped;          /* lends refused by the cap (atomic) */
 } W;
+
+/* Default NTH_STANDINS_MAX. A stand-in is made for every kernel thread
+ * asleep in the kernel with work queued behind it, and one whose own
+ * nano-thread then sleeps there gets a successor (lessee_check,
+ * nth_standin_handoff): a program whose N threads wait with raw futexes
+ * (libgomp's barrier, Rust std) holds up to N - VPs of them at once, as
+ * Go holds an M per goroutine in a system call. The cap only stops a
+ * runaway (Go's is 10000 threads); a stand-in no lease needs sleeps in
+ * the cache and is reused. */
+#define STANDINS_DEFAULT 1024u
 
 int nth_watchdog_sleeping;
 int nth_next_local_plain;
@@ -359,13 +385,34 @@ static void standin_put(struct standin *s)
     nth_ounlock(&W.cache_lock);
 }
 
-/* A new stand-in, asleep on its word; NULL if out of memory or threads. */
+/* Counts a stand-in against NTH_STANDINS_MAX; 0 if the cap is reached
+ * (said once on stderr: the work then waits for a stand-in to come back
+ * to the cache, or for the sleeping kernel thread). */
+static int standin_count(void)
+{
+    unsigned n = __atomic_add_fetch(&W.standins, 1, __ATOMIC_RELAXED);
+    if (n <= W.standins_max)
+        return 1;
+    __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
+    if (__atomic_fetch_add(&W.capped, 1, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr, "nthlib: %u stand-in kernel threads (NTH_STANDINS_MAX) all busy: "
+                "ready threads now wait for one of them (raise NTH_STANDINS_MAX if the program's "
+                "threads wait in raw futexes, as OpenMP's and Rust's do)\n", W.standins_max);
+    return 0;
+}
+
+/* A new stand-in, asleep on its word; NULL if out of memory or threads,
+ * or if NTH_STANDINS_MAX of them exist. */
 static struct standin *standin_new(void)
 {
+    if (!standin_count())
+        return NULL;
     size_t sz = (sizeof(struct standin) + NTH_CACHELINE - 1) & ~(size_t)(NTH_CACHELINE - 1);
     struct standin *s = aligned_alloc(NTH_CACHELINE, sz);
-    if (!s)
+    if (!s) {
+        __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
         return NULL;
+    }
     memset(s, 0, sizeof *s);
     s->shell.id = -1;
     s->shell.cpu = -1;
@@ -380,6 +427,7 @@ static struct standin *standin_new(void)
     pthread_attr_destroy(&a);
     if (e) {
         free(s);
+        __atomic_sub_fetch(&W.standins, 1, __ATOMIC_RELAXED);
         return NULL;
     }
     return s;
@@ -496,8 +544,15 @@ static void queued_unseen(struct nth_vp *vp)
  * kernel thread (nth_ldso_held) for a nano-thread queued here: nobody
  * else would ever run that one. Hand the lease to another stand-in, as s
  * does itself at a blocking call it knows of (nth_standin_handoff); s
- * finishes the nano-thread it runs, then sees the lease gone. Backstop
- * only; s's shell has not switched for stall_ns in its view. */
+ * finishes the nano-thread it runs, then sees the lease gone. Every
+ * kernel thread asleep with work behind it so gets a stand-in, as Go
+ * hands its P on from every system call: a successor that sleeps too
+ * gets one in turn, up to NTH_STANDINS_MAX. The backstop's own view: s's
+ * shell has not switched for stall_ns (the monitor's, suspect_lessee, is
+ * quicker). */
+static int lessee_stuck(struct nth_vp *vp, struct standin *s);
+static void lessee_replace(struct nth_vp *vp, struct vp_watch *w, struct standin *s);
+
 static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *s, int64_t t)
 {
     struct nth_vp *sh = &s->shell;
@@ -507,9 +562,50 @@ static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *
         w->lessee_obs.since = t;
         return;
     }
-    if (!observe(sh, &w->lessee_obs, t) || !vp_has_work(vp) ||
-        __atomic_load_n(&sh->current, __ATOMIC_ACQUIRE) == &sh->idle ||
-        !tid_sleeping(__atomic_load_n(&sh->tid, __ATOMIC_ACQUIRE)))
+    if (!observe(sh, &w->lessee_obs, t))
+        return;
+    lessee_replace(vp, w, s);
+}
+
+/* The monitor's side of lessee_check, every period rather than every
+ * BACKSTOP_NS: a chain of stand-ins each of whose nano-threads falls
+ * asleep in a raw futex wait (libgomp's barrier, Rust std: a team of 8 on
+ * one VP needs 7 in a row) took the backstop two of its periods per
+ * link, 125 ms for the team's first barrier (bench/RESULTS.md, "futex").
+ * Reads only, as suspect_vp; marks s (once per switch count of its shell)
+ * and returns 1 to wake the backstop, which replaces it. */
+static int suspect_lessee(struct nth_vp *vp, struct vp_watch *w, struct standin *s, int64_t t)
+{
+    struct nth_vp *sh = &s->shell;
+    if (w->mon_lessee != s) {
+        w->mon_lessee = s;
+        w->mon_lessee_said = 0;
+        w->mon_lessee_obs.nswitch = __atomic_load_n(&sh->nswitch, __ATOMIC_RELAXED);
+        w->mon_lessee_obs.since = t;
+        return 0;
+    }
+    if (!observe(sh, &w->mon_lessee_obs, t) || w->mon_lessee_said == w->mon_lessee_obs.nswitch + 1 ||
+        !lessee_stuck(vp, s))
+        return 0;
+    w->mon_lessee_said = w->mon_lessee_obs.nswitch + 1;
+    __atomic_store_n(&w->lessee_sus_n, w->mon_lessee_said, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->lessee_sus, s, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* s, vp's lessee, runs a nano-thread asleep in the kernel with work
+ * queued for vp behind it. Reads only. */
+static int lessee_stuck(struct nth_vp *vp, struct standin *s)
+{
+    struct nth_vp *sh = &s->shell;
+    return vp_has_work(vp) && __atomic_load_n(&sh->current, __ATOMIC_ACQUIRE) != &sh->idle &&
+           tid_sleeping(__atomic_load_n(&sh->tid, __ATOMIC_ACQUIRE));
+}
+
+/* Backstop: hand vp's lease from s, stuck, to another stand-in. */
+static void lessee_replace(struct nth_vp *vp, struct vp_watch *w, struct standin *s)
+{
+    if (!lessee_stuck(vp, s))
         return;
     struct standin *mine = s;
     if (!__atomic_compare_exchange_n(&w->busy, &mine, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -526,12 +622,20 @@ static void lessee_check(struct nth_vp *vp, struct vp_watch *w, struct standin *
 static void check_vp(struct nth_vp *vp, struct vp_watch *w, struct vp_obs *o, int64_t t)
 {
     uint64_t sus = __atomic_exchange_n(&w->suspect, 0, __ATOMIC_ACQ_REL);
+    struct standin *ls = __atomic_exchange_n(&w->lessee_sus, NULL, __ATOMIC_ACQ_REL);
     int long_enough = observe(vp, o, t);
     if (sus && sus - 1 == __atomic_load_n(&vp->nswitch, __ATOMIC_RELAXED))
         long_enough = 1;
     struct standin *busy = __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE);
     if (busy) {
-        if (busy != CLAIMED)
+        if (busy == CLAIMED)
+            return;
+        /* The monitor saw this lessee stuck, and its shell has not
+         * switched since: no need to watch it for stall_ns again. */
+        if (ls == busy && __atomic_load_n(&w->lessee_sus_n, __ATOMIC_RELAXED) ==
+                              __atomic_load_n(&busy->shell.nswitch, __ATOMIC_RELAXED) + 1)
+            lessee_replace(vp, w, busy);
+        else
             lessee_check(vp, w, busy, t);
         return;
     }
@@ -591,7 +695,11 @@ static void monitor_set_policy(void)
 /* Monitor: mark vp if it has not switched for stall_ns and looks stalled. */
 static int suspect_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
 {
-    if (!observe(vp, &w->mon, t) || __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) || !looks_stalled(vp))
+    int stalled = observe(vp, &w->mon, t);
+    struct standin *busy = __atomic_load_n(&w->busy, __ATOMIC_ACQUIRE);
+    if (busy && busy != CLAIMED && stalled)
+        return suspect_lessee(vp, w, busy, t);
+    if (!stalled || busy || !looks_stalled(vp))
         return 0;
     __atomic_store_n(&w->suspect, w->mon.nswitch + 1, __ATOMIC_RELEASE);
     return 1;
@@ -802,6 +910,7 @@ int nth_watchdog_start(const nth_config_t *cfg)
     /* The mask a stand-in serves with when no switch hook sets one: the
      * starting thread's (the helpers are born with every signal blocked). */
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &inherited_mask, (size_t)(_NSIG / 8));
+    W.standins_max = cfg->standins_max ? cfg->standins_max : STANDINS_DEFAULT;
     if (!cfg->stall_us)
         return 0;
     W.stall_ns = (int64_t)cfg->stall_us * 1000;
@@ -844,6 +953,16 @@ unsigned long nth_watchdog_ran(void)
     return __atomic_load_n(&W.nrun, __ATOMIC_RELAXED);
 }
 
+unsigned nth_watchdog_standins(void)
+{
+    return __atomic_load_n(&W.standins, __ATOMIC_RELAXED);
+}
+
+unsigned long nth_watchdog_capped(void)
+{
+    return __atomic_load_n(&W.capped, __ATOMIC_RELAXED);
+}
+
 void nth_watchdog_fork_child(void)
 {
     /* The monitor, the backstop and every stand-in (idle in the cache or
@@ -852,6 +971,7 @@ void nth_watchdog_fork_child(void)
     W.vps = NULL;
     W.cache_lock = 0;
     W.cache = NULL;
+    W.standins = 0;               /* their kernel threads died too */
     W.kick = 0;
     W.wake_at = 0;
     __atomic_store_n(&W.backstop_state, 0, __ATOMIC_RELEASE);

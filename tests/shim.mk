@@ -290,6 +290,37 @@ tests_shim_posix_cleanupexc_CFLAGS = $(shim_posix_cflags) -fexceptions
 tests_shim_posix_cleanupexc_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_cleanupexc_LDADD =
 
+# futexbar: threads that wait for each other with raw futex system calls.
+check_PROGRAMS += tests/shim/posix-futexbar
+tests_shim_posix_futexbar_SOURCES = tests/shim/futexbar.c tests/shim/check.h
+tests_shim_posix_futexbar_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_futexbar_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_futexbar_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_futexbar_LDADD =
+
+# omp: libgomp's team barrier waits with raw futexes. Only where the
+# compiler has OpenMP (not in a ThreadSanitizer build: configure.ac);
+# run-compare.sh says SKIP otherwise.
+if HAVE_OPENMP
+check_PROGRAMS += tests/shim/posix-omp
+tests_shim_posix_omp_SOURCES = tests/shim/omp.c tests/shim/check.h
+tests_shim_posix_omp_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_omp_CFLAGS = $(shim_posix_cflags) $(OPENMP_CFLAGS)
+tests_shim_posix_omp_LDFLAGS = $(AX_PTHREAD_CFLAGS) $(OPENMP_CFLAGS)
+tests_shim_posix_omp_LDADD =
+endif
+
+# rbar: Rust std's Barrier (raw futexes), where configure found rustc.
+# MAKEFLAGS emptied: rustc looks for make's jobserver, which a recipe
+# without '+' does not pass on, and warns.
+EXTRA_DIST += tests/shim/rbar.rs
+if HAVE_RUSTC
+check_SCRIPTS += tests/shim/posix-rbar
+CLEANFILES += tests/shim/posix-rbar
+tests/shim/posix-rbar: $(srcdir)/tests/shim/rbar.rs
+	$(AM_V_GEN)$(MKDIR_P) tests/shim && MAKEFLAGS= $(RUSTC) -O -o $@ $(srcdir)/tests/shim/rbar.rs
+endif
+
 # NTH_SHIM_BUILT (pthread-shim/shim.mk) says whether the build makes
 # libnth-pthread.so; when it does, the tests fail if the library is missing.
 AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUILT;

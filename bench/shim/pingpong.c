@@ -19,10 +19,17 @@
  *   semsig N   N rounds of: a thread blocked in sem_wait gets pthread_kill,
  *              its handler runs and sem_wait returns EINTR (latency of a
  *              signal to a semaphore waiter)
+ *   futexteam N  N teams of 8 threads, each created, crossing one barrier
+ *              made of raw futex system calls (libgomp's and Rust std's
+ *              waits: no pthread call, so under the shim each waiter holds
+ *              its kernel thread asleep and the rest need stand-ins), joined
  * Prints the final count (a check that the work was done); the script
  * measures wall time around the whole process.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -139,10 +146,27 @@ static void *sem_waiter(void *a)
     return NULL;
 }
 
+enum { TEAM = 8 };
+static int fx_count, fx_gen;
+
+static void *futex_member(void *a)
+{
+    int g = __atomic_load_n(&fx_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&fx_count, 1, __ATOMIC_ACQ_REL) == TEAM) {
+        __atomic_store_n(&fx_count, 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&fx_gen, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &fx_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+        return a;
+    }
+    while (__atomic_load_n(&fx_gen, __ATOMIC_ACQUIRE) == g)
+        syscall(SYS_futex, &fx_gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);
+    return a;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3 || (n = atol(argv[2])) <= 0) {
-        fprintf(stderr, "usage: %s create|exit|mutex|cond|pipe|readcpu|semsig|yield N\n", argv[0]);
+        fprintf(stderr, "usage: %s create|exit|mutex|cond|pipe|readcpu|semsig|yield|futexteam N\n", argv[0]);
         return 2;
     }
     pthread_t t[2];
@@ -161,6 +185,16 @@ int main(int argc, char **argv)
                 return 1;
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
+    } else if (!strcmp(argv[1], "futexteam")) {
+        pthread_t m[TEAM];
+        for (long i = 0; i < n; i++) {
+            for (int k = 0; k < TEAM; k++)
+                if (pthread_create(&m[k], NULL, futex_member, NULL) != 0)
+                    return 1;
+            for (int k = 0; k < TEAM; k++)
+                pthread_join(m[k], NULL);
+            count++;
+        }
     } else if (!strcmp(argv[1], "yield")) {
         for (long i = 0; i < 2; i++)
             if (pthread_create(&t[i], NULL, yielder, NULL) != 0)

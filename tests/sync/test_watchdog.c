@@ -14,6 +14,9 @@
  * drives nth_sched_wake_idle() directly.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +35,11 @@
 unsigned long nth_watchdog_stalls(void);
 unsigned long nth_watchdog_ran(void);
 unsigned long nth_watchdog_backstop_passes(void);
+unsigned nth_watchdog_standins(void);
+unsigned long nth_watchdog_capped(void);
+
+/* NTH_STANDINS_MAX of the next run_case (0: the default). */
+static unsigned case_standins_max;
 
 #define T_FAIL(fmt, ...) do { \
         fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
@@ -56,6 +64,7 @@ static int run_case(void (*fn)(void), unsigned vps, unsigned stall_us, unsigned 
         nth_config_default(&c);
         c.vps = vps;
         c.stall_us = stall_us;
+        c.standins_max = case_standins_max;
         T_EQ(nth_init(&c), 0);
         fn();
         _exit(0);
@@ -390,6 +399,123 @@ static void test_switching_vp_lets_monitor_doze(void **st)
     expect_ok(run_case(switching_vp_lets_monitor_doze, 1, 1000, 30));
 }
 
+/* Nano-threads that wait for each other with raw futex system calls
+ * (libgomp's barrier, Rust std's Condvar): a waiter holds the kernel
+ * thread it runs on asleep, a VP's or a stand-in's, so on one VP the 6
+ * members need 5 stand-ins at once: a stand-in whose nano-thread sleeps
+ * in the kernel gets a successor for the VP's queue. Before that, the
+ * first stand-in's sleeping member was the last thing that ran and this
+ * hung (the shim's futexbar, omp and rbar programs, issue #4). */
+enum { FX_MEMBERS = 6, FX_ROUNDS = 20 };
+static int fx_gen, fx_count;
+static int fx_capped_case;         /* members give way once the cap refused one */
+static int fx_early;
+
+static void fx_wait(void)
+{
+    int g = __atomic_load_n(&fx_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&fx_count, 1, __ATOMIC_ACQ_REL) == FX_MEMBERS) {
+        __atomic_store_n(&fx_count, 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&fx_gen, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &fx_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+        return;
+    }
+    struct timespec tmo = { 0, 50 * 1000000L };
+    while (__atomic_load_n(&fx_gen, __ATOMIC_ACQUIRE) == g) {
+        /* Raw: no nth_blocking_enter, the kernel thread sleeps here. */
+        long r = syscall(SYS_futex, &fx_gen, FUTEX_WAIT_PRIVATE, g, fx_capped_case ? &tmo : NULL, NULL, 0);
+        /* Capped: once the cap refused a stand-in, a member that times
+         * out gives its kernel thread to the others (a scheduling point),
+         * else the members beyond the cap would never run. Never before:
+         * the refusal must happen for the case to end. */
+        if (r == -1 && errno == ETIMEDOUT && nth_watchdog_capped() > 0)
+            nth_yield();
+    }
+}
+
+static int fx_arrived[FX_ROUNDS];
+
+static void *fx_member(void *p)
+{
+    (void)p;
+    for (int r = 0; r < FX_ROUNDS; r++) {
+        __atomic_add_fetch(&fx_arrived[r], 1, __ATOMIC_ACQ_REL);
+        fx_wait();
+        if (__atomic_load_n(&fx_arrived[r], __ATOMIC_ACQUIRE) != FX_MEMBERS)
+            __atomic_add_fetch(&fx_early, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static void fx_run(void)
+{
+    T_EQ(nth_num_vps(), 1);
+    nth_t m[FX_MEMBERS];
+    for (int i = 0; i < FX_MEMBERS; i++)
+        T_EQ(nth_create(&m[i], NULL, fx_member, NULL), 0);
+    for (int i = 0; i < FX_MEMBERS; i++)
+        T_EQ(nth_join(m[i], NULL), 0);
+    for (int r = 0; r < FX_ROUNDS; r++)
+        T_EQ(fx_arrived[r], FX_MEMBERS);
+    T_EQ(fx_early, 0);
+}
+
+static void futex_waiters(void)
+{
+    fx_run();
+    /* Every member but one asleep in round 0, each on its own kernel
+     * thread: 5 stand-ins, none refused. */
+    T_TRUE(nth_watchdog_standins() >= FX_MEMBERS - 1);
+    T_EQ(nth_watchdog_capped(), 0);
+}
+
+static void test_futex_waiters_each_get_a_standin(void **st)
+{
+    (void)st;
+    case_standins_max = 0;
+    expect_ok(run_case(futex_waiters, 1, 1000, 30));
+}
+
+/* The same members with NTH_STANDINS_MAX=2: never more than 2 stand-ins,
+ * and the cap is what stopped the third (counted, said once on stderr). */
+static void futex_waiters_capped(void)
+{
+    fx_capped_case = 1;
+    fx_run();
+    T_TRUE(nth_watchdog_standins() <= 2);
+    T_TRUE(nth_watchdog_capped() >= 1);
+}
+
+static void test_futex_waiters_capped(void **st)
+{
+    (void)st;
+    case_standins_max = 2;
+    int s = run_case(futex_waiters_capped, 1, 1000, 30);
+    case_standins_max = 0;
+    expect_ok(s);
+}
+
+/* NTH_STANDINS_MAX from the environment: range-checked, a bad value named
+ * in one line and the default kept. */
+static void test_standins_max_env(void **st)
+{
+    (void)st;
+    nth_config_t c;
+    setenv("NTH_STANDINS_MAX", "16", 1);
+    assert_int_equal(nth_config_from_env(&c), 0);
+    assert_int_equal(c.standins_max, 16);
+    const char *bad[] = { "0", "-1", "65537", "x", "3k" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("NTH_STANDINS_MAX", bad[i], 1);
+        assert_int_equal(nth_config_from_env(&c), EINVAL);
+        assert_int_equal(c.standins_max, 0);
+    }
+    unsetenv("NTH_STANDINS_MAX");
+    nth_config_default(&c);
+    c.standins_max = 65537;
+    assert_int_equal(nth_config_check(&c), EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +528,9 @@ int main(void)
         cmocka_unit_test(test_monitor_is_sched_batch),
         cmocka_unit_test(test_wake_idle_spares_dozing_monitor),
         cmocka_unit_test(test_switching_vp_lets_monitor_doze),
+        cmocka_unit_test(test_futex_waiters_each_get_a_standin),
+        cmocka_unit_test(test_futex_waiters_capped),
+        cmocka_unit_test(test_standins_max_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
