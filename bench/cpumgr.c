@@ -67,6 +67,13 @@ struct shared {
     int notice_vp;
     /* wake-chain floor: A -> D -> F (futex words shared across fork) */
     uint64_t r_notice, r_move, r_moved; /* B's probe when the spinner left */
+    int64_t r_wait_until;               /* the watcher's last sleep */
+    uint64_t r_woke;
+    int r_move_cpu;
+    int r_skip_why;                     /* and the watcher's last skip */
+    int r_skip_vp, r_skip_vp_cpu, r_spin_vp;
+    int64_t r_skip_due_in;
+    uint64_t r_skip;
     int r_notice_vp;   /* who noticed the loss: a VP, or -1 (the watcher) */
     uint32_t d_word, f_word;
     int f_cpu;         /* CPU F binds to */
@@ -137,6 +144,15 @@ static void *spinner(void *arg)
                 sh->r_notice_vp = nth_cpumgr_probe.notice_vp;
                 sh->r_move = __atomic_load_n(&nth_cpumgr_probe.move_ns, __ATOMIC_RELAXED);
                 sh->r_moved = __atomic_load_n(&nth_cpumgr_probe.moved_ns, __ATOMIC_RELAXED);
+                sh->r_skip_why = __atomic_load_n(&nth_cpumgr_probe.skip_why, __ATOMIC_RELAXED);
+                sh->r_skip_vp = __atomic_load_n(&nth_cpumgr_probe.skip_vp, __ATOMIC_RELAXED);
+                sh->r_skip_vp_cpu = __atomic_load_n(&nth_cpumgr_probe.skip_vp_cpu, __ATOMIC_RELAXED);
+                sh->r_spin_vp = nth_vp_id();
+                sh->r_wait_until = __atomic_load_n(&nth_cpumgr_probe.wait_until_ns, __ATOMIC_RELAXED);
+                sh->r_woke = __atomic_load_n(&nth_cpumgr_probe.woke_ns, __ATOMIC_RELAXED);
+                sh->r_move_cpu = __atomic_load_n(&nth_cpumgr_probe.move_cpu, __ATOMIC_RELAXED);
+                sh->r_skip_due_in = __atomic_load_n(&nth_cpumgr_probe.skip_due_in, __ATOMIC_RELAXED);
+                sh->r_skip = __atomic_load_n(&nth_cpumgr_probe.skip_ns, __ATOMIC_RELAXED);
             }
             __atomic_store_n(&sh->left, v, __ATOMIC_RELEASE);
         }
@@ -673,15 +689,32 @@ int main(int argc, char **argv)
                         __atomic_load_n(&sh->spin_tid, __ATOMIC_RELAXED));
             if (breakdown && rbreakdown_add(t0, bpid, rseg_ns, nrseg)) {
                 if (getenv("CPUMGR_BENCH_DEBUG"))
-                    fprintf(stderr, "reclaim %d: us %.1f %.1f %.1f %.1f %.1f total %.1f free at %.1f noticed by %d\n", i,
+                    fprintf(stderr, "reclaim %d: us %.1f %.1f %.1f %.1f %.1f total %.1f free at %.1f noticed by %d;"
+                            " watcher's last sleep: until %.1f woke %.1f us from the request, moved from CPU %d,"
+                            " spinner's CPU %d\n", i,
                             rseg_ns[0][nrseg] / 1e3, rseg_ns[1][nrseg] / 1e3,
                             rseg_ns[2][nrseg] / 1e3, rseg_ns[3][nrseg] / 1e3,
                             rseg_ns[4][nrseg] / 1e3, cl[ncl - 1] / 1e3,
-                            rseg_ns[6][nrseg] / 1e3, sh->r_notice_vp);
+                            rseg_ns[6][nrseg] / 1e3, sh->r_notice_vp,
+                            ((double)sh->r_wait_until - (double)t0) / 1e3,
+                            ((double)sh->r_woke - (double)t0) / 1e3, sh->r_move_cpu, x);
                 nrseg++;
             } else if (breakdown && getenv("CPUMGR_BENCH_DEBUG"))
-                fprintf(stderr, "reclaim %d: stamps out of order, total %.1f us\n", i,
-                        cl[ncl - 1] / 1e3);
+                /* Each stamp from the request, in us: one before it (< 0)
+                 * is a previous reclaim's, i.e. this step did not happen
+                 * this time (no move by B's watcher: the CPU was freed by
+                 * something else, e.g. the daemon's enforcement pass). */
+                fprintf(stderr, "reclaim %d: stamps out of order, total %.1f us; from the "
+                        "request: B's loss %.1f, notice %.1f (by %d), move %.1f, moved %.1f us; "
+                        "watcher's last skip %.1f us: why %d (1 no clock, 2 moved, 3 parked, "
+                        "4 not due, 5 nowhere) due in %.1f us, VP %d (its CPU %d); the spinner on VP %d, "
+                        "CPU %d\n",
+                        i, cl[ncl - 1] / 1e3, ((double)slot_grant(bpid) - (double)t0) / 1e3,
+                        ((double)sh->r_notice - (double)t0) / 1e3, sh->r_notice_vp,
+                        ((double)sh->r_move - (double)t0) / 1e3,
+                        ((double)sh->r_moved - (double)t0) / 1e3,
+                        ((double)sh->r_skip - (double)t0) / 1e3, sh->r_skip_why,
+                        sh->r_skip_due_in / 1e3, sh->r_skip_vp, sh->r_skip_vp_cpu, sh->r_spin_vp, x);
         } else
             miss_c++;
         if (getenv("CPUMGR_BENCH_DEBUG") && !sh->left) {

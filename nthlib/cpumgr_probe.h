@@ -20,6 +20,27 @@ struct nth_cpumgr_probe {
     uint64_t move_ns;    /* bounded reclaim: the watcher starts a move */
     uint64_t moved_ns;   /* and its sched_setaffinity returned */
     uint64_t handoff_ns; /* a CPU handed off by its releaser was taken */
+    /* Bounded reclaim: the watcher's last pass that left a disabled VP
+     * where it was, and why (NTH_PROBE_SKIP_*): a reclaim with no move
+     * stamp of its own says here what the watcher saw instead. */
+    int skip_why;
+    int skip_vp;         /* the VP it left */
+    int skip_vp_cpu;     /* that VP's CPU (vp->cpu) */
+    int64_t skip_due_in; /* ns to the move's due time (NOT_DUE) */
+    uint64_t skip_ns;
+    /* The watcher's last sleep: the deadline it asked for, when it woke,
+     * and the CPU it made its last move from. */
+    int64_t wait_until_ns;
+    uint64_t woke_ns;
+    int move_cpu;
+};
+
+enum {
+    NTH_PROBE_SKIP_NO_CLOCK = 1, /* disabled, but no reclaim clock started */
+    NTH_PROBE_SKIP_MOVED,        /* already moved (s->moved) */
+    NTH_PROBE_SKIP_PARKED,       /* parked: it left by itself */
+    NTH_PROBE_SKIP_NOT_DUE,      /* its deadline is ahead */
+    NTH_PROBE_SKIP_NOWHERE,      /* no CPU assigned to move it to */
 };
 
 __attribute__((visibility("hidden"))) extern struct nth_cpumgr_probe nth_cpumgr_probe;
@@ -32,6 +53,18 @@ static inline void nth_cpumgr_stamp(uint64_t *w)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         __atomic_store_n(w, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
                          __ATOMIC_RELAXED);
+    }
+}
+
+/* Why the watcher left a disabled VP on its CPU (bench --breakdown). */
+static inline void nth_cpumgr_probe_skip(int why, int64_t due_in, int vp, int cpu)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&nth_cpumgr_probe.skip_vp, vp, __ATOMIC_RELAXED);
+        __atomic_store_n(&nth_cpumgr_probe.skip_vp_cpu, cpu, __ATOMIC_RELAXED);
+        __atomic_store_n(&nth_cpumgr_probe.skip_why, why, __ATOMIC_RELAXED);
+        __atomic_store_n(&nth_cpumgr_probe.skip_due_in, due_in, __ATOMIC_RELAXED);
+        nth_cpumgr_stamp(&nth_cpumgr_probe.skip_ns);
     }
 }
 

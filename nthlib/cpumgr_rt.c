@@ -272,21 +272,30 @@ static int64_t reclaim_pass(void)
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
         struct vp_state *s = &R.vps[i];
-        if (!s->since || s->moved || !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE))
+        if (!s->since || s->moved || !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
+                nth_cpumgr_probe_skip(s->moved ? NTH_PROBE_SKIP_MOVED : NTH_PROBE_SKIP_NO_CLOCK, 0, i,
+                                      vp->cpu);
             continue;
-        if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE))
+        }
+        if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE)) {
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_PARKED, 0, i, vp->cpu);
             continue; /* it left by itself */
+        }
         /* Start the move early by what a move has cost lately (the
          * futex timeout's lateness plus sched_setaffinity, which returns
          * once the thread is off the CPU), so the CPU is free on time. */
         int64_t due = s->since + R.reclaim_ns - R.cost_ns;
         if (t < due) {
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOT_DUE, due - t, i, vp->cpu);
             if (due < next)
                 next = due;
             continue;
         }
-        if (hwloc_bitmap_iszero(R.assigned))
+        if (hwloc_bitmap_iszero(R.assigned)) {
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOWHERE, 0, i, vp->cpu);
             continue; /* nowhere to go: it stays until its next scheduling point */
+        }
         /* Bind first, then ask for the VP's own binding back: it is
          * carried out only once the VP is enabled again (a disabled VP
          * that bound itself back would park on the CPU just taken, one
@@ -295,6 +304,8 @@ static int64_t reclaim_pass(void)
         if (R.no_reclaim)
             continue;
         nth_cpumgr_stamp(&nth_cpumgr_probe.move_ns);
+        if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED))
+            __atomic_store_n(&nth_cpumgr_probe.move_cpu, sched_getcpu(), __ATOMIC_RELAXED);
         bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), R.assigned);
         nth_cpumgr_stamp(&nth_cpumgr_probe.moved_ns);
         /* Before the rebind request: its rebind must not be skipped. */
@@ -357,8 +368,11 @@ static void *watcher(void *arg)
         uint32_t seen = __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED);
         /* The daemon, another process, wakes the shared word (its
          * FUTEX_WAKE matches any bitset); our own threads kick R.kick. */
+        if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED))
+            __atomic_store_n(&nth_cpumgr_probe.wait_until_ns, until, __ATOMIC_RELAXED);
         (void)nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
                                until);
+        nth_cpumgr_stamp(&nth_cpumgr_probe.woke_ns);
     }
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&R.stopped, 1);

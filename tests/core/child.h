@@ -141,8 +141,11 @@ static inline int run_child(void (*fn)(void *), void *arg, const char *err_path,
 #define assert_child_ok(fn, arg)                                             \
     do {                                                                     \
         int st_ = run_child((fn), (arg), NULL, 30);                          \
+        if (WIFSIGNALED(st_) && WTERMSIG(st_) == SIGALRM)                    \
+            fail_msg("child timed out (its alarm, SIGALRM): %s hangs", #fn); \
         if (WIFSIGNALED(st_))                                                \
-            fail_msg("child killed by signal %d", WTERMSIG(st_));            \
+            fail_msg("child %s killed by signal %d (%s)", #fn, WTERMSIG(st_), \
+                     strsignal(WTERMSIG(st_)));                              \
         assert_true(WIFEXITED(st_));                                         \
         if (WEXITSTATUS(st_) == CHILD_SKIP_STATUS)                           \
             skip();                                                          \

@@ -263,6 +263,10 @@ static int setup(void **state)
     const char *b = getenv("top_builddir");
     snprintf(bindir, sizeof bindir, "%s", b ? b : ".");
     snprintf(seg, sizeof seg, "/nth-rttest-%d-%d", (int)getpid(), ++serial);
+    /* A segment of this name is a dead earlier run's whose pid we reuse
+     * (pid_max is 32768 on a small machine, and a killed run leaves its
+     * segment): the daemon would take it over and "rebuild" its state. */
+    shm_unlink(seg);
     snprintf(logf, sizeof logf, "/tmp/nth-rttest-%d-%d.log", (int)getpid(), serial);
     unlink(logf);
     nkids = 0;

@@ -164,6 +164,7 @@ static void record_nothing(int id, int n, void *p)
 
 struct kept {
     uint64_t id1[KEPT_REGIONS];
+    int vp1[KEPT_REGIONS];    /* the VP member 1 ran on */
     int r, started;
 };
 
@@ -180,6 +181,7 @@ static void kept_member(int id, int n, void *p)
         return;
     }
     k->id1[k->r] = nth_id(nth_self());
+    k->vp1[k->r] = nth_vp_id();
     __atomic_store_n(&k->started, 1, __ATOMIC_RELEASE);
 }
 
@@ -194,18 +196,29 @@ static void case_members_kept(void *arg)
         CHECK_EQ(nth_parallel(2, kept_member, &k), 0);
         CHECK(k.id1[k.r] != 0);
     }
-    int distinct = 0;
+    int distinct = 0, away = 0;
     for (int i = 0; i < KEPT_REGIONS; i++) {
         int seen = 0;
         for (int j = 0; j < i; j++)
             seen |= k.id1[j] == k.id1[i];
         distinct += !seen;
+        away += k.vp1[i] != 1;
     }
-    fprintf(stderr, "members_kept: %d nano-threads ran member 1 of %d regions\n", distinct, KEPT_REGIONS);
+    fprintf(stderr, "members_kept: %d nano-threads ran member 1 of %d regions, %d of them off VP 1\n",
+            distinct, KEPT_REGIONS, away);
     /* One when every member 1 ran on VP 1; a member stolen by VP 0 (VP 1's
-     * kernel thread off its CPU) waits there and the next region on VP 1
-     * makes another: a few on a loaded machine, never one per region. */
-    CHECK(distinct <= KEPT_REGIONS / 4);
+     * kernel thread off its CPU for member 0's 20 ms) waits there and the
+     * next region on VP 1 makes another: at most one more per region run
+     * off VP 1 -- never one per region. The allowance is counted, not
+     * fixed: under ASan at load 25, 20 of 64 regions ran a new one and
+     * the fixed bound (16) failed (test_parallel, this helper's suite).
+     * Measured beside 4 CPU hogs: distinct was exactly 1 + away in 5 of 5
+     * runs (away 0-10); one new member per region (64) fails whenever
+     * the check runs (away <= 32).
+     * When most regions ran off VP 1 the count says nothing: skipped. */
+    if (away > KEPT_REGIONS / 2)
+        CHILD_SKIP("members_kept: member 1 ran off VP 1 in most regions (a loaded machine)");
+    CHECK(distinct <= KEPT_REGIONS / 4 + away);
 }
 
 static void test_members_kept(void **state) { (void)state; assert_child_ok(case_members_kept, NULL); }

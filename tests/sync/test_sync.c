@@ -5,6 +5,7 @@
  * nano-threads, NTH_TEST_MOCK), which has fewer threads to spare.
  */
 #include <errno.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdarg.h>
@@ -592,10 +593,20 @@ static void test_sem_interruptible(void **st)
     sem_stopflag[0] = 0;
     T_EQ(nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, &d, &sem_stopflag[0]), ETIMEDOUT);
     nth_t a = spawn(isem_waiter, (void *)0), b = spawn(isem_waiter, (void *)1);
-    /* Until both sleep on it (nth_sem_destroy: EBUSY while waited on). */
+    /* Until both sleep on it (nth_sem_destroy: EBUSY while waited on).
+     * Bounded in time (10 s), not in yields: a waiter stolen by the other
+     * VP needs that VP's kernel thread to run, and 100000 yields that
+     * return at once are a few ms on a loaded machine. */
     int queued = 0;
-    for (int i = 0; i < 100000 && !queued; i++) {
+    struct timespec q0, qn;
+    clock_gettime(CLOCK_MONOTONIC, &q0);
+    for (int i = 0; !queued; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &qn);
+        if (qn.tv_sec - q0.tv_sec > 10)
+            break;
         nth_yield();
+        if (i > 1000)
+            syscall(SYS_sched_yield); /* the kernel's, also under the shim */
         void *h = __atomic_load_n(&isem.__head, __ATOMIC_ACQUIRE);
         queued = h && h != __atomic_load_n(&isem.__tail, __ATOMIC_ACQUIRE);
     }

@@ -8,10 +8,16 @@ DEMO=$top_builddir/tests/trace/rt_demo
 CPUMGR=$top_builddir/cpumgr/cpumgr
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs"; exit 77; }
 seg=/nth-trace-test-$$
-"$CPUMGR" run --foreground --name $seg --cpus 0-1 --period 5 --trace d.bin 2>d.err &
+# Two CPUs of our affinity mask, not "0-1": a CI runner's cpuset may not
+# hold CPU 0 or 1 (the daemon refuses CPUs it may not use).
+two=$(taskset -cp $$ 2>/dev/null | sed 's/.*: //' | tr ',' '\n' |
+      awk -F- '{ hi = NF > 1 ? $2 : $1; for (c = $1; c <= hi && n < 2; c++) { printf "%s%d", n ? "," : "", c; n++ } }')
+[ -n "$two" ] || two=0-1
+"$CPUMGR" run --foreground --name $seg --cpus "$two" --period 5 --trace d.bin 2>d.err &
 dpid=$!
 trap 'kill $dpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$work"' EXIT
-for i in $(seq 100); do grep -q ready d.err && break; sleep 0.05; done
+# Up to 60 s: an ASan daemon took over 8 s to be ready at load 170.
+for i in $(seq 1200); do grep -q ready d.err && break; kill -0 $dpid 2>/dev/null || break; sleep 0.05; done
 grep -q ready d.err || fail "daemon not ready: $(cat d.err)"
 NTH_VPS=1 NTH_TRACE=app.bin "$DEMO" cpumgr $seg > app.out 2>app.err || fail "rt_demo cpumgr exited $?: $(cat app.err)"
 kill -TERM $dpid; wait $dpid; st=$?
