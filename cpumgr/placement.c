@@ -227,6 +227,34 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
         shrink(&t, apps[i].out, apps[i].count > 0 ? apps[i].count : 0, homes);
         hwloc_bitmap_andnot(freeset, freeset, apps[i].out);
     }
+    /* Make room at home: an app that keeps a newcomer's home CPU moves to
+     * a free CPU of its allowed set (not another newcomer's home) when
+     * there is one. Its VP of the home CPU parks at its next scheduling
+     * point and its VP of the free CPU takes over -- no thread moves if it
+     * parks within the reclaim budget -- while the newcomer's VP 0 runs
+     * its serial start-up there, with no scheduling point to park at. */
+    for (int i = 0; i < n; i++) {
+        int h = apps[i].home1 - 1;
+        if (h < 0 || !hwloc_bitmap_isset(homes, (unsigned)h) || hwloc_bitmap_isset(freeset, (unsigned)h) ||
+            !hwloc_bitmap_iszero(apps[i].out))
+            continue;
+        for (int j = 0; j < n; j++) {
+            struct cm_place *b = &apps[j];
+            if (j == i || !hwloc_bitmap_isset(b->out, (unsigned)h))
+                continue;
+            hwloc_bitmap_and(cand, freeset, b->allowed);
+            hwloc_bitmap_andnot(cand, cand, homes);
+            if (hwloc_bitmap_iszero(cand))
+                break;
+            hwloc_bitmap_clr(b->out, (unsigned)h);
+            int alt = hwloc_bitmap_iszero(b->out) ? first_logical(topo, cand, NULL)
+                                                  : closest(&t, cand, b->out);
+            hwloc_bitmap_set(b->out, (unsigned)alt);
+            hwloc_bitmap_clr(freeset, (unsigned)alt);
+            hwloc_bitmap_set(freeset, (unsigned)h);
+            break;
+        }
+    }
     /* Grow: largest deficit first, so big apps find whole caches free. */
     for (int i = 0; i < n; i++) order[i] = i;
     for (int i = 1; i < n; i++)

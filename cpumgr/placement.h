@@ -23,7 +23,8 @@ struct cm_place {
 
 /* Place every app: keep as many of its previous CPUs as it may still have
  * (dropping the least compact ones when it shrinks, and first of all a CPU
- * that an app without CPUs calls home), then grow each app, largest first,
+ * that an app without CPUs calls home; one that keeps such a home moves to
+ * a free CPU when there is one), then grow each app, largest first,
  * seeded in the smallest topology object that fits its missing CPUs --
  * at its home CPU when that CPU is free and its objects fit as tightly --
  * and extended by closest common ancestor. No CPU goes to two apps and none

@@ -429,6 +429,27 @@ static void test_home_newcomer_2cpus(void **state)
     }
 }
 
+/* Three apps on 2 CPUs (one rotated out): the app that keeps the
+ * newcomer's home moves to the CPU the rotated-out app left, and the
+ * newcomer gets its home -- for both homes. */
+static void test_home_room(void **state)
+{
+    (void)state;
+    for (int home = 0; home < 2; home++) {
+        struct fixture *f = make("pu:2");
+        hwloc_bitmap_only(f->prev[0], (unsigned)home);      /* keeps the home */
+        hwloc_bitmap_only(f->prev[1], (unsigned)(1 - home)); /* rotated out now */
+        f->a[2].home1 = home + 1;
+        int c[] = {1, 0, 1};
+        place(f, 3, c);
+        assert_disjoint(f, 3);
+        assert_true(hwloc_bitmap_isset(f->a[2].out, (unsigned)home));
+        assert_true(hwloc_bitmap_isset(f->a[0].out, (unsigned)(1 - home)));
+        assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 0);
+        destroy(f);
+    }
+}
+
 /* A free home is taken as the seed when it is as compact: a 2-CPU app
  * whose home is on an empty core gets that core, not the first one. */
 static void test_home_seed(void **state)
@@ -474,27 +495,27 @@ static void test_home_not_less_compact(void **state)
     destroy(f);
 }
 
-/* Nonsense homes are ignored: outside the topology, outside the app's
- * allowed set, or a CPU another app keeps (it is not taken from it). */
+/* Homes that are not taken: outside the topology, outside the app's
+ * allowed set, or kept by an app with no other CPU it may use (its
+ * affinity holds only that one: it is not moved, the newcomer goes
+ * elsewhere). */
 static void test_home_ignored(void **state)
 {
     (void)state;
-    struct fixture *f = make("pu:4");
-    int c1[] = {2};
-    place(f, 1, c1);
-    commit(f, 1);
-    int kept = hwloc_bitmap_first(f->a[0].out);
-    f->a[1].home1 = kept + 1;       /* held by app 0, which does not shrink */
-    f->a[2].home1 = 1000;           /* no such PU */
+    struct fixture *f = make("pu:5");
+    hwloc_bitmap_only(f->prev[0], 0);
+    hwloc_bitmap_only(f->allowed[0], 0);   /* app 0 may use CPU 0 only */
+    f->a[1].home1 = 0 + 1;                 /* kept by app 0: not given */
+    f->a[2].home1 = 1000;                  /* no such PU */
     hwloc_bitmap_only(f->allowed[3], 3);
-    f->a[3].home1 = 1;              /* CPU 0, not in its allowed set */
-    int c2[] = {2, 1, 0, 1};
-    place(f, 4, c2);
+    f->a[3].home1 = 1 + 1;                 /* CPU 1, not in its allowed set */
+    int c[] = {1, 1, 1, 1};
+    place(f, 4, c);
     assert_disjoint(f, 4);
-    assert_int_equal(moved(f, 1), 0);
+    assert_true(hwloc_bitmap_isequal(f->a[0].out, f->prev[0]));
     assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 1);
-    assert_false(hwloc_bitmap_isset(f->a[1].out, (unsigned)kept));
-    assert_int_equal(hwloc_bitmap_weight(f->a[2].out), 0);
+    assert_false(hwloc_bitmap_isset(f->a[1].out, 0));
+    assert_int_equal(hwloc_bitmap_weight(f->a[2].out), 1);
     assert_true(hwloc_bitmap_isequal(f->a[3].out, f->allowed[3]));
     destroy(f);
 }
@@ -513,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_masks),
         cmocka_unit_test(test_home_newcomer_2cpus),
         cmocka_unit_test(test_home_seed),
+        cmocka_unit_test(test_home_room),
         cmocka_unit_test(test_home_not_less_compact),
         cmocka_unit_test(test_home_ignored),
     };
