@@ -40,6 +40,8 @@ struct slotpriv {
     char name[NTH_CPUMGR_NAME_LEN];
     int priority, request;
     int home1;              /* its main VP's CPU + 1 (checked), 0 = none */
+    int fresh;              /* never given a CPU yet: its VP 0 still runs the
+                               start-up where it began (home1 applies) */
     hwloc_bitmap_t allowed, assigned, shared;
     hwloc_bitmap_t allowed_now; /* plan()'s scratch: allowed less cooling CPUs */
     uint64_t cpu_ns;
@@ -387,6 +389,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         uint32_t h1 = __atomic_load_n(&s->home_cpu1, __ATOMIC_RELAXED);
         p->home1 = h1 >= 1 && h1 <= NTH_CPUMGR_MAX_CPUS &&
                    hwloc_bitmap_isset(d->owned, h1 - 1u) ? (int)h1 : 0;
+        p->fresh = hwloc_bitmap_iszero(p->assigned);
         cm_dw_watch(i, pid, start); /* its death wakes us (deathwatch.h) */
         /* A new generation: a hand-off armed for the slot's previous
          * occupant must not be taken by this one. */
@@ -450,7 +453,12 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         pl[k].count = counts[k];
         pl[k].request = dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
         pl[k].priority = p->priority;
-        pl[k].home1 = p->home1;
+        /* Only until its first CPUs: an app rotated out and back has
+         * every VP parked on its own CPU, any free one serves it without
+         * a move, and moving a neighbour to free its home cost a reclaim
+         * at every quantum (lu+sor+lu: 17.7 migrations/s against 6.7,
+         * bench/RESULTS.md "mig2"). */
+        pl[k].home1 = p->fresh ? p->home1 : 0;
         pl[k].out = hwloc_bitmap_alloc();
         pl[k].shared = hwloc_bitmap_alloc();
         if (!prev[k] || !pl[k].out || !pl[k].shared)
@@ -630,6 +638,8 @@ static void rebalance(struct daemon *d)
                 hwloc_bitmap_andnot(p->taken, p->taken, pl[k].out);
                 hwloc_bitmap_copy(p->assigned, pl[k].out);
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
+                if (!hwloc_bitmap_iszero(p->assigned))
+                    p->fresh = 0;
                 publish_write(s, p->assigned, p->shared);
                 wake[nwake] = idx[k];
                 wake_loses[nwake++] = loses;

@@ -17,8 +17,9 @@ struct cm_place {
     hwloc_bitmap_t out;           /* result: its CPUs (exclusive + shared) */
     hwloc_bitmap_t shared;        /* result: those of out shared with another app */
     int home1;                    /* OS index + 1 of the CPU its main VP is bound
-                                     to, 0 = unknown (last: positional
-                                     initialisers leave it 0) */
+                                     to, 0 = unknown or none (the daemon gives
+                                     it only to an app never given a CPU; last:
+                                     positional initialisers leave it 0) */
 };
 
 /* Place every app: keep as many of its previous CPUs as it may still have

@@ -920,6 +920,69 @@ static void test_home_is_vp0(void **state)
     assert_int_equal(bound_one(b.pid), (int)h1 - 1);
 }
 
+/* Three applications rotating on 2 CPUs (quantum 50 ms): an application
+ * that holds a CPU keeps it until it is rotated out -- its assignment goes
+ * from a CPU to none and back, never straight to the other CPU. A home
+ * (VP 0's CPU) counts only for an application never given a CPU: applied
+ * to one coming back from rotation, its neighbour was moved off that CPU
+ * at every quantum (a reclaim each, lu+sor+lu at 17.7 migrations/s). The
+ * daemon's published assignments are sampled every millisecond for 2 s
+ * (about 40 rotations), once each has held a CPU; a sample may miss a
+ * state, never invent one, and an empty assignment lasts a quantum. */
+static void test_rotation_keeps_cpus(void **state)
+{
+    (void)state;
+    start_daemon();
+    if (ncpus != 2) skip();
+    struct proc p[3];
+    for (int i = 0; i < 3; i++)
+        start(&p[i], "rt_app", "2", -1);
+    for (int i = 0; i < 3; i++)
+        wait_state(&p[i], "A=1");
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    int sl[3];
+    for (int i = 0; i < 3; i++) {
+        sl[i] = slot_of(s, p[i].pid);
+        assert_true(sl[i] >= 0);
+    }
+    /* From the moment each has held a CPU (a newcomer's first CPU may
+     * legitimately be its home, its keeper moved). */
+    uint64_t last[3] = {0, 0, 0};
+    int had = 0, changes = 0, straight = 0;
+    uint64_t t0 = us();
+    while (had != 7) {
+        for (int i = 0; i < 3; i++)
+            if (__atomic_load_n(&s->slots[sl[i]].assigned[0], __ATOMIC_ACQUIRE))
+                had |= 1 << i;
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("not every app got a CPU (%#x)", had);
+        sleep_ms(1);
+    }
+    t0 = us();
+    while (us() - t0 < 2000000u) {
+        for (int i = 0; i < 3; i++) {
+            struct nth_cpumgr_slot *x = &s->slots[sl[i]];
+            uint32_t q = __atomic_load_n(&x->aseq, __ATOMIC_ACQUIRE);
+            uint64_t m = __atomic_load_n(&x->assigned[0], __ATOMIC_RELAXED);
+            if ((q & 1u) || __atomic_load_n(&x->aseq, __ATOMIC_ACQUIRE) != q)
+                continue;
+            if (m != last[i]) {
+                changes++;
+                if (last[i] && m && !(m & last[i]))
+                    straight++;
+                last[i] = m;
+            }
+        }
+        sleep_ms(1);
+    }
+    cm_seg_unmap(s);
+    print_message("%d assignment changes, %d straight from one CPU to the other\n", changes,
+                  straight);
+    assert_true(changes >= 6); /* it did rotate */
+    assert_int_equal(straight, 0);
+}
+
 /* --exit-grace: the CPU of an application that exits is kept from the one
  * that still holds a CPU (it would grow, then shrink again when the next
  * instance attaches: a reclaim, often two migrations) and goes to the next
@@ -990,6 +1053,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_home_first_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_home_is_vp0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rotation_keeps_cpus, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
