@@ -927,8 +927,10 @@ static void test_home_is_vp0(void **state)
  * to one coming back from rotation, its neighbour was moved off that CPU
  * at every quantum (a reclaim each, lu+sor+lu at 17.7 migrations/s). The
  * daemon's published assignments are sampled every millisecond for 2 s
- * (about 40 rotations), once each has held a CPU; a sample may miss a
- * state, never invent one, and an empty assignment lasts a quantum. */
+ * (about 40 rotations), once each has held a CPU; a change is judged only
+ * when exactly one publication (aseq + 2) separates it from the last
+ * sample, so a sampler starved under load cannot see X -> none -> Y as
+ * X -> Y (one such false failure at load 20). */
 static void test_rotation_keeps_cpus(void **state)
 {
     (void)state;
@@ -950,7 +952,8 @@ static void test_rotation_keeps_cpus(void **state)
     /* From the moment each has held a CPU (a newcomer's first CPU may
      * legitimately be its home, its keeper moved). */
     uint64_t last[3] = {0, 0, 0};
-    int had = 0, changes = 0, straight = 0;
+    uint32_t lastq[3] = {0, 0, 0};
+    int had = 0, changes = 0, straight = 0, missed = 0;
     uint64_t t0 = us();
     while (had != 7) {
         for (int i = 0; i < 3; i++)
@@ -969,17 +972,23 @@ static void test_rotation_keeps_cpus(void **state)
                 continue;
             if (m != last[i]) {
                 changes++;
-                if (last[i] && m && !(m & last[i]))
+                /* Judged only across one publication (aseq + 2): a
+                 * sampler starved for a quantum (load) misses the empty
+                 * one between. */
+                if (lastq[i] && q - lastq[i] != 2u)
+                    missed++;
+                else if (last[i] && m && !(m & last[i]))
                     straight++;
                 last[i] = m;
             }
+            lastq[i] = q;
         }
         sleep_ms(1);
     }
     cm_seg_unmap(s);
-    print_message("%d assignment changes, %d straight from one CPU to the other\n", changes,
-                  straight);
-    assert_true(changes >= 6); /* it did rotate */
+    print_message("%d assignment changes (%d after a missed publication), %d straight from one "
+                  "CPU to the other\n", changes, missed, straight);
+    assert_true(changes - missed >= 6); /* it did rotate, and we saw it */
     assert_int_equal(straight, 0);
 }
 
