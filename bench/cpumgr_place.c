@@ -47,7 +47,7 @@ static double run(hwloc_topology_t topo, hwloc_const_bitmap_t owned, const char 
         exit(1);
     for (int i = 0; i < 2; i++)
         a[i] = (struct cm_place){owned, prev[i], 0, 0, 1, hwloc_bitmap_alloc(),
-                                 hwloc_bitmap_alloc()};
+                                 hwloc_bitmap_alloc(), 0};
     for (int r = 0; r < reps; r++) {
         hwloc_bitmap_zero(prev[0]);
         hwloc_bitmap_zero(prev[1]);

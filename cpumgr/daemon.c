@@ -39,7 +39,11 @@ struct slotpriv {
     uint64_t start;
     char name[NTH_CPUMGR_NAME_LEN];
     int priority, request;
+    int home1;              /* its main VP's CPU + 1 (checked), 0 = none */
+    int fresh;              /* never given a CPU yet: its VP 0 still runs the
+                               start-up where it began (home1 applies) */
     hwloc_bitmap_t allowed, assigned, shared;
+    hwloc_bitmap_t allowed_now; /* plan()'s scratch: allowed less cooling CPUs */
     uint64_t cpu_ns;
     int bad_logged;         /* "nonsense" already logged for this occupant */
     int force_publish;      /* new occupant: publish even an empty set */
@@ -153,6 +157,15 @@ struct daemon {
      * the segment's copy is untrusted, any client may scribble on it). */
     struct nth_cpumgr_shm_hdr hdr;
     unsigned hdr_repairs;                  /* repairs so far (one logged) */
+    /* --exit-grace: CPUs left by an application that exited, kept from
+     * applications that hold CPUs already until cool_until_ns, so that the
+     * instance started in its place (a batch queue, the workload driver)
+     * finds them free instead of taking them back from a neighbour that
+     * grew into them -- each such shrink is a reclaim, often a CPU
+     * migration (bench/RESULTS.md "mig2"). Apps holding no CPU (newcomers,
+     * rotated out) may take them at once. */
+    hwloc_bitmap_t cooling;
+    uint64_t cool_until_ns;
 };
 
 /* Bump the allocation epoch: ours, then the segment's copy. */
@@ -195,6 +208,19 @@ static void forget(struct daemon *d, int i, const char *reason)
     if (p->known) {
         cm_trace_grant(p->pid, p->name, 0);
         cm_dw_unwatch(i);
+        /* A clean exit only: a dead client's CPUs are reclaimed at once
+         * (issue 5: dead-client reclaim), a stop ends everything. */
+        if (d->o->exit_grace_ms && !strcmp(reason, "detach") && d->cooling) {
+            hwloc_bitmap_t mine = hwloc_bitmap_alloc();
+            if (mine) {
+                hwloc_bitmap_andnot(mine, p->assigned, p->shared);
+                if (!hwloc_bitmap_iszero(mine)) {
+                    hwloc_bitmap_or(d->cooling, d->cooling, mine);
+                    d->cool_until_ns = now_ns() + (uint64_t)d->o->exit_grace_ms * 1000000u;
+                }
+                hwloc_bitmap_free(mine);
+            }
+        }
     }
     p->known = p->valid = 0;
     p->primed = 0;
@@ -358,6 +384,12 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         }
         p->primed = 0;
         p->force_publish = 1; /* the client waits for our first answer */
+        /* Client-written hint: kept only if it names a CPU we manage
+         * (placement also wants it in the app's affinity mask). */
+        uint32_t h1 = __atomic_load_n(&s->home_cpu1, __ATOMIC_RELAXED);
+        p->home1 = h1 >= 1 && h1 <= NTH_CPUMGR_MAX_CPUS &&
+                   hwloc_bitmap_isset(d->owned, h1 - 1u) ? (int)h1 : 0;
+        p->fresh = hwloc_bitmap_iszero(p->assigned);
         cm_dw_watch(i, pid, start); /* its death wakes us (deathwatch.h) */
         /* A new generation: a hand-off armed for the slot's previous
          * occupant must not be taken by this one. */
@@ -404,16 +436,29 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
     }
     cm_policy_counts(d->o->policy, dem, n, d->ncpus, d->rot, counts);
     int ok = 1;
+    int cool = d->cooling && !hwloc_bitmap_iszero(d->cooling);
     for (int k = 0; k < n; k++) {
         struct slotpriv *p = &d->p[idx[k]];
         prev[k] = hwloc_bitmap_dup(p->assigned);
         if (prev[k])
             hwloc_bitmap_andnot(prev[k], prev[k], p->shared);
         pl[k].allowed = p->allowed;
+        /* Exit grace: an app that holds CPUs does not grow into cooling
+         * ones (its allowed set without them). */
+        if (cool && !hwloc_bitmap_iszero(p->assigned)) {
+            hwloc_bitmap_andnot(p->allowed_now, p->allowed, d->cooling);
+            pl[k].allowed = p->allowed_now;
+        }
         pl[k].prev = prev[k];
         pl[k].count = counts[k];
         pl[k].request = dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
         pl[k].priority = p->priority;
+        /* Only until its first CPUs: an app rotated out and back has
+         * every VP parked on its own CPU, any free one serves it without
+         * a move, and moving a neighbour to free its home cost a reclaim
+         * at every quantum (lu+sor+lu: 17.7 migrations/s against 6.7,
+         * bench/RESULTS.md "mig2"). */
+        pl[k].home1 = p->fresh ? p->home1 : 0;
         pl[k].out = hwloc_bitmap_alloc();
         pl[k].shared = hwloc_bitmap_alloc();
         if (!prev[k] || !pl[k].out || !pl[k].shared)
@@ -593,6 +638,8 @@ static void rebalance(struct daemon *d)
                 hwloc_bitmap_andnot(p->taken, p->taken, pl[k].out);
                 hwloc_bitmap_copy(p->assigned, pl[k].out);
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
+                if (!hwloc_bitmap_iszero(p->assigned))
+                    p->fresh = 0;
                 publish_write(s, p->assigned, p->shared);
                 wake[nwake] = idx[k];
                 wake_loses[nwake++] = loses;
@@ -776,6 +823,7 @@ static int setup_segment(struct daemon *d)
     h->ncpus = (uint32_t)d->ncpus;
     cm_bitmap_to_mask(d->owned, h->cpus);
     h->period_ms = d->o->period_ms;
+    h->exit_grace_ms = d->o->exit_grace_ms;
     h->daemon_pid = getpid();
     h->daemon_start_time = nth_cpumgr_proc_start_time(getpid());
     /* A restart on a dead daemon's segment keeps its RUNNING until we are
@@ -832,12 +880,19 @@ int cm_daemon_run(const struct cm_opts *o)
     memset(&d, 0, sizeof d);
     d.segfd = -1;
     d.o = o;
+    d.cooling = hwloc_bitmap_alloc();
+    if (!d.cooling) {
+        fprintf(stderr, "cpumgr: out of memory\n");
+        return 1;
+    }
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
         d.p[i].allowed = hwloc_bitmap_alloc();
         d.p[i].assigned = hwloc_bitmap_alloc();
         d.p[i].shared = hwloc_bitmap_alloc();
         d.p[i].taken = hwloc_bitmap_alloc();
-        if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared || !d.p[i].taken) {
+        d.p[i].allowed_now = hwloc_bitmap_alloc();
+        if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared || !d.p[i].taken ||
+            !d.p[i].allowed_now) {
             fprintf(stderr, "cpumgr: out of memory\n");
             return 1;
         }
@@ -952,6 +1007,20 @@ int cm_daemon_run(const struct cm_opts *o)
                 d.dirty = 1;
             }
         }
+        if (!hwloc_bitmap_iszero(d.cooling)) {
+            /* Grace over, or every cooling CPU taken by a newcomer. */
+            int held = 1;
+            for (int c = hwloc_bitmap_first(d.cooling); c >= 0 && held;
+                 c = hwloc_bitmap_next(d.cooling, c)) {
+                held = 0;
+                for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS && !held; i++)
+                    held = d.p[i].known && hwloc_bitmap_isset(d.p[i].assigned, (unsigned)c);
+            }
+            if (tns >= d.cool_until_ns || held) {
+                hwloc_bitmap_zero(d.cooling);
+                d.dirty = 1;
+            }
+        }
         if (d.dirty || handoff_taken(&d))
             rebalance(&d);
         /* Sleep until the next period or enforcement deadline. */
@@ -963,6 +1032,12 @@ int cm_daemon_run(const struct cm_opts *o)
         uint64_t en = enforce(&d, now_ns());
         if (en < wait_ns)
             wait_ns = en;
+        if (!hwloc_bitmap_iszero(d.cooling)) {
+            uint64_t t = now_ns();
+            uint64_t left = d.cool_until_ns > t ? d.cool_until_ns - t : 1000u;
+            if (left < wait_ns)
+                wait_ns = left;
+        }
     }
     cm_dw_stop();
     /* Clean stop: close the books, tell clients to go alone, unlink. */
@@ -982,7 +1057,9 @@ int cm_daemon_run(const struct cm_opts *o)
         hwloc_bitmap_free(d.p[i].assigned);
         hwloc_bitmap_free(d.p[i].shared);
         hwloc_bitmap_free(d.p[i].taken);
+        hwloc_bitmap_free(d.p[i].allowed_now);
     }
+    hwloc_bitmap_free(d.cooling);
     return 0;
 fail:
     cm_trace_close();

@@ -17,6 +17,9 @@ struct cm_opts {
     unsigned enforce_us;     /* --enforce: move a client's threads still
                                 running on a CPU taken from it this long
                                 after, µs (2000); 0 never */
+    unsigned exit_grace_ms;  /* --exit-grace: CPUs of an application that
+                                exits go only to applications holding none
+                                for this long, ms (0: at once, by hand-off) */
     int share;               /* --share */
     gid_t gid;               /* --group, or (gid_t)-1 */
     const char *cpus;        /* --cpus list, or NULL */

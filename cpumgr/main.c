@@ -22,7 +22,7 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: cpumgr [run] [--foreground] [--name /NAME] [--policy equipartition|priority]\n"
         "              [--period MS] [--quantum MS] [--enforce US] [--share] [--group GROUP]\n"
-        "              [--cpus LIST] [--accounting FILE] [--trace FILE]\n"
+        "              [--cpus LIST] [--accounting FILE] [--trace FILE] [--exit-grace MS]\n"
         "       cpumgr status [--name /NAME] [--watch [MS]]\n"
         "       cpumgr stop [--name /NAME]\n"
         "See cpumgr(8).\n");
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
         {"foreground", no_argument, 0, 'f'}, {"name", required_argument, 0, 'n'},
         {"policy", required_argument, 0, 'p'}, {"period", required_argument, 0, 'P'},
         {"quantum", required_argument, 0, 'q'}, {"share", no_argument, 0, 's'},
-        {"enforce", required_argument, 0, 'e'},
+        {"enforce", required_argument, 0, 'e'}, {"exit-grace", required_argument, 0, 'x'},
         {"group", required_argument, 0, 'g'}, {"cpus", required_argument, 0, 'c'},
         {"accounting", required_argument, 0, 'a'}, {"trace", required_argument, 0, 't'}, {"watch", optional_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -106,6 +106,7 @@ int main(int argc, char **argv)
             break;
         case 'P': if (parse_ms("--period", optarg, 1, 10000, &o.period_ms)) return 2; break;
         case 'q': if (parse_ms("--quantum", optarg, 1, 600000, &o.quantum_ms)) return 2; break;
+        case 'x': if (parse_ms("--exit-grace", optarg, 0, 10000, &o.exit_grace_ms)) return 2; break;
         case 's': o.share = 1; break;
         case 'e': {
             char *end;

@@ -95,9 +95,22 @@ static int logical(const struct pus *t, unsigned cpu)
     return o ? (int)o->logical_index : INT_MAX;
 }
 
-/* Drop the least compact member of set until it has count CPUs. */
-static void shrink(const struct pus *t, hwloc_bitmap_t set, int count)
+/* Drop members of set until it has count CPUs: first those in avoid (CPUs
+ * that apps without any CPU call home), highest logical index first, then
+ * the least compact. avoid may be NULL. */
+static void shrink(const struct pus *t, hwloc_bitmap_t set, int count, hwloc_const_bitmap_t avoid)
 {
+    while (avoid && hwloc_bitmap_weight(set) > count && hwloc_bitmap_intersects(set, avoid)) {
+        int victim = -1, vl = 0;
+        unsigned c;
+        hwloc_bitmap_foreach_begin(c, set) {
+            int l = logical(t, c);
+            if (hwloc_bitmap_isset(avoid, c) && (victim < 0 || l > vl)) {
+                victim = (int)c; vl = l;
+            }
+        } hwloc_bitmap_foreach_end();
+        hwloc_bitmap_clr(set, (unsigned)victim);
+    }
     while (hwloc_bitmap_weight(set) > count) {
         int victim = -1, vb = 0, vl = 0;
         long vs = 0;
@@ -130,10 +143,15 @@ static int first_logical(hwloc_topology_t topo, hwloc_const_bitmap_t cand,
 
 /* Seed for an app with no CPU yet: the smallest object (deepest, then
  * fewest candidates) holding at least need candidates, so a 2-CPU app takes
- * one core and an 8-CPU app one L3 without splitting others' room. */
-static int seed(hwloc_topology_t topo, hwloc_const_bitmap_t cand, int need,
-                hwloc_bitmap_t tmp)
+ * one core and an 8-CPU app one L3 without splitting others' room. home
+ * (OS index, or -1) is taken instead when it is a candidate and its own
+ * ancestor at that depth holds need candidates too: the app is as compact
+ * there, and its main VP need not move. */
+static int seed(hwloc_topology_t topo, const struct pus *t, hwloc_const_bitmap_t cand, int need,
+                int home, hwloc_bitmap_t tmp)
 {
+    hwloc_obj_t hpu = home >= 0 && hwloc_bitmap_isset(cand, (unsigned)home)
+                          ? pu_of(t, (unsigned)home) : NULL;
     int pudepth = hwloc_get_type_depth(topo, HWLOC_OBJ_PU);
     for (int d = pudepth - 1; d >= 0; d--) {
         hwloc_obj_t best = NULL;
@@ -147,10 +165,17 @@ static int seed(hwloc_topology_t topo, hwloc_const_bitmap_t cand, int need,
             int w = hwloc_bitmap_weight(tmp);
             if (w >= need && w < bw) { best = o; bw = w; }
         }
-        if (best)
+        if (best) {
+            hwloc_obj_t a = hpu ? hwloc_get_ancestor_obj_by_depth(topo, (unsigned)d, hpu) : NULL;
+            if (a && a->cpuset) {
+                hwloc_bitmap_and(tmp, a->cpuset, cand);
+                if (hwloc_bitmap_weight(tmp) >= need)
+                    return home;
+            }
             return first_logical(topo, cand, best->cpuset);
+        }
     }
-    return first_logical(topo, cand, NULL);
+    return hpu ? home : first_logical(topo, cand, NULL);
 }
 
 /* Add to app the candidate closest to its current CPUs. */
@@ -180,9 +205,18 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
     hwloc_bitmap_t freeset = hwloc_bitmap_dup(owned);
     hwloc_bitmap_t cand = hwloc_bitmap_alloc();
     hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
+    hwloc_bitmap_t homes = hwloc_bitmap_alloc();
     int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
-    if (!freeset || !cand || !tmp || !order)
+    if (!freeset || !cand || !tmp || !homes || !order)
         goto out;
+    /* Homes of the apps that hold no CPU and get some: an app that must
+     * shrink gives these up first. */
+    for (int i = 0; i < n; i++) {
+        int h = apps[i].home1 - 1;
+        if (h >= 0 && apps[i].count > 0 && (!apps[i].prev || hwloc_bitmap_iszero(apps[i].prev)) &&
+            hwloc_bitmap_isset(apps[i].allowed, (unsigned)h) && hwloc_bitmap_isset(owned, (unsigned)h))
+            hwloc_bitmap_set(homes, (unsigned)h);
+    }
     /* Keep: stability first, every app keeps what it still may have. */
     for (int i = 0; i < n; i++) {
         hwloc_bitmap_zero(apps[i].shared);
@@ -190,8 +224,36 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
         if (apps[i].prev)
             hwloc_bitmap_and(apps[i].out, apps[i].prev, apps[i].allowed);
         hwloc_bitmap_and(apps[i].out, apps[i].out, freeset);
-        shrink(&t, apps[i].out, apps[i].count > 0 ? apps[i].count : 0);
+        shrink(&t, apps[i].out, apps[i].count > 0 ? apps[i].count : 0, homes);
         hwloc_bitmap_andnot(freeset, freeset, apps[i].out);
+    }
+    /* Make room at home: an app that keeps a newcomer's home CPU moves to
+     * a free CPU of its allowed set (not another newcomer's home) when
+     * there is one. Its VP of the home CPU parks at its next scheduling
+     * point and its VP of the free CPU takes over -- no thread moves if it
+     * parks within the reclaim budget -- while the newcomer's VP 0 runs
+     * its serial start-up there, with no scheduling point to park at. */
+    for (int i = 0; i < n; i++) {
+        int h = apps[i].home1 - 1;
+        if (h < 0 || !hwloc_bitmap_isset(homes, (unsigned)h) || hwloc_bitmap_isset(freeset, (unsigned)h) ||
+            !hwloc_bitmap_iszero(apps[i].out))
+            continue;
+        for (int j = 0; j < n; j++) {
+            struct cm_place *b = &apps[j];
+            if (j == i || !hwloc_bitmap_isset(b->out, (unsigned)h))
+                continue;
+            hwloc_bitmap_and(cand, freeset, b->allowed);
+            hwloc_bitmap_andnot(cand, cand, homes);
+            if (hwloc_bitmap_iszero(cand))
+                break;
+            hwloc_bitmap_clr(b->out, (unsigned)h);
+            int alt = hwloc_bitmap_iszero(b->out) ? first_logical(topo, cand, NULL)
+                                                  : closest(&t, cand, b->out);
+            hwloc_bitmap_set(b->out, (unsigned)alt);
+            hwloc_bitmap_clr(freeset, (unsigned)alt);
+            hwloc_bitmap_set(freeset, (unsigned)h);
+            break;
+        }
     }
     /* Grow: largest deficit first, so big apps find whole caches free. */
     for (int i = 0; i < n; i++) order[i] = i;
@@ -211,7 +273,8 @@ int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
             hwloc_bitmap_and(cand, freeset, a->allowed);
             if (hwloc_bitmap_iszero(cand))
                 break;
-            int c = have == 0 ? seed(topo, cand, a->count, tmp) : closest(&t, cand, a->out);
+            int c = have == 0 ? seed(topo, &t, cand, a->count, a->home1 - 1, tmp)
+                              : closest(&t, cand, a->out);
             if (c < 0)
                 break;
             hwloc_bitmap_set(a->out, (unsigned)c);
@@ -253,6 +316,7 @@ out:
     hwloc_bitmap_free(freeset);
     hwloc_bitmap_free(cand);
     hwloc_bitmap_free(tmp);
+    hwloc_bitmap_free(homes);
     free(order);
     pus_free(&t);
     return rc;
@@ -296,7 +360,7 @@ int cm_share(hwloc_topology_t topo, struct cm_place *apps, int n)
         hwloc_bitmap_andnot(cand, cand, taken);
         while (hwloc_bitmap_weight(B->out) < B->request && !hwloc_bitmap_iszero(cand)) {
             int c = hwloc_bitmap_iszero(B->out)
-                        ? seed(topo, cand, B->request, tmp)
+                        ? seed(topo, &t, cand, B->request, B->home1 - 1, tmp)
                         : closest(&t, cand, B->out);
             if (c < 0)
                 break;

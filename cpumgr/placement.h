@@ -16,15 +16,25 @@ struct cm_place {
     int priority;                 /* for --share */
     hwloc_bitmap_t out;           /* result: its CPUs (exclusive + shared) */
     hwloc_bitmap_t shared;        /* result: those of out shared with another app */
+    int home1;                    /* OS index + 1 of the CPU its main VP is bound
+                                     to, 0 = unknown or none (the daemon gives
+                                     it only to an app never given a CPU; last:
+                                     positional initialisers leave it 0) */
 };
 
 /* Place every app: keep as many of its previous CPUs as it may still have
- * (dropping the least compact ones when it shrinks), then grow each app,
- * largest first, seeded in the smallest topology object that fits its
- * missing CPUs and extended by closest common ancestor. No CPU goes to two
- * apps and none outside owned or an app's allowed set; an app may get fewer
- * than count when affinity masks overlap badly. Clears shared.
- * Returns 0 or ENOMEM. */
+ * (dropping the least compact ones when it shrinks, and first of all a CPU
+ * that an app without CPUs calls home; one that keeps such a home moves to
+ * a free CPU when there is one), then grow each app, largest first,
+ * seeded in the smallest topology object that fits its missing CPUs --
+ * at its home CPU when that CPU is free and its objects fit as tightly --
+ * and extended by closest common ancestor. No CPU goes to two apps and none
+ * outside owned or an app's allowed set; an app may get fewer than count
+ * when affinity masks overlap badly. Clears shared.
+ * Why home: an app's main VP runs its serial start-up without a scheduling
+ * point; given another CPU it is moved there by bounded reclaim and back
+ * later, two CPU migrations per process start (bench/RESULTS.md "mig2").
+ * Returns 0 or ENOMEM. Pure: no locking, callers own the bitmaps. */
 int cm_place_all(hwloc_topology_t topo, hwloc_const_bitmap_t owned,
                  struct cm_place *apps, int n);
 

@@ -118,6 +118,7 @@ void cm_seg_header_write(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_h
         __atomic_store_n(&s->cpus[w], h->cpus[w], __ATOMIC_RELAXED);
     __atomic_store_n(&s->epoch, h->epoch, __ATOMIC_RELAXED);
     __atomic_store_n(&s->period_ms, h->period_ms, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->exit_grace_ms, h->exit_grace_ms, __ATOMIC_RELAXED);
     __atomic_store_n(&s->daemon_start_time, h->daemon_start_time, __ATOMIC_RELAXED);
     __atomic_store_n(&s->daemon_pid, h->daemon_pid, __ATOMIC_RELAXED);
     for (unsigned w = 0; w < sizeof s->reserved / sizeof s->reserved[0]; w++)
@@ -153,6 +154,8 @@ int cm_seg_header_repair(struct nth_cpumgr_shm *s, const struct nth_cpumgr_shm_h
     CM_HDR_CMP("daemon_start_time", __atomic_load_n(&s->daemon_start_time, __ATOMIC_RELAXED),
                h->daemon_start_time);
     CM_HDR_CMP("period_ms", __atomic_load_n(&s->period_ms, __ATOMIC_RELAXED), h->period_ms);
+    CM_HDR_CMP("exit_grace_ms", __atomic_load_n(&s->exit_grace_ms, __ATOMIC_RELAXED),
+               h->exit_grace_ms);
     for (unsigned w = 0; w < sizeof s->reserved / sizeof s->reserved[0]; w++)
         CM_HDR_CMP("reserved[]", __atomic_load_n(&s->reserved[w], __ATOMIC_RELAXED), 0);
 #undef CM_HDR_CMP

@@ -50,6 +50,7 @@ struct nth_cpumgr_shm_hdr {
     uint32_t daemon_state;
     uint64_t daemon_start_time;
     uint32_t period_ms;
+    uint64_t exit_grace_ms;
 };
 
 /* Write every word of h into s's header, and zero its reserved words.

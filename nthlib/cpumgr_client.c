@@ -64,9 +64,10 @@ static struct {
     int count;                   /* atomic: CPUs in assigned */
     int request;                 /* -1: all of the affinity mask */
     int priority;
+    int home;                    /* main VP's CPU (set_home), -1 unknown */
     nth_cpumgr_assign_fn cb;
     void *cbarg;
-} C = { .slot = -1, .fd = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT };
+} C = { .slot = -1, .fd = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT, .home = -1 };
 
 static const uint32_t standalone_word;
 const uint32_t *nth_cpumgr_watch = &standalone_word;
@@ -236,6 +237,14 @@ static void publish_request(void)
     wake_daemon();
 }
 
+/* The slot's home hint: set_home's CPU, else the one we run on. Lock held. */
+static void publish_home(struct nth_cpumgr_slot *s)
+{
+    int h = C.home >= 0 ? C.home : sched_getcpu();
+    uint32_t v = h >= 0 && (unsigned)h < NTH_CPUMGR_MAX_CPUS ? (uint32_t)h + 1u : 0u;
+    __atomic_store_n(&s->home_cpu1, v, __ATOMIC_RELAXED);
+}
+
 static int slot_is_ours(int i)
 {
     struct nth_cpumgr_slot *s = &C.shm->slots[i];
@@ -273,6 +282,7 @@ static int claim(void)
             slot_lock((int)i);
             C.waiting_first = 0;
             C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+            publish_home(s);
             publish_request();
             return 0;
         }
@@ -296,6 +306,7 @@ static int claim(void)
         }
         __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
         __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
+        publish_home(s);
         C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
         slot_lock((int)i); /* before ACTIVE: the daemon may look at once */
         __atomic_store_n(&s->state, NTH_CPUMGR_SLOT_ACTIVE, __ATOMIC_RELEASE);
@@ -574,6 +585,13 @@ int nth_cpumgr_client_init(const char *name) { return client_init(name, 1); }
 
 int nth_cpumgr_client_init_held(const char *name) { return client_init(name, 0); }
 
+void nth_cpumgr_client_set_home(int cpu)
+{
+    lock();
+    C.home = cpu >= 0 && (unsigned)cpu < NTH_CPUMGR_MAX_CPUS ? cpu : -1;
+    unlock();
+}
+
 int nth_cpumgr_client_attach(void)
 {
     if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
@@ -613,11 +631,15 @@ void nth_cpumgr_client_fini(void)
         /* Our CPUs go to their armed next owners now; the daemon confirms
          * at its next period. Woken now, it would run its pass on the very
          * CPU we leave before the receiver's VP does (its slice is short),
-         * so it is woken only for CPUs not handed off. */
+         * so it is woken only for CPUs not handed off. Under a daemon with
+         * an exit grace (--exit-grace) nothing is handed off: the daemon
+         * keeps our CPUs for the next newcomer (it reads the value itself;
+         * a scribbled header word costs one hand-off more or less). */
         unsigned have = 0, nh = 0;
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             have += (unsigned)__builtin_popcountll(m[w]);
-        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) &&
+            !__atomic_load_n(&C.shm->exit_grace_ms, __ATOMIC_RELAXED))
             nh = nth_cpumgr_handoff(C.shm, (unsigned)C.slot, m);
         if (nh == 0 || nh < have)
             wake_daemon();

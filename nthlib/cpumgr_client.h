@@ -33,6 +33,16 @@ int nth_cpumgr_client_init(const char *name);
  * own included. Same return values. */
 int nth_cpumgr_client_init_held(const char *name);
 
+/* The CPU (OS index, or -1 for unknown) our main VP is bound to, written
+ * to the slot at every claim (home_cpu1) so that the daemon's first
+ * assignment to us is that CPU when it is free: VP 0 runs the program's
+ * serial start-up without a scheduling point, and given another CPU it is
+ * moved there by bounded reclaim and back later, two CPU migrations per
+ * process start (bench/RESULTS.md "mig2"). Unknown: the claiming thread's
+ * CPU (sched_getcpu(3)). Call before nth_cpumgr_client_attach().
+ * Thread-safe (client lock). */
+void nth_cpumgr_client_set_home(int cpu);
+
 /* Attach now if a daemon runs and we are not attached (ends the hold of
  * nth_cpumgr_client_init_held). Returns nonzero if the assignment changed
  * (the callback ran). Thread-safe. */

@@ -424,6 +424,9 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     if (self)
         R.vps[self->id].tid = gettid_();
     nth_cpumgr_set_assign_callback(on_assign, NULL);
+    /* VP 0 runs main's serial start-up: ask for its CPU first. */
+    if (nth_rt.nvps > 0 && nth_rt.cfg.bind)
+        nth_cpumgr_client_set_home(__atomic_load_n(&nth_rt.vps[0]->cpu, __ATOMIC_RELAXED));
     /* Only now, with every VP able to follow it, may the daemon count on
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();

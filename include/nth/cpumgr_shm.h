@@ -58,7 +58,7 @@
 #include <unistd.h>
 
 #define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
-#define NTH_CPUMGR_LAYOUT_VERSION 4u
+#define NTH_CPUMGR_LAYOUT_VERSION 5u
 #define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
 /* How far before a pass a client's wake_ns may date the reclaim budget of
  * what that pass takes away (ns). The daemon's own wake-up on a busy
@@ -131,6 +131,12 @@ struct nth_cpumgr_slot {
                                             at most NTH_CPUMGR_BUDGET_BACK_NS
                                             before the pass), else the pass;
                                             layout 4 */
+    /* --- client-written (layout 5) --- */
+    uint32_t home_cpu1;                  /* OS index + 1 of the CPU the
+                                            owner's main VP is bound to, 0 =
+                                            unknown: a first assignment
+                                            there moves no running thread.
+                                            A hint, range-checked; atomic */
 } __attribute__((aligned(64)));
 
 /* One CPU's hand-off record (see the header comment). A reader takes token
@@ -176,7 +182,11 @@ struct nth_cpumgr_shm {
                                             0 before it bumps wake; the
                                             daemon takes it back to 0 at
                                             each pass); layout 4 */
-    uint64_t reserved[6];
+    uint64_t exit_grace_ms;              /* daemon's --exit-grace: a client
+                                            that exits hands no CPU off
+                                            (the daemon keeps its CPUs for a
+                                            newcomer that long); layout 5 */
+    uint64_t reserved[5];
     struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
     struct nth_cpumgr_cpu cpu[NTH_CPUMGR_MAX_CPUS]; /* indexed by OS CPU */
 };

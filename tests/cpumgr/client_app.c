@@ -6,6 +6,8 @@
  * It plays the runtime's part: poll at "scheduling points", tick every ms.
  *
  * usage: client_app NAME REQUEST [PRIORITY]
+ * CLIENT_HOME=CPU in the environment: the home CPU it tells the daemon
+ * (nth_cpumgr_client_set_home), as the runtime tells its VP 0's.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +36,9 @@ int main(int argc, char **argv)
         return 2;
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+    const char *home = getenv("CLIENT_HOME");
+    if (home)
+        nth_cpumgr_client_set_home(atoi(home));
     nth_cpumgr_client_init(argv[1]);
     nth_cpumgr_set_assign_callback(on_assign, NULL);
     if (nth_cpus_request(atoi(argv[2])) != 0)

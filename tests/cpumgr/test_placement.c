@@ -38,7 +38,7 @@ static struct fixture *make(const char *synthetic)
         f->allowed[i] = hwloc_bitmap_dup(f->owned);
         f->prev[i] = hwloc_bitmap_alloc();
         f->a[i] = (struct cm_place){f->allowed[i], f->prev[i], 0, 0, 1,
-                                    hwloc_bitmap_alloc(), hwloc_bitmap_alloc()};
+                                    hwloc_bitmap_alloc(), hwloc_bitmap_alloc(), 0};
     }
     return f;
 }
@@ -395,6 +395,131 @@ static void test_masks(void **state)
     hwloc_bitmap_free(back);
 }
 
+/* The first PU (OS index) of the n-th object of a type, in logical order. */
+static int pu_of_obj(struct fixture *f, hwloc_obj_type_t type, unsigned n)
+{
+    hwloc_obj_t o = hwloc_get_obj_by_type(f->topo, type, n);
+    assert_non_null(o);
+    return hwloc_bitmap_first(o->cpuset);
+}
+
+/* Issue 6 (mig2): a newcomer's first CPU is its home (the CPU its main VP
+ * is bound to). On 2 CPUs: app 0 holds both and must give one up for app
+ * 1; it gives up app 1's home -- before, it kept its lower-index CPU (the
+ * compactness tie-break) and app 1 got the other, whatever its home. Both
+ * homes are checked, so neither index alone passes. */
+static void test_home_newcomer_2cpus(void **state)
+{
+    (void)state;
+    for (int home = 0; home < 2; home++) {
+        struct fixture *f = make("pu:2");
+        int c1[] = {2};
+        place(f, 1, c1);
+        assert_int_equal(hwloc_bitmap_weight(f->a[0].out), 2);
+        commit(f, 1);
+        f->a[1].home1 = home + 1;
+        int c2[] = {1, 1};
+        place(f, 2, c2);
+        assert_disjoint(f, 2);
+        assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 1);
+        assert_true(hwloc_bitmap_isset(f->a[1].out, (unsigned)home));
+        /* The incumbent lost only that CPU: one moved CPU in all. */
+        assert_int_equal(moved(f, 2), 1 + 1);
+        destroy(f);
+    }
+}
+
+/* Three apps on 2 CPUs (one rotated out): the app that keeps the
+ * newcomer's home moves to the CPU the rotated-out app left, and the
+ * newcomer gets its home -- for both homes. */
+static void test_home_room(void **state)
+{
+    (void)state;
+    for (int home = 0; home < 2; home++) {
+        struct fixture *f = make("pu:2");
+        hwloc_bitmap_only(f->prev[0], (unsigned)home);      /* keeps the home */
+        hwloc_bitmap_only(f->prev[1], (unsigned)(1 - home)); /* rotated out now */
+        f->a[2].home1 = home + 1;
+        int c[] = {1, 0, 1};
+        place(f, 3, c);
+        assert_disjoint(f, 3);
+        assert_true(hwloc_bitmap_isset(f->a[2].out, (unsigned)home));
+        assert_true(hwloc_bitmap_isset(f->a[0].out, (unsigned)(1 - home)));
+        assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 0);
+        destroy(f);
+    }
+}
+
+/* A free home is taken as the seed when it is as compact: a 2-CPU app
+ * whose home is on an empty core gets that core, not the first one. */
+static void test_home_seed(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 l3:2 core:4 pu:2");
+    int home = pu_of_obj(f, HWLOC_OBJ_CORE, 13) + 1; /* second PU of core 13 */
+    f->a[0].home1 = home + 1;
+    int c[] = {2};
+    place(f, 1, c);
+    assert_true(hwloc_bitmap_isset(f->a[0].out, (unsigned)home));
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_CORE));
+    destroy(f);
+}
+
+/* Home never costs compactness: an 8-CPU app whose home is in an L3 that
+ * another app half fills gets a whole free L3 (as without a home). */
+static void test_home_not_less_compact(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 l3:2 core:4 pu:2");
+    int c1[] = {4};
+    place(f, 1, c1);
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_CORE) ||
+                within_one_object(f, f->a[0].out, HWLOC_OBJ_L3CACHE));
+    commit(f, 1);
+    /* A free PU of the L3 app 0 is in. */
+    hwloc_obj_t l3 = hwloc_get_obj_covering_cpuset(f->topo, f->a[0].out);
+    while (l3 && l3->type != HWLOC_OBJ_L3CACHE)
+        l3 = l3->parent;
+    assert_non_null(l3);
+    hwloc_bitmap_t freepu = hwloc_bitmap_dup(l3->cpuset);
+    hwloc_bitmap_andnot(freepu, freepu, f->a[0].out);
+    int home = hwloc_bitmap_first(freepu);
+    hwloc_bitmap_free(freepu);
+    assert_true(home >= 0);
+    f->a[1].home1 = home + 1;
+    int c2[] = {4, 8};
+    place(f, 2, c2);
+    assert_disjoint(f, 2);
+    assert_true(is_one_object(f, f->a[1].out, HWLOC_OBJ_L3CACHE));
+    assert_false(hwloc_bitmap_isset(f->a[1].out, (unsigned)home));
+    destroy(f);
+}
+
+/* Homes that are not taken: outside the topology, outside the app's
+ * allowed set, or kept by an app with no other CPU it may use (its
+ * affinity holds only that one: it is not moved, the newcomer goes
+ * elsewhere). */
+static void test_home_ignored(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pu:5");
+    hwloc_bitmap_only(f->prev[0], 0);
+    hwloc_bitmap_only(f->allowed[0], 0);   /* app 0 may use CPU 0 only */
+    f->a[1].home1 = 0 + 1;                 /* kept by app 0: not given */
+    f->a[2].home1 = 1000;                  /* no such PU */
+    hwloc_bitmap_only(f->allowed[3], 3);
+    f->a[3].home1 = 1 + 1;                 /* CPU 1, not in its allowed set */
+    int c[] = {1, 1, 1, 1};
+    place(f, 4, c);
+    assert_disjoint(f, 4);
+    assert_true(hwloc_bitmap_isequal(f->a[0].out, f->prev[0]));
+    assert_int_equal(hwloc_bitmap_weight(f->a[1].out), 1);
+    assert_false(hwloc_bitmap_isset(f->a[1].out, 0));
+    assert_int_equal(hwloc_bitmap_weight(f->a[2].out), 1);
+    assert_true(hwloc_bitmap_isequal(f->a[3].out, f->allowed[3]));
+    destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +532,11 @@ int main(void)
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_share_rule),
         cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_home_newcomer_2cpus),
+        cmocka_unit_test(test_home_seed),
+        cmocka_unit_test(test_home_room),
+        cmocka_unit_test(test_home_not_less_compact),
+        cmocka_unit_test(test_home_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
