@@ -22,6 +22,7 @@
 
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
+#include "nth/cpumgr_sigbus.h"
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "internal.h"
@@ -316,6 +317,7 @@ static void unmap_segment(int final)
     __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    nth_cpumgr_sigbus_clear(); /* before the fd goes */
     if (C.shm && final)
         munmap(C.shm, sizeof *C.shm);
     if (C.fd >= 0)
@@ -387,6 +389,11 @@ static void map_segment(void)
     C.shm = s;
     C.ino = st.st_ino;
     C.fd = fd;
+    /* A shrunk segment (truncate, `>`, another client's ftruncate) would
+     * kill us with SIGBUS at the next read of our slot: the guard grows it
+     * back and the read sees zeros, i.e. a header that is not the daemon's
+     * (header_ok: run alone) or a slot that is not ours (re-claim). */
+    (void)nth_cpumgr_sigbus_guard(s, sizeof *s, fd);
 }
 
 /* Is the mapped segment's header still the daemon's (magic, version, size,
@@ -733,6 +740,7 @@ void nth_cpumgr_client_fork_child(void)
      * forked child that wants one can exec. */
     C.lock = 0;
     C.off = 1;
+    nth_cpumgr_sigbus_clear();
     if (C.fd >= 0)
         close(C.fd); /* the parent's slot lock is the parent's own */
     C.fd = -1;

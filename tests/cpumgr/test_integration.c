@@ -1279,6 +1279,99 @@ static void test_bad_slot_freed(void **state)
     cm_seg_unmap(s);
 }
 
+/* Fail at once, naming the signal, if pid (one of ours) has died. */
+static void assert_alive(pid_t pid, const char *who)
+{
+    int st;
+    if (waitpid(pid, &st, WNOHANG) != pid)
+        return;
+    for (int i = 0; i < nkids; i++) /* reaped: teardown must not kill its pid */
+        if (kids[i] == pid)
+            kids[i] = kids[--nkids];
+    fail_msg("%s (pid %d) died: %s %d", who, (int)pid,
+             WIFSIGNALED(st) ? "signal" : "exit status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+static off_t seg_size(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+/* Issue 5, fresh11 trial F1: a client's segment shrunk under it (the
+ * daemon stopped, so only the client touches it) killed it with SIGBUS.
+ * Now its guard grows the file back, it reads a zeroed header, says so and
+ * runs alone; the daemon, continued, repairs the header and the client
+ * re-attaches. */
+static void test_truncated_client(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    int fd = shm_open(seg, O_RDWR, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    assert_int_equal(ftruncate(fd, 0), 0);
+    uint64_t t0 = ms();
+    for (;;) {
+        assert_alive(a.pid, "client");
+        drain(&a);
+        if (a.attached == 0) break;
+        if (ms() - t0 > WAIT_MS) fail_msg("client %d still attached", (int)a.pid);
+        sleep_ms(5);
+    }
+    assert_int_equal(seg_size(fd), (off_t)sizeof(struct nth_cpumgr_shm));
+    wait_log(logf, "header overwritten (not the daemon's)", 1);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    wait_state(&a, 1, ncpus);
+    assert_alive(daemon_pid, "daemon");
+    assert_alive(a.pid, "client");
+    close(fd);
+}
+
+/* Issue 5, fresh11 trial F1: the segment shrunk under a running daemon
+ * (its client stopped) killed the daemon with SIGBUS. Now it grows it back,
+ * logs once, `status` works, and the client, continued, is attached again.
+ * A second shrink (to 4 KiB, the header kept) is not logged again. */
+static void test_truncated_daemon(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    int fd = shm_open(seg, O_RDWR, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(a.pid, SIGSTOP), 0);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(ftruncate(fd, round ? 4096 : 0), 0);
+        uint64_t t0 = ms();
+        while (seg_size(fd) != (off_t)sizeof(struct nth_cpumgr_shm)) {
+            assert_alive(daemon_pid, "daemon");
+            if (ms() - t0 > WAIT_MS) fail_msg("segment not grown back (round %d)", round);
+            sleep_ms(5);
+        }
+        wait_log(logf, "was shrunk", 1);
+        assert_alive(daemon_pid, "daemon");
+    }
+    char cmd[PATH_MAX * 3 + 256];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
+    uint64_t t0 = ms();
+    while (system(cmd) != 0) { /* the header is rewritten within a period */
+        assert_alive(daemon_pid, "daemon");
+        if (ms() - t0 > WAIT_MS) fail_msg("cpumgr status fails after the shrink");
+        sleep_ms(20);
+    }
+    assert_int_equal(kill(a.pid, SIGCONT), 0);
+    wait_state(&a, 1, ncpus);
+    assert_alive(a.pid, "client");
+    assert_int_equal(count_in(logf, "was shrunk"), 1);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1299,6 +1392,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slots_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_slot_freed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_daemon, setup, teardown),
     };
+    /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
+    if (getenv("NTH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("NTH_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
