@@ -341,11 +341,26 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     }
     int32_t prio = __atomic_load_n(&s->priority, __ATOMIC_RELAXED);
     int32_t req = __atomic_load_n(&s->request, __ATOMIC_RELAXED);
-    if (prio < NTH_CPUMGR_PRIO_MIN || prio > NTH_CPUMGR_PRIO_MAX) {
+    int prio_bad = prio < NTH_CPUMGR_PRIO_MIN || prio > NTH_CPUMGR_PRIO_MAX;
+    int req_bad = req < 0 || req > (int32_t)NTH_CPUMGR_MAX_CPUS;
+    if ((prio_bad || req_bad) && p->known && p->valid) {
+        /* A live, admitted client: someone else scribbled on its slot
+         * (issue 5, fresh11 trial F2). Ignoring the slot would leave the
+         * client without a publication (its VPs parked for good); keep
+         * its last sane values instead, said once. */
+        if (!p->bad_logged)
+            fprintf(stderr, "cpumgr: slot %d: %s out of range (%ld); keeping its last sane "
+                    "value\n", i, prio_bad ? "priority" : "request",
+                    prio_bad ? (long)prio : (long)req);
+        p->bad_logged = 1;
+        if (prio_bad)
+            prio = p->priority;
+        if (req_bad)
+            req = p->request;
+    } else if (prio_bad) {
         nonsense(d, i, "priority out of range", (long)prio);
         return;
-    }
-    if (req < 0 || req > (int32_t)NTH_CPUMGR_MAX_CPUS) {
+    } else if (req_bad) {
         nonsense(d, i, "request out of range", (long)req);
         return;
     }
@@ -406,9 +421,16 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     if (!p->valid || p->priority != prio || p->request != req ||
         !hwloc_bitmap_isequal(aff, p->allowed))
         d->dirty = 1;
-    if (p->bad_logged)
+    if (p->bad_logged && !prio_bad && !req_bad) {
         fprintf(stderr, "cpumgr: slot %d: values are sane again\n", i);
-    p->bad_logged = 0;
+        p->bad_logged = 0;
+    }
+    /* aseq is the daemon's: odd between passes means someone else wrote
+     * it, and the client cannot read its assignment; republish. */
+    if (__atomic_load_n(&s->aseq, __ATOMIC_RELAXED) & 1u) {
+        p->force_publish = 1;
+        d->dirty = 1;
+    }
     p->valid = 1;
     p->priority = prio;
     p->request = req;

@@ -30,6 +30,9 @@
 #include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
+#define SEQ_TRIES 1000 /* reads of a slot's seqlock before it counts as stuck */
+#define STUCK_MS 500   /* a seqlock stuck this long: run alone (the daemon
+                          rewrites aseq within a period of a real write) */
 
 static struct {
     int lock;                    /* spinlock for everything below */
@@ -51,6 +54,8 @@ static struct {
     int warned;                  /* a refused segment is reported once */
     int hdr_warned;              /* a scribbled header is reported once */
     int full_warned;             /* "all slots taken" is reported once */
+    int stuck_warned;            /* a stuck slot seqlock is reported once */
+    uint64_t stuck_since_ms;     /* our slot's seqlock unreadable since, or 0 */
     int held;                    /* the runtime attaches later (init_held) */
     int ever_attached;           /* a daemon may have bound our threads */
     hwloc_topology_t topo;
@@ -166,6 +171,20 @@ static int daemon_running(void)
     return pid > 0 && st && nth_cpumgr_proc_start_time(pid) == st;
 }
 
+/* The slot's seqlock could not be read (odd, or changing at every try):
+ * the daemon is mid-write, or someone else wrote aseq (issue 5, fresh11
+ * trial F2: a hostile writer left it odd and the watcher and a VP spun on
+ * it for ever, every VP parked). Take the value as seen, so that the
+ * watcher and parked VPs sleep on it until it changes instead of spinning;
+ * nth_cpumgr_tick() runs alone if it lasts (STUCK_MS). Lock held. */
+static int seq_stuck(uint32_t q)
+{
+    __atomic_store_n(&nth_cpumgr_watch_seen, q, __ATOMIC_RELAXED);
+    if (!C.stuck_since_ms)
+        C.stuck_since_ms = now_ms();
+    return 0;
+}
+
 /* Read our slot's assignment under its seqlock, add the CPUs handed to us
  * (cpumgr_shm.h: one-hop hand-off), apply it. A handed CPU stays ours until
  * the daemon publishes for us again: it disarms the hand-off before that
@@ -179,9 +198,9 @@ static int read_assignment(void)
     uint32_t q1, q2;
     for (int tries = 0;; tries++) {
         q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+        if (tries > SEQ_TRIES)
+            return seq_stuck(q1);
         if (q1 & 1u) {
-            if (tries > 1000)
-                return 0; /* the daemon is mid-write or gone; retry later */
             nth_sys_yield();
             continue;
         }
@@ -194,6 +213,7 @@ static int read_assignment(void)
         if (q1 == q2)
             break;
     }
+    C.stuck_since_ms = 0;
     __atomic_store_n(&nth_cpumgr_watch_seen, q1, __ATOMIC_RELAXED);
     if (C.waiting_first) {
         if (q1 == C.claim_aseq)
@@ -507,7 +527,21 @@ int nth_cpumgr_tick(void)
             changed = go_alone(1);
         else if (!daemon_running())
             changed = go_alone(0); /* keep the slot: a restart keeps it too */
-        else if (!slot_is_ours(C.slot)) {
+        else if (C.stuck_since_ms && now_ms() - C.stuck_since_ms >= STUCK_MS) {
+            /* Not the daemon's doing (it never leaves aseq odd between
+             * passes): run alone, keep the slot, and look again at the
+             * next attach try; the daemon republishes an odd slot. */
+            if (!C.stuck_warned) {
+                char list[256];
+                hwloc_bitmap_list_snprintf(list, sizeof list, C.affinity);
+                fprintf(stderr, "nthlib: cpumgr %s: slot %d unreadable (its sequence word stays "
+                        "odd or keeps changing: written by someone else); running alone on CPUs "
+                        "%s until it is readable again\n", C.name, C.slot, list);
+                C.stuck_warned = 1;
+            }
+            C.stuck_since_ms = 0;
+            changed = go_alone(0);
+        } else if (!slot_is_ours(C.slot)) {
             /* The daemon freed our slot (it thought we died): claim again. */
             changed = go_alone(0);
             C.slot = -1;

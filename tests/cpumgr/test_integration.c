@@ -1372,6 +1372,73 @@ static void test_truncated_daemon(void **state)
     close(fd);
 }
 
+/* Issue 5, fresh11 trial F2: nonsense over a live client's slot (as a
+ * hostile client writes it, for a while) made the daemon ignore the slot
+ * and leave its aseq odd: the client could never read its assignment again
+ * (its watcher spun for ever). Now the daemon keeps the client's last sane
+ * values, republishes (aseq even again), and never calls it gone. */
+static void test_slot_scribbled(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
+    assert_non_null(sl);
+    uint64_t t0 = ms();
+    while (ms() - t0 < 500) {
+        __atomic_store_n(&sl->request, 0x7fffffff, __ATOMIC_RELAXED);
+        __atomic_store_n(&sl->priority, -5, __ATOMIC_RELAXED);
+        memset(sl->affinity, 0xff, sizeof sl->affinity);
+        __atomic_store_n(&sl->assigned_count, 1000u, __ATOMIC_RELAXED);
+        memset(sl->assigned, 0xff, sizeof sl->assigned);
+        __atomic_store_n(&sl->aseq, 12345u, __ATOMIC_RELAXED);
+        memset(sl->name, 'A', sizeof sl->name);
+        sleep_ms(1);
+    }
+    t0 = ms();
+    while (__atomic_load_n(&sl->aseq, __ATOMIC_ACQUIRE) & 1u) {
+        assert_alive(daemon_pid, "daemon");
+        if (ms() - t0 > WAIT_MS) fail_msg("slot of client %d left odd (aseq %u)", (int)a.pid,
+                                          __atomic_load_n(&sl->aseq, __ATOMIC_RELAXED));
+        sleep_ms(5);
+    }
+    assert_int_equal(__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_ACTIVE);
+    assert_int_equal(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED), a.pid);
+    assert_int_equal(count_in(logf, "is gone"), 0);
+    wait_log(logf, "keeping its last sane value", 1);
+    assert_alive(a.pid, "client");
+    cm_seg_unmap(s);
+}
+
+/* Issue 5, fresh11 trial F2, client side: a slot whose aseq stays odd (the
+ * daemon stopped, so it cannot republish) made the client retry for ever
+ * while believing itself attached. Now it says so once and runs alone,
+ * and re-attaches once the daemon has republished. */
+static void test_slot_stuck_odd(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "1", "1");
+    wait_state(&a, 1, 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
+    assert_non_null(sl);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    __atomic_or_fetch(&sl->aseq, 1u, __ATOMIC_SEQ_CST);
+    wait_attached(&a, 0);
+    wait_log(logf, "unreadable (its sequence word stays odd", 1);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    wait_state(&a, 1, 1);
+    assert_alive(a.pid, "client");
+    cm_seg_unmap(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1394,6 +1461,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_slot_freed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_scribbled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_stuck_odd, setup, teardown),
     };
     /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
     if (getenv("NTH_TEST_FILTER"))
