@@ -54,6 +54,7 @@ static struct {
     int warned;                  /* a refused segment is reported once */
     int hdr_warned;              /* a scribbled header is reported once */
     int full_warned;             /* "all slots taken" is reported once */
+    int disjoint_warned;         /* "no CPU in common" is reported once */
     int stuck_warned;            /* a stuck slot seqlock is reported once */
     uint64_t stuck_since_ms;     /* our slot's seqlock unreadable since, or 0 */
     int held;                    /* the runtime attaches later (init_held) */
@@ -437,12 +438,39 @@ static int header_ok(void)
     return ok;
 }
 
+/* Does the daemon manage any CPU of our affinity mask? It never grants one
+ * outside it, so a process with none in common would be admitted and get
+ * no CPU for ever, every VP parked (issue 5, fresh11 trial F3). It runs
+ * alone on its own mask instead (DESIGN invariant 8), saying so once; the
+ * check is repeated at each attach try (a new daemon may own others).
+ * Lock held. */
+static int cpus_in_common(void)
+{
+    hwloc_bitmap_zero(C.tmp);
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++) {
+        uint64_t w = __atomic_load_n(&C.shm->cpus[c / 64u], __ATOMIC_RELAXED);
+        if (w >> (c % 64u) & 1u)
+            hwloc_bitmap_set(C.tmp, c);
+    }
+    if (hwloc_bitmap_intersects(C.tmp, C.affinity))
+        return 1;
+    if (!C.disjoint_warned) {
+        char theirs[256], ours[256];
+        hwloc_bitmap_list_snprintf(theirs, sizeof theirs, C.tmp);
+        hwloc_bitmap_list_snprintf(ours, sizeof ours, C.affinity);
+        fprintf(stderr, "nthlib: cpumgr %s: none of its CPUs (%s) is in this process's mask "
+                "(%s); running alone\n", C.name, theirs, ours);
+        C.disjoint_warned = 1;
+    }
+    return 0;
+}
+
 /* Try to become attached. Lock held. Returns nonzero if assignment changed. */
 static int try_attach(void)
 {
     C.last_try_ms = now_ms();
     map_segment();
-    if (!C.shm || !header_ok() || !daemon_running())
+    if (!C.shm || !header_ok() || !daemon_running() || !cpus_in_common())
         return 0;
     int changed = 0;
     if (C.slot >= 0 && slot_is_ours(C.slot)) {

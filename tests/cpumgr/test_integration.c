@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <limits.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1439,6 +1440,41 @@ static void test_slot_stuck_odd(void **state)
     cm_seg_unmap(s);
 }
 
+/* Issue 5, fresh11 trial F3: a process whose affinity mask has none of the
+ * daemon's CPUs was admitted and got 0 CPUs for ever (every VP parked, no
+ * word from either side). Now the client says why, once, and runs alone on
+ * its own mask without taking a slot. Needs 2 CPUs in our mask. */
+static void test_disjoint_mask(void **state)
+{
+    (void)state;
+    cpu_set_t mine, one;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int c0 = -1, c1 = -1;
+    for (int c = 0; c < CPU_SETSIZE && c1 < 0; c++)
+        if (CPU_ISSET(c, &mine)) {
+            if (c0 < 0) c0 = c; else c1 = c;
+        }
+    if (c1 < 0) skip();
+    char opt[32];
+    snprintf(opt, sizeof opt, "--cpus %d", c1);
+    start_daemon(opt);
+    CPU_ZERO(&one);
+    CPU_SET(c0, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0); /* the client inherits it */
+    struct proc a;
+    start_client(&a, "8", "1");
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+    wait_state(&a, 0, 1);
+    wait_log(logf, "is in this process's mask", 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    assert_null(slot_of(s, a.pid));
+    cm_seg_unmap(s);
+    sleep_ms(300); /* several attach tries: said once */
+    assert_int_equal(count_in(logf, "is in this process's mask"), 1);
+    assert_alive(a.pid, "client");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1463,6 +1499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_scribbled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_stuck_odd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disjoint_mask, setup, teardown),
     };
     /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
     if (getenv("NTH_TEST_FILTER"))
