@@ -13,5 +13,5 @@ cpumgr_libcpumgr_core_la_LIBADD = $(HWLOC_LIBS) -lm -lrt $(AX_PTHREAD_CFLAGS)
 cpumgr_cpumgr_SOURCES = cpumgr/main.c
 cpumgr_cpumgr_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 cpumgr_cpumgr_LDADD = cpumgr/libcpumgr-core.la
-nthinclude_HEADERS += include/nth/cpumgr_shm.h
+nthinclude_HEADERS += include/nth/cpumgr_shm.h include/nth/cpumgr_sigbus.h
 dist_man_MANS += doc/cpumgr.8

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "masks.h"
 #include "placement.h"
 #include "segment.h"
+#include "nth/cpumgr_sigbus.h"
 #include "../nthlib/sched_slice.h"
 
 #define PID_LIMIT 4194304 /* PID_MAX_LIMIT on 64-bit Linux */
@@ -143,7 +145,10 @@ struct daemon {
     hwloc_bitmap_t owned;
     int ncpus;
     struct nth_cpumgr_shm *shm;
-    int segfd;              /* the segment, read-only: slot locks (F_GETLK) */
+    int segfd;              /* the segment, read-write: slot locks (F_GETLK) and
+                               growing it back when shrunk (check_size) */
+    unsigned shrinks;       /* and counted */
+    unsigned guard_seen;    /* nth_cpumgr_sigbus_grown() at the last check */
     struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
     unsigned rot;
     int dirty;
@@ -190,6 +195,35 @@ static void check_header(struct daemon *d)
         fprintf(stderr, "cpumgr: segment %s: header overwritten by someone else (%s); "
                 "rewrote it from the daemon's copy (further repairs counted, not logged)\n",
                 d->o->name, what);
+}
+
+/* Has someone shrunk the segment file (truncate, `>`, a client's
+ * ftruncate)? Grow it back to its size, once a pass before anything reads
+ * it: the lost part reads as zeros, which check_header and scan_slot then
+ * repair or free (invariant 7). An access between the shrink and this
+ * check is caught by the SIGBUS guard (nth/cpumgr_sigbus.h), which does the
+ * same. Logged once, counted after. */
+static void check_size(struct daemon *d)
+{
+    struct stat st;
+    unsigned g = nth_cpumgr_sigbus_grown();
+    int by_guard = g != d->guard_seen, e = 0;
+    d->guard_seen = g;
+    long long was = -1;
+    if (d->segfd >= 0 && fstat(d->segfd, &st) == 0 && (size_t)st.st_size < sizeof *d->shm) {
+        was = (long long)st.st_size;
+        e = ftruncate(d->segfd, (off_t)sizeof *d->shm) == 0 ? 0 : errno;
+    } else if (!by_guard) {
+        return;
+    }
+    if (d->shrinks++ == 0 || e) {
+        char size[48] = "";
+        if (was >= 0)
+            snprintf(size, sizeof size, " to %lld bytes", was);
+        fprintf(stderr, "cpumgr: segment %s was shrunk%s by someone else; %s (further shrinks "
+                "counted, not logged)\n", d->o->name, size, e ? strerror(e) :
+                "grew it back to its size: what was cut reads as zeros, repaired or freed");
+    }
 }
 
 static void forget(struct daemon *d, int i, const char *reason)
@@ -333,11 +367,26 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     }
     int32_t prio = __atomic_load_n(&s->priority, __ATOMIC_RELAXED);
     int32_t req = __atomic_load_n(&s->request, __ATOMIC_RELAXED);
-    if (prio < NTH_CPUMGR_PRIO_MIN || prio > NTH_CPUMGR_PRIO_MAX) {
+    int prio_bad = prio < NTH_CPUMGR_PRIO_MIN || prio > NTH_CPUMGR_PRIO_MAX;
+    int req_bad = req < 0 || req > (int32_t)NTH_CPUMGR_MAX_CPUS;
+    if ((prio_bad || req_bad) && p->known && p->valid) {
+        /* A live, admitted client: someone else scribbled on its slot
+         * (issue 5, fresh11 trial F2). Ignoring the slot would leave the
+         * client without a publication (its VPs parked for good); keep
+         * its last sane values instead, said once. */
+        if (!p->bad_logged)
+            fprintf(stderr, "cpumgr: slot %d: %s out of range (%ld); keeping its last sane "
+                    "value\n", i, prio_bad ? "priority" : "request",
+                    prio_bad ? (long)prio : (long)req);
+        p->bad_logged = 1;
+        if (prio_bad)
+            prio = p->priority;
+        if (req_bad)
+            req = p->request;
+    } else if (prio_bad) {
         nonsense(d, i, "priority out of range", (long)prio);
         return;
-    }
-    if (req < 0 || req > (int32_t)NTH_CPUMGR_MAX_CPUS) {
+    } else if (req_bad) {
         nonsense(d, i, "request out of range", (long)req);
         return;
     }
@@ -404,9 +453,16 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     if (!p->valid || p->priority != prio || p->request != req ||
         !hwloc_bitmap_isequal(aff, p->allowed))
         d->dirty = 1;
-    if (p->bad_logged)
+    if (p->bad_logged && !prio_bad && !req_bad) {
         fprintf(stderr, "cpumgr: slot %d: values are sane again\n", i);
-    p->bad_logged = 0;
+        p->bad_logged = 0;
+    }
+    /* aseq is the daemon's: odd between passes means someone else wrote
+     * it, and the client cannot read its assignment; republish. */
+    if (__atomic_load_n(&s->aseq, __ATOMIC_RELAXED) & 1u) {
+        p->force_publish = 1;
+        d->dirty = 1;
+    }
     p->valid = 1;
     p->priority = prio;
     p->request = req;
@@ -812,7 +868,12 @@ static int setup_segment(struct daemon *d)
         return -1;
     }
     d->shm = s;
-    d->segfd = shm_open(d->o->name, O_RDONLY | O_CLOEXEC, 0); /* -1: no slot lock proof */
+    /* Read-write: the SIGBUS guard and check_size grow it back if someone
+     * shrinks it. -1: no slot lock proof and no guard (as before). */
+    d->segfd = shm_open(d->o->name, O_RDWR | O_CLOEXEC, 0);
+    if (d->segfd >= 0 && (rc = nth_cpumgr_sigbus_guard(s, sizeof *s, d->segfd)) != 0)
+        fprintf(stderr, "cpumgr: cannot guard %s against truncation: %s\n", d->o->name,
+                strerror(rc));
     /* Our copy of the header: what we write now and restore if scribbled. */
     struct nth_cpumgr_shm_hdr *h = &d->hdr;
     memset(h, 0, sizeof *h);
@@ -867,6 +928,7 @@ static void teardown_segment(struct daemon *d)
     __atomic_store_n(&d->shm->daemon_state, NTH_CPUMGR_DAEMON_STOPPED, __ATOMIC_RELEASE);
     bump_epoch(d);
     shm_unlink(d->o->name);
+    nth_cpumgr_sigbus_clear();
     cm_seg_unmap(d->shm);
     d->shm = NULL;
     if (d->segfd >= 0)
@@ -965,6 +1027,7 @@ int cm_daemon_run(const struct cm_opts *o)
         uint32_t was = seen;
         seen = __atomic_load_n(&d.shm->wake, __ATOMIC_ACQUIRE);
         int woken = seen != was; /* a client's request, not our timeout */
+        check_size(&d); /* first: everything below reads the segment */
         uint64_t tns = now_ns(), tms = tns / 1000000u;
         d.pass_ns = tns;
         /* The earliest request this pass answers dates the reclaim budget
@@ -1047,6 +1110,8 @@ int cm_daemon_run(const struct cm_opts *o)
     disarm(&d, NULL);
     teardown_segment(&d);
     cm_trace_close();
+    if (d.shrinks > 1)
+        fprintf(stderr, "cpumgr: segment was shrunk %u times\n", d.shrinks);
     if (d.hdr_repairs > 1)
         fprintf(stderr, "cpumgr: segment header was rewritten %u times\n", d.hdr_repairs);
     fprintf(stderr, "cpumgr: stopped, %s removed\n", o->name);

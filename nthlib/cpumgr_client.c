@@ -22,6 +22,7 @@
 
 #include "nth.h"
 #include "nth/cpumgr_shm.h"
+#include "nth/cpumgr_sigbus.h"
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "internal.h"
@@ -29,6 +30,9 @@
 #include "trace_hooks.h"
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
+#define SEQ_TRIES 1000 /* reads of a slot's seqlock before it counts as stuck */
+#define STUCK_MS 500   /* a seqlock stuck this long: run alone (the daemon
+                          rewrites aseq within a period of a real write) */
 
 static struct {
     int lock;                    /* spinlock for everything below */
@@ -50,6 +54,9 @@ static struct {
     int warned;                  /* a refused segment is reported once */
     int hdr_warned;              /* a scribbled header is reported once */
     int full_warned;             /* "all slots taken" is reported once */
+    int disjoint_warned;         /* "no CPU in common" is reported once */
+    int stuck_warned;            /* a stuck slot seqlock is reported once */
+    uint64_t stuck_since_ms;     /* our slot's seqlock unreadable since, or 0 */
     int held;                    /* the runtime attaches later (init_held) */
     int ever_attached;           /* a daemon may have bound our threads */
     hwloc_topology_t topo;
@@ -166,6 +173,20 @@ static int daemon_running(void)
     return pid > 0 && st && nth_cpumgr_proc_start_time(pid) == st;
 }
 
+/* The slot's seqlock could not be read (odd, or changing at every try):
+ * the daemon is mid-write, or someone else wrote aseq (issue 5, fresh11
+ * trial F2: a hostile writer left it odd and the watcher and a VP spun on
+ * it for ever, every VP parked). Take the value as seen, so that the
+ * watcher and parked VPs sleep on it until it changes instead of spinning;
+ * nth_cpumgr_tick() runs alone if it lasts (STUCK_MS). Lock held. */
+static int seq_stuck(uint32_t q)
+{
+    __atomic_store_n(&nth_cpumgr_watch_seen, q, __ATOMIC_RELAXED);
+    if (!C.stuck_since_ms)
+        C.stuck_since_ms = now_ms();
+    return 0;
+}
+
 /* Read our slot's assignment under its seqlock, add the CPUs handed to us
  * (cpumgr_shm.h: one-hop hand-off), apply it. A handed CPU stays ours until
  * the daemon publishes for us again: it disarms the hand-off before that
@@ -179,9 +200,9 @@ static int read_assignment(void)
     uint32_t q1, q2;
     for (int tries = 0;; tries++) {
         q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
+        if (tries > SEQ_TRIES)
+            return seq_stuck(q1);
         if (q1 & 1u) {
-            if (tries > 1000)
-                return 0; /* the daemon is mid-write or gone; retry later */
             nth_sys_yield();
             continue;
         }
@@ -194,6 +215,7 @@ static int read_assignment(void)
         if (q1 == q2)
             break;
     }
+    C.stuck_since_ms = 0;
     __atomic_store_n(&nth_cpumgr_watch_seen, q1, __ATOMIC_RELAXED);
     if (C.waiting_first) {
         if (q1 == C.claim_aseq)
@@ -327,6 +349,7 @@ static void unmap_segment(int final)
     __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    nth_cpumgr_sigbus_clear(); /* before the fd goes */
     if (C.shm && final)
         munmap(C.shm, sizeof *C.shm);
     if (C.fd >= 0)
@@ -398,6 +421,11 @@ static void map_segment(void)
     C.shm = s;
     C.ino = st.st_ino;
     C.fd = fd;
+    /* A shrunk segment (truncate, `>`, another client's ftruncate) would
+     * kill us with SIGBUS at the next read of our slot: the guard grows it
+     * back and the read sees zeros, i.e. a header that is not the daemon's
+     * (header_ok: run alone) or a slot that is not ours (re-claim). */
+    (void)nth_cpumgr_sigbus_guard(s, sizeof *s, fd);
 }
 
 /* Is the mapped segment's header still the daemon's (magic, version, size,
@@ -421,12 +449,39 @@ static int header_ok(void)
     return ok;
 }
 
+/* Does the daemon manage any CPU of our affinity mask? It never grants one
+ * outside it, so a process with none in common would be admitted and get
+ * no CPU for ever, every VP parked (issue 5, fresh11 trial F3). It runs
+ * alone on its own mask instead (DESIGN invariant 8), saying so once; the
+ * check is repeated at each attach try (a new daemon may own others).
+ * Lock held. */
+static int cpus_in_common(void)
+{
+    hwloc_bitmap_zero(C.tmp);
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++) {
+        uint64_t w = __atomic_load_n(&C.shm->cpus[c / 64u], __ATOMIC_RELAXED);
+        if (w >> (c % 64u) & 1u)
+            hwloc_bitmap_set(C.tmp, c);
+    }
+    if (hwloc_bitmap_intersects(C.tmp, C.affinity))
+        return 1;
+    if (!C.disjoint_warned) {
+        char theirs[256], ours[256];
+        hwloc_bitmap_list_snprintf(theirs, sizeof theirs, C.tmp);
+        hwloc_bitmap_list_snprintf(ours, sizeof ours, C.affinity);
+        fprintf(stderr, "nthlib: cpumgr %s: none of its CPUs (%s) is in this process's mask "
+                "(%s); running alone\n", C.name, theirs, ours);
+        C.disjoint_warned = 1;
+    }
+    return 0;
+}
+
 /* Try to become attached. Lock held. Returns nonzero if assignment changed. */
 static int try_attach(void)
 {
     C.last_try_ms = now_ms();
     map_segment();
-    if (!C.shm || !header_ok() || !daemon_running())
+    if (!C.shm || !header_ok() || !daemon_running() || !cpus_in_common())
         return 0;
     int changed = 0;
     if (C.slot >= 0 && slot_is_ours(C.slot)) {
@@ -511,7 +566,21 @@ int nth_cpumgr_tick(void)
             changed = go_alone(1);
         else if (!daemon_running())
             changed = go_alone(0); /* keep the slot: a restart keeps it too */
-        else if (!slot_is_ours(C.slot)) {
+        else if (C.stuck_since_ms && now_ms() - C.stuck_since_ms >= STUCK_MS) {
+            /* Not the daemon's doing (it never leaves aseq odd between
+             * passes): run alone, keep the slot, and look again at the
+             * next attach try; the daemon republishes an odd slot. */
+            if (!C.stuck_warned) {
+                char list[256];
+                hwloc_bitmap_list_snprintf(list, sizeof list, C.affinity);
+                fprintf(stderr, "nthlib: cpumgr %s: slot %d unreadable (its sequence word stays "
+                        "odd or keeps changing: written by someone else); running alone on CPUs "
+                        "%s until it is readable again\n", C.name, C.slot, list);
+                C.stuck_warned = 1;
+            }
+            C.stuck_since_ms = 0;
+            changed = go_alone(0);
+        } else if (!slot_is_ours(C.slot)) {
             /* The daemon freed our slot (it thought we died): claim again. */
             changed = go_alone(0);
             C.slot = -1;
@@ -755,6 +824,7 @@ void nth_cpumgr_client_fork_child(void)
      * forked child that wants one can exec. */
     C.lock = 0;
     C.off = 1;
+    nth_cpumgr_sigbus_clear();
     if (C.fd >= 0)
         close(C.fd); /* the parent's slot lock is the parent's own */
     C.fd = -1;

@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <limits.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1309,6 +1310,201 @@ static void test_bad_slot_freed(void **state)
     cm_seg_unmap(s);
 }
 
+/* Fail at once, naming the signal, if pid (one of ours) has died. */
+static void assert_alive(pid_t pid, const char *who)
+{
+    int st;
+    if (waitpid(pid, &st, WNOHANG) != pid)
+        return;
+    for (int i = 0; i < nkids; i++) /* reaped: teardown must not kill its pid */
+        if (kids[i] == pid)
+            kids[i] = kids[--nkids];
+    fail_msg("%s (pid %d) died: %s %d", who, (int)pid,
+             WIFSIGNALED(st) ? "signal" : "exit status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+static off_t seg_size(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+/* Issue 5, fresh11 trial F1: a client's segment shrunk under it (the
+ * daemon stopped, so only the client touches it) killed it with SIGBUS.
+ * Now its guard grows the file back, it reads a zeroed header, says so and
+ * runs alone; the daemon, continued, repairs the header and the client
+ * re-attaches. */
+static void test_truncated_client(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    int fd = shm_open(seg, O_RDWR, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    assert_int_equal(ftruncate(fd, 0), 0);
+    uint64_t t0 = ms();
+    for (;;) {
+        assert_alive(a.pid, "client");
+        drain(&a);
+        if (a.attached == 0) break;
+        if (ms() - t0 > WAIT_MS) fail_msg("client %d still attached", (int)a.pid);
+        sleep_ms(5);
+    }
+    assert_int_equal(seg_size(fd), (off_t)sizeof(struct nth_cpumgr_shm));
+    wait_log(logf, "header overwritten (not the daemon's)", 1);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    wait_state(&a, 1, ncpus);
+    assert_alive(daemon_pid, "daemon");
+    assert_alive(a.pid, "client");
+    close(fd);
+}
+
+/* Issue 5, fresh11 trial F1: the segment shrunk under a running daemon
+ * (its client stopped) killed the daemon with SIGBUS. Now it grows it back,
+ * logs once, `status` works, and the client, continued, is attached again.
+ * A second shrink (to 4 KiB, the header kept) is not logged again. */
+static void test_truncated_daemon(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    int fd = shm_open(seg, O_RDWR, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(a.pid, SIGSTOP), 0);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(ftruncate(fd, round ? 4096 : 0), 0);
+        uint64_t t0 = ms();
+        while (seg_size(fd) != (off_t)sizeof(struct nth_cpumgr_shm)) {
+            assert_alive(daemon_pid, "daemon");
+            if (ms() - t0 > WAIT_MS) fail_msg("segment not grown back (round %d)", round);
+            sleep_ms(5);
+        }
+        wait_log(logf, "was shrunk", 1);
+        assert_alive(daemon_pid, "daemon");
+    }
+    char cmd[PATH_MAX * 3 + 256];
+    snprintf(cmd, sizeof cmd, "%s/cpumgr/cpumgr status --name %s >/dev/null", bindir, seg);
+    uint64_t t0 = ms();
+    while (system(cmd) != 0) { /* the header is rewritten within a period */
+        assert_alive(daemon_pid, "daemon");
+        if (ms() - t0 > WAIT_MS) fail_msg("cpumgr status fails after the shrink");
+        sleep_ms(20);
+    }
+    assert_int_equal(kill(a.pid, SIGCONT), 0);
+    wait_state(&a, 1, ncpus);
+    assert_alive(a.pid, "client");
+    assert_int_equal(count_in(logf, "was shrunk"), 1);
+    close(fd);
+}
+
+/* Issue 5, fresh11 trial F2: nonsense over a live client's slot (as a
+ * hostile client writes it, for a while) made the daemon ignore the slot
+ * and leave its aseq odd: the client could never read its assignment again
+ * (its watcher spun for ever). Now the daemon keeps the client's last sane
+ * values, republishes (aseq even again), and never calls it gone. */
+static void test_slot_scribbled(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "8", "1");
+    wait_state(&a, 1, ncpus);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
+    assert_non_null(sl);
+    uint64_t t0 = ms();
+    while (ms() - t0 < 500) {
+        __atomic_store_n(&sl->request, 0x7fffffff, __ATOMIC_RELAXED);
+        __atomic_store_n(&sl->priority, -5, __ATOMIC_RELAXED);
+        memset(sl->affinity, 0xff, sizeof sl->affinity);
+        __atomic_store_n(&sl->assigned_count, 1000u, __ATOMIC_RELAXED);
+        memset(sl->assigned, 0xff, sizeof sl->assigned);
+        __atomic_store_n(&sl->aseq, 12345u, __ATOMIC_RELAXED);
+        memset(sl->name, 'A', sizeof sl->name);
+        sleep_ms(1);
+    }
+    t0 = ms();
+    while (__atomic_load_n(&sl->aseq, __ATOMIC_ACQUIRE) & 1u) {
+        assert_alive(daemon_pid, "daemon");
+        if (ms() - t0 > WAIT_MS) fail_msg("slot of client %d left odd (aseq %u)", (int)a.pid,
+                                          __atomic_load_n(&sl->aseq, __ATOMIC_RELAXED));
+        sleep_ms(5);
+    }
+    assert_int_equal(__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE), NTH_CPUMGR_SLOT_ACTIVE);
+    assert_int_equal(__atomic_load_n(&sl->pid, __ATOMIC_RELAXED), a.pid);
+    assert_int_equal(count_in(logf, "is gone"), 0);
+    wait_log(logf, "keeping its last sane value", 1);
+    assert_alive(a.pid, "client");
+    cm_seg_unmap(s);
+}
+
+/* Issue 5, fresh11 trial F2, client side: a slot whose aseq stays odd (the
+ * daemon stopped, so it cannot republish) made the client retry for ever
+ * while believing itself attached. Now it says so once and runs alone,
+ * and re-attaches once the daemon has republished. */
+static void test_slot_stuck_odd(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "1", "1");
+    wait_state(&a, 1, 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
+    assert_non_null(sl);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    __atomic_or_fetch(&sl->aseq, 1u, __ATOMIC_SEQ_CST);
+    wait_attached(&a, 0);
+    wait_log(logf, "unreadable (its sequence word stays odd", 1);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    wait_state(&a, 1, 1);
+    assert_alive(a.pid, "client");
+    cm_seg_unmap(s);
+}
+
+/* Issue 5, fresh11 trial F3: a process whose affinity mask has none of the
+ * daemon's CPUs was admitted and got 0 CPUs for ever (every VP parked, no
+ * word from either side). Now the client says why, once, and runs alone on
+ * its own mask without taking a slot. Needs 2 CPUs in our mask. */
+static void test_disjoint_mask(void **state)
+{
+    (void)state;
+    cpu_set_t mine, one;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int c0 = -1, c1 = -1;
+    for (int c = 0; c < CPU_SETSIZE && c1 < 0; c++)
+        if (CPU_ISSET(c, &mine)) {
+            if (c0 < 0) c0 = c; else c1 = c;
+        }
+    if (c1 < 0) skip();
+    char opt[32];
+    snprintf(opt, sizeof opt, "--cpus %d", c1);
+    start_daemon(opt);
+    CPU_ZERO(&one);
+    CPU_SET(c0, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0); /* the client inherits it */
+    struct proc a;
+    start_client(&a, "8", "1");
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+    wait_state(&a, 0, 1);
+    wait_log(logf, "is in this process's mask", 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    assert_null(slot_of(s, a.pid));
+    cm_seg_unmap(s);
+    sleep_ms(300); /* several attach tries: said once */
+    assert_int_equal(count_in(logf, "is in this process's mask"), 1);
+    assert_alive(a.pid, "client");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1329,6 +1525,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_other_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slots_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_slot_freed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_scribbled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_stuck_odd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disjoint_mask, setup, teardown),
     };
+    /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
+    if (getenv("NTH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("NTH_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
