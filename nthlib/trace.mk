@@ -6,7 +6,8 @@ nthinclude_HEADERS += include/nth/trace.h
 noinst_LTLIBRARIES += libnth_trace_fmt.la libnth_trace_rec.la
 libnth_trace_fmt_la_SOURCES = nthlib/trace_format.h nthlib/trace_convert.h nthlib/trace_convert.c \
 	nthlib/trace_read.c nthlib/trace_replay.c nthlib/trace_out.h nthlib/trace_out.c \
-	nthlib/trace_json.c nthlib/trace_prv.c nthlib/trace_stats.c
+	nthlib/trace_json.c nthlib/trace_prv.c nthlib/trace_stats.c \
+	nthlib/trace_text.h nthlib/trace_text.c
 libnth_trace_fmt_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -fvisibility=hidden
 libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
 libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \

@@ -1,6 +1,12 @@
 /*
  * trace_exit.c -- the ways out of a traced process: return from main and
- * exit() (atexit), and SIGTERM, SIGINT, SIGSEGV, SIGABRT. Each writes the
+ * exit() (atexit), and every signal whose default action ends the process
+ * with a core or for a hang-up or quit: SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+ * SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT (signal(7)). A user
+ * expects a crash by 100 / 0 to leave the same trace as one by a bad
+ * pointer. SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU, SIGXFSZ, SIGPROF and
+ * SIGVTALRM are left alone: programs and libraries use them for their own
+ * ends and test whether they are still at SIG_DFL. Each writes the
  * buffers to the binary file and the chosen format, then lets the signal do
  * what it would have done: the previous handler if the application had one,
  * otherwise the default action (re-raised). _exit() and SIGKILL run none of
@@ -35,7 +41,8 @@
 #include "libc_real.h"
 #include "trace_tool.h"
 
-static const int fatal_signals[] = { SIGTERM, SIGINT, SIGSEGV, SIGABRT };
+static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS,
+                                      SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT };
 #define NSIG_TRACED (sizeof fatal_signals / sizeof fatal_signals[0])
 static struct sigaction previous[NSIG_TRACED];
 
@@ -299,11 +306,12 @@ int nth_trace_install_exit_paths(const char *bin, const char *out)
         sigemptyset(&sa.sa_mask);
         for (unsigned j = 0; j < NSIG_TRACED; j++)
             sigaddset(&sa.sa_mask, fatal_signals[j]);
-        /* A SIGINT or SIGTERM ignored on entry (a shell's background job,
-         * nohup) stays ignored: catching it would end the trace of a
-         * process that goes on running. */
+        /* A signal sent by others (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ignored on
+         * entry (a shell's background job, nohup) stays ignored: catching it
+         * would end the trace of a process that goes on running. */
         int sig = fatal_signals[i];
-        if ((sig == SIGINT || sig == SIGTERM) && sigaction(sig, NULL, &previous[i]) == 0 &&
+        if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) &&
+            sigaction(sig, NULL, &previous[i]) == 0 &&
             !(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN)
             continue;
         sigaction(sig, &sa, &previous[i]);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "trace_convert.h"
 #include "trace_out.h"
+#include "trace_text.h"
 
 /* A timed event waiting for its turn: sorted by (ts, seq), seq being the
  * order the replays reported them in. */
@@ -95,7 +96,8 @@ __attribute__((format(printf, 2, 3))) static void jp(struct jctx *j, const char 
     j->cur_len += (size_t)k;
 }
 
-/* A JSON string literal, escaped as nth_out_json_str does. */
+/* A JSON string literal, escaped as nth_out_json_str does (trace_text.h:
+ * valid UTF-8 whatever the name holds). */
 static void jstr(struct jctx *j, const char *s)
 {
     size_t n = strnlen(s, 512);
@@ -103,12 +105,7 @@ static void jstr(struct jctx *j, const char *s)
         return;
     char *p = j->cur + j->cur_len;
     *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { *p++ = '\\'; *p++ = (char)c; }
-        else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
-        else *p++ = (char)c;
-    }
+    p = nth_tr_json_escape(p, s, n);
     *p++ = '"';
     *p = 0;
     j->cur_len = (size_t)(p - j->cur);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "trace_out.h"
+#include "trace_text.h"
 
 int nth_out_open(struct nth_out *o, const char *path, int gz)
 {
@@ -88,12 +89,7 @@ void nth_out_json_str(struct nth_out *o, const char *s)
         flush(o);
     char *p = o->buf + o->n;
     *p++ = '"';
-    for (size_t i = 0; s[i] && i < 512; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') { *p++ = '\\'; *p++ = (char)c; }
-        else if (c < 0x20) p += sprintf(p, "\\u%04x", c);
-        else *p++ = (char)c;
-    }
+    p = nth_tr_json_escape(p, s, 512);
     *p++ = '"';
     o->n = (size_t)(p - o->buf);
 }

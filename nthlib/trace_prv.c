@@ -26,6 +26,7 @@
 #include <time.h>
 #include "trace_convert.h"
 #include "trace_out.h"
+#include "trace_text.h"
 
 #define NTH_PRV_MAX_THREADS 32768u
 
@@ -295,7 +296,9 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     free(p.v);
     if (rc) { free(p.types); return rc; }
 
-    /* .pcf: every state and event type the records use, named. */
+    /* .pcf: every state and event type the records use, named. Names are
+     * user text: one valid UTF-8 line each (trace_text.h). */
+    char lb[1024];
     char *pcf = sibling(out, ".pcf"), *row = sibling(out, ".row");
     if (!pcf || !row) { free(pcf); free(row); free(p.types); return ENOMEM; }
     rc = nth_out_open(&o, pcf, 0);
@@ -310,7 +313,7 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
             const char *nm = nth_tr_state_builtin(st);
             for (int i = 0; !nm && i < n; i++) nm = nth_tr_name(&files[i], NTH_NAME_STATE, st, 0);
             if (nm || p.used_state[st]) {
-                if (nm) nth_out_printf(&o, "%-4u %s\n", st, nm);
+                if (nm) nth_out_printf(&o, "%-4u %s\n", st, nth_tr_text_line(nm, lb, sizeof lb));
                 else nth_out_printf(&o, "%-4u State %u\n", st, st);
             }
         }
@@ -320,7 +323,8 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
         qsort(p.types, p.ntypes, sizeof *p.types, u32_cmp);
         for (size_t k = 0; k < p.ntypes; k++) {
             char b[64];
-            nth_out_printf(&o, "\n\nEVENT_TYPE\n0    %u    %s\n", p.types[k], type_name(files, n, p.types[k], b, sizeof b));
+            nth_out_printf(&o, "\n\nEVENT_TYPE\n0    %u    %s\n", p.types[k],
+                           nth_tr_text_line(type_name(files, n, p.types[k], b, sizeof b), lb, sizeof lb));
             int header = 0;
             if (p.types[k] == EV_OBJKIND) {
                 nth_out_printf(&o, "VALUES\n0    End\n");
@@ -336,7 +340,8 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
                         (nm->kind == NTH_NAME_APP && p.types[k] == EV_GRANT_APP) ||
                         (nm->kind == NTH_NAME_FUNCTION && p.types[k] == EV_FUNC)) {
                         if (!header++) nth_out_printf(&o, "VALUES\n0    End\n");
-                        nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_VALUE ? nm->key2 : nm->key, nm->name);
+                        nth_out_printf(&o, "%" PRIu64 "    %s\n", nm->kind == NTH_NAME_VALUE ? nm->key2 : nm->key,
+                                       nth_tr_text_line(nm->name, lb, sizeof lb));
                     }
                 }
         }
@@ -348,7 +353,7 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     if (!rc) {
         nth_out_printf(&o, "LEVEL CPU SIZE %u\n", ncpu);
         for (unsigned v = 0; v < ncpu; v++) nth_out_printf(&o, "VP %u\n", v);
-        nth_out_printf(&o, "\nLEVEL NODE SIZE 1\n%s\n", files[0].hdr.host[0] ? files[0].hdr.host : "node");
+        nth_out_printf(&o, "\nLEVEL NODE SIZE 1\n%s\n", nth_tr_text_line(files[0].hdr.host[0] ? files[0].hdr.host : "node", lb, sizeof lb));
         size_t total = 0;
         for (int i = 0; i < n; i++) {
             size_t nt = files[i].nthreads < NTH_PRV_MAX_THREADS ? files[i].nthreads : NTH_PRV_MAX_THREADS;
@@ -360,7 +365,7 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
             if (!nt) nth_out_printf(&o, "(no nano-thread) pid %u\n", files[i].hdr.pid);
             for (size_t t = 0; t < nt; t++) {
                 const char *nm = nth_tr_name(&files[i], NTH_NAME_THREAD, files[i].threads[t].id, 0);
-                nth_out_printf(&o, "%s #%" PRIu64 " pid %u\n", nm ? nm : "nano-thread", files[i].threads[t].id, files[i].hdr.pid);
+                nth_out_printf(&o, "%s #%" PRIu64 " pid %u\n", nth_tr_text_line(nm ? nm : "nano-thread", lb, sizeof lb), files[i].threads[t].id, files[i].hdr.pid);
             }
         }
         rc = nth_out_close(&o);

@@ -410,7 +410,15 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     if (wr_started)
         return EBUSY;
     if (!nth_trace_name_ok(path)) {
-        nth_env_bad("NTH_TRACE", path ? path : "(null)", NTH_TRACE_ACCEPTED);
+        /* The trace API can start tracing before the runtime does (then
+         * the runtime's start tries the same NTH_TRACE again): one line
+         * per bad value, as for every other variable. */
+        static char said[256];
+        const char *v = path ? path : "(null)";
+        if (strncmp(said, v, sizeof said - 1)) {
+            nth_env_bad("NTH_TRACE", v, NTH_TRACE_ACCEPTED);
+            snprintf(said, sizeof said, "%s", v);
+        }
         return EINVAL;
     }
     if (buffer_bytes) {

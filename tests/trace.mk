@@ -58,3 +58,13 @@ tests_trace_sync_demo_CFLAGS = $(TEST_CFLAGS)
 tests_trace_sync_demo_LDADD = libnth.la
 TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
 dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
+
+# Names that are not UTF-8 or hold control characters (trace_text.c): valid
+# JSON and one-line Paraver names.
+check_PROGRAMS += tests/trace/names_demo
+tests_trace_names_demo_SOURCES = tests/trace/names_demo.c
+tests_trace_names_demo_CFLAGS = $(TEST_CFLAGS)
+tests_trace_names_demo_LDADD = libnth.la
+TESTS += tests/trace/utf8_names.sh
+dist_check_SCRIPTS += tests/trace/utf8_names.sh
+EXTRA_DIST += tests/trace/data/fuzz-badutf8.bin

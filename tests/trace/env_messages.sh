@@ -18,6 +18,11 @@ grep -v '^nthlib: ' e.err && fail "lines without the nthlib: prefix (above)"
 NTH_VPS=1 NTH_TRACE=e.txt "$DEMO" return >e.out 2>e.err || fail "rt_demo (bad NTH_TRACE) exited $?: $(cat e.err)"
 grep -q "^nthlib: NTH_TRACE='e.txt' is not valid; accepted values: .*\.json" e.err || fail "bad NTH_TRACE: $(cat e.err)"
 grep -v '^nthlib: ' e.err && fail "lines without the nthlib: prefix (above)"
+# The same from a program that registers names (the trace API) before the
+# runtime starts: both try NTH_TRACE, one line.
+NTH_VPS=1 NTH_TRACE=e.txt "$top_builddir/tests/trace/names_demo" >e.out 2>e.err
+n=$(grep -c "^nthlib: NTH_TRACE='e.txt' is not valid" e.err)
+[ "$n" = 1 ] || fail "bad NTH_TRACE with the trace API used first: said $n times: $(cat e.err)"
 
 # A bad NTH_TRACE_MALLOC without libnth-malloc.so preloaded (rt_demo links
 # libnth statically): said once by libnth, as the interposer says it.

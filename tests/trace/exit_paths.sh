@@ -1,7 +1,8 @@
 #!/bin/bash
 # Every way out of a traced process leaves a trace that opens: exit(),
-# return from main, SIGTERM, SIGINT, abort() and SIGSEGV write the chosen
-# format (then the signal's default action ends the process), also a SIGSEGV
+# return from main, SIGTERM, SIGINT, SIGHUP, SIGQUIT, abort(), SIGSEGV,
+# SIGBUS, SIGFPE (sent, and a real division by zero), SIGILL, SIGTRAP and
+# SIGSYS write the chosen format (then the signal's default action ends the process), also a SIGSEGV
 # raised inside malloc with its lock held (malloc-segv: the handler must not
 # call malloc; trace_sim exits 99 if it does, 77 in sanitizer builds); _exit() and
 # SIGKILL leave the binary file as flushed up to the last flush interval,
@@ -9,11 +10,11 @@
 . "$top_srcdir/tests/trace/lib.sh"
 # Under ASan/TSan the sanitizer's own SIGSEGV handler would come first in the chain
 # (and exit 1): test nthlib's handler with the kernel's default behind it.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_sigtrap=0"
 # The fatal-signal handler only writes (write(2)) and starts nth-trace in a
 # fresh process: ThreadSanitizer's signal-unsafe report stays on.
-export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}handle_segv=0"
-for mode in return exit sigterm sigint abort segv malloc-segv; do
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_sigtrap=0"
+for mode in return exit sigterm sigint sighup sigquit abort segv sigbus sigfpe fpe sigill sigtrap sigsys malloc-segv; do
     ( ulimit -c 0; exec "$SIM" $mode $mode.json ) 2>$mode.err
     st=$?
     [ $mode = malloc-segv ] && [ "$st" = 77 ] && continue   # sanitizer build
@@ -21,6 +22,13 @@ for mode in return exit sigterm sigint abort segv malloc-segv; do
         return|exit) want=0 ;;
         sigterm) want=$((128 + 15)) ;;
         sigint) want=$((128 + 2)) ;;
+        sighup) want=$((128 + $(kill -l HUP))) ;;
+        sigquit) want=$((128 + $(kill -l QUIT))) ;;
+        sigbus) want=$((128 + $(kill -l BUS))) ;;
+        sigfpe|fpe) want=$((128 + $(kill -l FPE))) ;;
+        sigill) want=$((128 + $(kill -l ILL))) ;;
+        sigtrap) want=$((128 + $(kill -l TRAP))) ;;
+        sigsys) want=$((128 + $(kill -l SYS))) ;;
         abort) want=$((128 + 6)) ;;
         segv|malloc-segv) want=$((128 + 11)) ;;
     esac
@@ -41,6 +49,10 @@ done
 ( trap '' INT; ulimit -c 0; exec "$SIM" sigint-ignored ign.json ) 2>ign.err; st=$?
 [ "$st" = 0 ] || fail "sigint-ignored: exit status $st, expected 0: $(cat ign.err)"
 check_json ign.json
+# SIGHUP ignored on entry (nohup): the same.
+( trap '' HUP; ulimit -c 0; exec "$SIM" sighup-ignored hup.json ) 2>hup.err; st=$?
+[ "$st" = 0 ] || fail "sighup-ignored: exit status $st, expected 0: $(cat hup.err)"
+check_json hup.json
 # _exit() and SIGKILL: no exit path runs; what the writer flushed is in the
 # binary file, which nth-trace convert turns into a trace (with a warning).
 for mode in _exit sigkill; do

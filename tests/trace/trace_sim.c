@@ -4,6 +4,8 @@
  * by a spin barrier), then leaves the process the way argv[1] says:
  *
  *   trace_sim MODE OUT          MODE: return exit sigterm sigint sigint-ignored abort segv malloc-segv _exit sigkill lost lost-env many loan
+ *                               or sighup sigquit sigbus sigfpe sigill sigtrap sigsys (kill(getpid(), SIG))
+ *                               fpe (an integer division by zero on x86-64, raise(SIGFPE) elsewhere), sighup-ignored
  *
  * Schedule (nano-thread ids 1 main, 2 worker-a, 3 worker-b):
  *   1  VP0 runs main; main opens parallel region 1 (team 3), creates 2 and 3;
@@ -272,10 +274,39 @@ static int loan(const char *out)
     return 0;
 }
 
+/* The signal a "sig..." mode sends itself, 0 for other modes. */
+static int sent_signal(const char *m)
+{
+    static const struct { const char *name; int sig; } sent[] = {
+        { "sigterm", SIGTERM }, { "sigint", SIGINT }, { "sighup", SIGHUP }, { "sigquit", SIGQUIT },
+        { "sigbus", SIGBUS }, { "sigfpe", SIGFPE }, { "sigill", SIGILL }, { "sigtrap", SIGTRAP },
+        { "sigsys", SIGSYS },
+    };
+    for (size_t i = 0; i < sizeof sent / sizeof sent[0]; i++)
+        if (!strcmp(m, sent[i].name))
+            return sent[i].sig;
+    return 0;
+}
+
+/* A real SIGFPE from the CPU, as from 100 / 0 in a program: synchronous,
+ * and the faulting instruction runs again after the handler returns. In
+ * asm, so that no compiler (or UBSan) turns it into something else. */
+static void divide_by_zero(void)
+{
+#if defined(__x86_64__)
+    int q = 100, zero = 0;
+    __asm__ volatile("cltd\n\tidivl %1" : "+a"(q) : "r"(zero) : "edx", "cc");
+    (void)q;
+#else
+    raise(SIGFPE);   /* aarch64 division by zero gives 0, no signal */
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|abort|segv|malloc-segv|_exit|sigkill|lost|lost-env|many|loan OUT\n");
+        fprintf(stderr, "usage: trace_sim return|exit|sigterm|sigint|sighup|sigquit|sigbus|sigfpe|sigill|sigtrap|sigsys|fpe|\n"
+                        "       sigint-ignored|sighup-ignored|abort|segv|malloc-segv|_exit|sigkill|lost|lost-env|many|loan OUT\n");
         return 2;
     }
     mode = argv[1];
@@ -285,7 +316,9 @@ int main(int argc, char **argv)
      * made the sigint case exit 2. These cases are about a program whose
      * signals have their default action, so give it that. */
     signal(SIGINT, strcmp(mode, "sigint-ignored") ? SIG_DFL : SIG_IGN);
+    signal(SIGHUP, strcmp(mode, "sighup-ignored") ? SIG_DFL : SIG_IGN);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
     if (!strcmp(mode, "lost") || !strcmp(mode, "lost-env")) {
         /* lost: the smallest buffer and a writer that wakes rarely: records
          * must either reach the file or be counted as lost, never block.
@@ -345,28 +378,30 @@ int main(int argc, char **argv)
             kill(getpid(), SIGKILL);   /* no handler runs: only the writer's flushes count */
         _exit(0);
     }
-    if (!strcmp(mode, "sigterm") || !strcmp(mode, "sigint")) {
+    if (sent_signal(mode)) {
         /* Process-directed, as from a shell: any kernel thread (the trace
          * writer, a VP) may take it, and kill() returns before that thread
          * has run the handler, so wait here for the end. */
-        kill(getpid(), !strcmp(mode, "sigint") ? SIGINT : SIGTERM);
+        kill(getpid(), sent_signal(mode));
         for (int i = 0; i < 100; i++)   /* 10 s at most, then exit 3 */
             usleep(100000);
         _exit(3);
     }
-    if (!strcmp(mode, "sigint-ignored")) {
-        /* Started with SIGINT ignored (a shell's background job): the trace
-         * must not catch it, and the process goes on tracing to its end. */
-        kill(getpid(), SIGINT);
+    if (!strcmp(mode, "sigint-ignored") || !strcmp(mode, "sighup-ignored")) {
+        /* Started with SIGINT ignored (a shell's background job) or SIGHUP
+         * (nohup): the trace must not catch it, and the process goes on
+         * tracing to its end. */
+        kill(getpid(), mode[3] == 'i' ? SIGINT : SIGHUP);
         usleep(200000);
         if (!nth_trace_enabled()) {
-            fprintf(stderr, "trace_sim: an ignored SIGINT ended the trace\n");
+            fprintf(stderr, "trace_sim: an ignored %s ended the trace\n", mode[3] == 'i' ? "SIGINT" : "SIGHUP");
             _exit(4);
         }
         mode = "return";
     }
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "segv")) raise(SIGSEGV);
+    if (!strcmp(mode, "fpe")) divide_by_zero();
 #ifdef MALLOC_LOCK
     if (!strcmp(mode, "malloc-segv")) {
         __atomic_store_n(&malloc_crash_armed, 1, __ATOMIC_RELEASE);
