@@ -265,6 +265,10 @@ static void note_move_cost(int64_t late)
 
 /* Move the kernel threads of VPs that overstayed on a CPU taken away.
  * Returns the next pending deadline (CLOCK_MONOTONIC ns), or t + TICK_NS. */
+/* A VP's CPU as the watcher may read it: enable() writes it from the VP's
+ * own kernel thread at any time. */
+static inline int vp_cpu(const struct nth_vp *vp) { return __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED); }
+
 static int64_t reclaim_pass(void)
 {
     int64_t t = now_ns(), next = t + TICK_NS;
@@ -275,11 +279,11 @@ static int64_t reclaim_pass(void)
         if (!s->since || s->moved || !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
             if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                 nth_cpumgr_probe_skip(s->moved ? NTH_PROBE_SKIP_MOVED : NTH_PROBE_SKIP_NO_CLOCK, 0, i,
-                                      vp->cpu);
+                                      vp_cpu(vp));
             continue;
         }
         if (__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE)) {
-            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_PARKED, 0, i, vp->cpu);
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_PARKED, 0, i, vp_cpu(vp));
             continue; /* it left by itself */
         }
         /* Start the move early by what a move has cost lately (the
@@ -287,13 +291,13 @@ static int64_t reclaim_pass(void)
          * once the thread is off the CPU), so the CPU is free on time. */
         int64_t due = s->since + R.reclaim_ns - R.cost_ns;
         if (t < due) {
-            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOT_DUE, due - t, i, vp->cpu);
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOT_DUE, due - t, i, vp_cpu(vp));
             if (due < next)
                 next = due;
             continue;
         }
         if (hwloc_bitmap_iszero(R.assigned)) {
-            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOWHERE, 0, i, vp->cpu);
+            nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOWHERE, 0, i, vp_cpu(vp));
             continue; /* nowhere to go: it stays until its next scheduling point */
         }
         /* Bind first, then ask for the VP's own binding back: it is
