@@ -88,6 +88,7 @@ tests_sync_test_foreign_LDADD = $(TEST_LIBS) -lpthread
 # it: the hand-off to a starving waiter (issue 4).
 check_PROGRAMS += tests/sync/test-mutex-fair
 TESTS += tests/sync/test-mutex-fair
-tests_sync_test_mutex_fair_SOURCES = tests/sync/test_mutex_fair.c
+tests_sync_test_mutex_fair_SOURCES = tests/sync/test_mutex_fair.c tests/core/child.h
+tests_sync_test_mutex_fair_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/core
 tests_sync_test_mutex_fair_CFLAGS = $(TEST_CFLAGS)
 tests_sync_test_mutex_fair_LDADD = $(TEST_LIBS)

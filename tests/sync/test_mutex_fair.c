@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 
 #define T_FAIL(fmt, ...) do { \
         fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
@@ -50,31 +51,30 @@
 
 enum { ROUNDS = 2000, LOSS_BOUND = 16 };
 
+/* One case in a forked child (tests/core/child.h: alarm scaled for the
+ * sanitizers and NTH_TEST_TIMEOUT_SCALE) on a runtime of vps VPs. */
+static struct {
+    void (*fn)(void);
+    unsigned vps;
+} child_case;
+
+static void child_body(void *arg)
+{
+    (void)arg;
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = child_case.vps;
+    c.cpumgr = "off";
+    T_EQ(nth_init(&c), 0);
+    child_case.fn();
+}
+
 static void run_case(void (*fn)(void), unsigned vps, unsigned timeout_s)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-        timeout_s *= 8;
-#endif
-        const char *k = getenv("NTH_TEST_TIMEOUT_SCALE");
-        alarm(timeout_s * (k && atoi(k) > 0 ? (unsigned)atoi(k) : 1u));
-        nth_config_t c;
-        nth_config_default(&c);
-        c.vps = vps;
-        c.cpumgr = "off";
-        T_EQ(nth_init(&c), 0);
-        fn();
-        fflush(stdout);
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
+    child_case.fn = fn;
+    child_case.vps = vps;
+    int st = run_child(child_body, NULL, NULL, timeout_s);
+    assert_true(st != -1);
     if (WIFSIGNALED(st))
         fail_msg("case died of signal %d%s", WTERMSIG(st),
                  WTERMSIG(st) == SIGALRM ? " (timeout: the waiter starved?)" : "");
