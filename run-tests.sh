@@ -20,7 +20,18 @@ cd "$bdir"
 # Count this run's results only: a reused build keeps the .trs of a test
 # that is no longer built (e.g. the OpenMP ones in a TSan build).
 find . -name '*.trs' -delete
-make -j"$(nproc)" check; rc=$?
+# Build the check programs first, quietly (silent rules, -s): their ~300
+# compiler and libtool lines only matter when the build fails, and then
+# the log's last lines say why. `TESTS=` runs no test here.
+blog=$(mktemp "${TMPDIR:-/tmp}/nth-check-build.XXXXXX")
+if ! make -s -j"$(nproc)" V=0 check TESTS= >"$blog" 2>&1; then
+  echo "run-tests.sh: building the tests failed; the build's last lines:" >&2
+  grep -v '^make\[[0-9]*\]: \(Entering\|Leaving\)' "$blog" | tail -n 40 >&2
+  rm -f "$blog"
+  echo "0 passed, 1 failed"; exit 1
+fi
+rm -f "$blog"
+make -s -j"$(nproc)" V=0 check; rc=$?
 pass=0; fail=0; skip=0
 while IFS= read -r trs; do
   r=$(sed -n 's/^:test-result: //p' "$trs" | head -n1)
