@@ -71,8 +71,16 @@ for want in NTH_VPS=3 NTH_TRACE=/tmp/t.json NTH_CPUMGR=off "LD_PRELOAD=$probe"; 
   grep -qx -- "$want" /tmp/nthrun-test.$$.out && ok "environment has $want" || bad "environment lacks $want"
 done
 grep -qx 'nthrun-probe: loaded' /tmp/nthrun-test.$$.err && ok "the preloaded library ran in the program" || bad "the library was not preloaded"
-LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$nthrun" -- env >/tmp/nthrun-test.$$.out 2>/dev/null
-grep -qx "LD_PRELOAD=$probe:/lib/x86_64-linux-gnu/libc.so.6" /tmp/nthrun-test.$$.out && ok "an existing LD_PRELOAD is kept, after the shim" || bad "existing LD_PRELOAD mishandled"
+# Any library the loader accepts will do as the existing preload: libc's
+# own path, as the loader resolved it for env (it differs per
+# architecture and distribution: /lib/x86_64-linux-gnu, /lib64, /usr/lib).
+libc=$(ldd "$(command -v env)" 2>/dev/null | awk '$1 ~ /^libc\.so/ && $3 ~ /^\// {print $3; exit}')
+if [ -z "$libc" ] || [ ! -f "$libc" ]; then
+  bad "cannot find libc's path (ldd $(command -v env) names none)"
+else
+  LD_PRELOAD=$libc "$nthrun" -- env >/tmp/nthrun-test.$$.out 2>/dev/null
+  grep -qx "LD_PRELOAD=$probe:$libc" /tmp/nthrun-test.$$.out && ok "an existing LD_PRELOAD ($libc) is kept, after the shim" || bad "existing LD_PRELOAD mishandled"
+fi
 
 NTH_PTHREAD_LIB=/nonexistent/libnth-pthread.so expect_status 127 "missing library" "$nthrun" -- true
 grep -q "not found" /tmp/nthrun-test.$$.err && ok "missing library named on stderr" || bad "missing library message"
