@@ -40,6 +40,19 @@ if [ -x "$b/lu-nth" ]; then
     ref=$("$b/sor-seq" --size 61 --json | jq -r '.check.gtotal')
     check "lu-nth size 61 malleable" "$b/lu-nth" --size 61 --threads 2 --malleable
     check "sor-nth size 61 malleable == sor-seq" "$b/sor-nth" --size 61 --threads 2 --malleable --ref "$ref"
+    # The human header says what a malleable team is (it follows the CPUs
+    # granted, up to those requested), not its size at start (was
+    # "threads=1 (malleable)").
+    hdr=$("$b/lu-nth" --size 61 --threads 2 --malleable 2>&1 | head -n1)
+    case "$hdr" in
+        *" threads=malleable (max 2) "*) echo "ok: lu-nth --malleable header: $hdr" ;;
+        *) echo "FAIL: lu-nth --malleable header: $hdr"; fail=1 ;;
+    esac
+    hdr=$("$b/lu-nth" --size 61 --threads 3 2>&1 | head -n1)
+    case "$hdr" in
+        *" threads=3 "*) echo "ok: lu-nth fixed header: $hdr" ;;
+        *) echo "FAIL: lu-nth fixed header: $hdr"; fail=1 ;;
+    esac
 fi
 # The JSON line carries what the workload driver reads.
 line=$("$b/lu-glibc" --size 50 --threads 2 --json)

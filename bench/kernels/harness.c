@@ -144,9 +144,18 @@ int harness_main(int argc, char **argv, const struct kernel *k)
         return 1;
     }
     int nteam = team_size(), failed = 0;
+    /* A malleable team follows the CPUs granted region by region: the size
+     * at this instant (often 1 before the daemon's first answer) is no
+     * description of the run; the CPUs requested bound it. */
+    char tdesc[48];
+    if (malleable)
+        snprintf(tdesc, sizeof tdesc, "malleable (max %ld)",
+                 threads ? threads : (long)team_cpus_available());
+    else
+        snprintf(tdesc, sizeof tdesc, "%d", nteam);
     if (!json)
-        printf("%s  impl=%s  size=%ld  threads=%d%s  migrations counted by: %s%s%s\n%4s %12s  %-8s %s\n",
-               k->name, team_impl(), size, nteam, malleable ? " (malleable)" : "", migr_source(),
+        printf("%s  impl=%s  size=%ld  threads=%s  migrations counted by: %s%s%s\n%4s %12s  %-8s %s\n",
+               k->name, team_impl(), size, tdesc, migr_source(),
                *migr_why() ? ", " : "", migr_why(), "run", "time (s)", "valid", "check");
     for (long r = 0; r < runs; r++) {
         const char *arm = harness_arm(r);
