@@ -218,7 +218,9 @@ NTH_API int nth_num_vps(void);
 NTH_API int nth_vp_id(void);
 
 /* A unique, never reused number for t (1 for main's nano-thread); 0 for an
- * unknown t. */
+ * unknown t. Not dense: each VP takes ids in blocks of 1024 (no shared
+ * counter on the create path), so the nano-threads created on a second
+ * VP are numbered from 1026 or 2050, ... */
 NTH_API uint64_t nth_id(nth_t t);
 
 /* t's stack as pthread_attr_getstack(3p) gives it: *addr its lowest usable
@@ -715,8 +717,9 @@ NTH_API int nth_cpumgr_attached(void);
  * Placement: member i > 0 runs on the i-th enabled VP after the caller's
  * (one member per VP while the team is no larger than the VPs), so a team
  * of the assigned size really runs in parallel. Members are nano-threads
- * kept between regions, one waiting per VP (as an OpenMP runtime keeps its
- * team threads), and created only for a VP that has none waiting: a
+ * kept between regions, at most one waiting per VP (as an OpenMP runtime
+ * keeps its team threads; one that finds its VP's place taken, or its VP
+ * without a CPU, ends), and created only for a VP that has none waiting: a
  * member's nano-thread (nth_self(), its nth_key values) may be the one
  * that ran a member of an earlier region. Waiting members block, using no
  * CPU, and do not keep the process alive after main's nth_exit(). The VPs follow the

@@ -223,6 +223,66 @@ static void case_members_kept(void *arg)
 
 static void test_members_kept(void **state) { (void)state; assert_child_ok(case_members_kept, NULL); }
 
+/* The rule behind "members are kept between regions, one waiting per VP"
+ * (README, nth.h): at most one member nano-thread waits per VP; members
+ * beyond that (a team larger than the VPs, a member stolen off its VP, a
+ * VP that lost its CPU) end when their region's part is done, so a trace
+ * shows more team-member nano-threads than VPs over a run, never more
+ * than the VPs kept alive between regions. Counted with a key: a member
+ * nano-thread counts itself the first time it runs a member (its value is
+ * still NULL), and its destructor counts its end. */
+#define POOL_REGIONS 40
+#define POOL_N 6 /* 3 members per VP on 2 VPs */
+
+static nth_key_t pool_key;
+static long pool_born, pool_ended;
+
+static void pool_end(void *v)
+{
+    (void)v;
+    __atomic_add_fetch(&pool_ended, 1, __ATOMIC_RELEASE);
+}
+
+static void pool_member(int id, int n, void *p)
+{
+    (void)n;
+    (void)p;
+    if (id == 0 || nth_getspecific(pool_key))
+        return;
+    __atomic_add_fetch(&pool_born, 1, __ATOMIC_RELEASE);
+    nth_setspecific(pool_key, &pool_born);
+}
+
+static void case_members_one_per_vp(void *arg)
+{
+    (void)arg;
+    start(2);
+    CHECK_EQ(nth_key_create(&pool_key, pool_end), 0);
+    for (int r = 0; r < POOL_REGIONS; r++)
+        CHECK_EQ(nth_parallel(POOL_N, pool_member, NULL), 0);
+    /* Members that found their VP's place taken have departed but may not
+     * have finished exiting: let them (bounded; the count is the check). */
+    for (int i = 0; i < 10000; i++) {
+        long waiting = __atomic_load_n(&pool_born, __ATOMIC_ACQUIRE) -
+                       __atomic_load_n(&pool_ended, __ATOMIC_ACQUIRE);
+        if (waiting <= nth_num_vps())
+            break;
+        nth_sleep_ns(1000000);
+    }
+    long born = __atomic_load_n(&pool_born, __ATOMIC_ACQUIRE);
+    long waiting = born - __atomic_load_n(&pool_ended, __ATOMIC_ACQUIRE);
+    fprintf(stderr, "members_one_per_vp: %ld member nano-threads for %d regions of %d on %d VPs, "
+            "%ld still waiting\n", born, POOL_REGIONS, POOL_N, nth_num_vps(), waiting);
+    CHECK(waiting >= 0);
+    CHECK(waiting <= nth_num_vps());
+    /* Kept ones are reused: at least POOL_N - 1 - VPs new ones per
+     * region, but not all POOL_N - 1. */
+    CHECK(born >= (long)(POOL_N - 1 - nth_num_vps()) * POOL_REGIONS);
+    CHECK(born < (long)(POOL_N - 1) * POOL_REGIONS);
+}
+
+static void test_members_one_per_vp(void **state) { (void)state; assert_child_ok(case_members_one_per_vp, NULL); }
+
 /* Kept members do not keep the process alive: main's nth_exit after
  * regions ends it (status 0) once the other nano-threads have ended, as
  * pthread_exit from main does. */
@@ -628,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_barrier_oversubscribed),
         cmocka_unit_test(test_barrier_one_vp),
         cmocka_unit_test(test_members_kept),
+        cmocka_unit_test(test_members_one_per_vp),
         cmocka_unit_test(test_exit_after_regions),
         cmocka_unit_test(test_caller_home),
         cmocka_unit_test(test_for_outside),
