@@ -52,6 +52,7 @@ static struct {
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
+    int named;                   /* the name was given (NTH_CPUMGR, nth_init) */
     int hdr_warned;              /* a scribbled header is reported once */
     int full_warned;             /* "all slots taken" is reported once */
     int disjoint_warned;         /* "no CPU in common" is reported once */
@@ -376,6 +377,20 @@ static void map_segment(void)
         return;
     int fd = shm_open(C.name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
+        /* Absent is the usual case (no daemon yet: we try again, silent).
+         * Anything else on a name the user chose (EACCES: another user's
+         * segment; EISDIR: a directory) would leave them wondering why
+         * the application runs alone, as a refused segment says. */
+        int e = errno;
+        if (e != ENOENT && C.named && !C.warned) {
+            /* glibc's shm_open says EINVAL for a directory: name it. */
+            struct stat ds;
+            int isdir = (size_t)snprintf(path, sizeof path, "/dev/shm%s", C.name) < sizeof path &&
+                        stat(path, &ds) == 0 && S_ISDIR(ds.st_mode);
+            fprintf(stderr, "nthlib: cpumgr segment %s cannot be opened: %s; running alone\n",
+                    C.name, isdir ? "it is a directory" : strerror(e));
+            C.warned = 1;
+        }
         unmap();
         return;
     }
@@ -621,6 +636,7 @@ static int client_init(const char *name, int attach)
         rc = EINVAL;
     } else {
         snprintf(C.name, sizeof C.name, "%s", name);
+        C.named = 1;
     }
     C.start_time = nth_cpumgr_proc_start_time(getpid());
     C.affinity = hwloc_bitmap_alloc();
