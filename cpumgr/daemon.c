@@ -25,6 +25,7 @@
 #include "daemon.h"
 #include "masks.h"
 #include "placement.h"
+#include "others.h"
 #include "segment.h"
 #include "nth/cpumgr_sigbus.h"
 #include "../nthlib/sched_slice.h"
@@ -232,7 +233,9 @@ static void forget(struct daemon *d, int i, const char *reason)
     if (p->known) {
         fprintf(stderr, "cpumgr: application %s (pid %d) %s; %.3f CPU-seconds\n",
                 p->name, (int)p->pid, strcmp(reason, "detach") == 0 ? "detached" :
-                strcmp(reason, "dead") == 0 ? "is gone, slot reclaimed" : "stopped",
+                strcmp(reason, "dead") == 0 ? "is gone, slot reclaimed" :
+                strcmp(reason, "overwritten") == 0 ? "lost its slot (overwritten by someone else)" :
+                "stopped",
                 (double)p->cpu_ns / 1e9);
         int e = cm_account(d->o->accounting, p->name, p->pid, p->priority, p->request,
                            p->cpu_ns, reason);
@@ -349,10 +352,23 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     int check = liveness || !p->known || p->pid != pid || p->start != start;
     if (check && nth_cpumgr_proc_start_time(pid) != start) {
         p->refused_pid = 0;
-        /* Dead (or the pid was reused by another process): reclaim. */
+        /* Dead (or the pid was reused by another process): reclaim. Or
+         * the slot's pid/start time are no longer those we admitted, and
+         * the process we admitted still lives: someone else overwrote
+         * them (issue 5, f11t trial: "is gone" was logged for a live
+         * process), and "is gone" would be a lie. The slot is freed
+         * either way (its words name no live process); the live owner
+         * sees its slot is no longer its own and claims another. */
+        int overwritten = p->known && (p->pid != pid || p->start != start) &&
+                          nth_cpumgr_proc_start_time(p->pid) == p->start;
         if (!p->known)
             fprintf(stderr, "cpumgr: slot %d: owner pid %d is gone, slot reclaimed\n", i, (int)pid);
-        forget(d, i, "dead");
+        else if (overwritten)
+            fprintf(stderr, "cpumgr: slot %d: its pid/start time (%d/%llu) were overwritten and "
+                    "no longer match a live process, while its owner %s (pid %d/%llu) lives; "
+                    "slot reclaimed\n", i, (int)pid, (unsigned long long)start, p->name,
+                    (int)p->pid, (unsigned long long)p->start);
+        forget(d, i, overwritten ? "overwritten" : "dead");
         publish(s, p->assigned, p->shared);
         uint32_t exp = NTH_CPUMGR_SLOT_ACTIVE;
         __atomic_compare_exchange_n(&s->state, &exp, NTH_CPUMGR_SLOT_FREE, 0,
@@ -1001,6 +1017,8 @@ int cm_daemon_run(const struct cm_opts *o)
     fprintf(stderr, "cpumgr: ready on %s: %d CPUs (%s), policy %s%s, period %u ms, quantum %u ms\n",
             o->name, d.ncpus, list, cm_policy_name(o->policy), o->share ? " +share" : "",
             o->period_ms, o->quantum_ms);
+    /* Before the ready byte: a background start shows it on the terminal. */
+    cm_others_report(o->name, d.owned);
     if (o->ready_fd >= 0) {
         /* Detached: from here on the log is not the launching terminal's
          * (cpumgr(8): a background daemon's log goes to /dev/null; the

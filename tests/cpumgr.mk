@@ -53,6 +53,11 @@ tests_cpumgr_test_runtime_LDADD = $(CPUMGR_TEST_LIBS) -lrt
 TESTS += tests/cpumgr/cli.sh
 EXTRA_DIST += tests/cpumgr/cli.sh
 
+# What a user is told: several daemons on the same CPUs; NTH_CPUMGR naming
+# a segment the application may not open, or a directory.
+TESTS += tests/cpumgr/messages.sh
+EXTRA_DIST += tests/cpumgr/messages.sh
+
 # The enforcement pass opens no /proc/PID/task/TID/ file of its clients
 # (they would make each client dear to reap), under strace.
 TESTS += tests/cpumgr/enforce_no_task_proc.sh

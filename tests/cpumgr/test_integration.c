@@ -1445,6 +1445,32 @@ static void test_slot_scribbled(void **state)
     cm_seg_unmap(s);
 }
 
+/* Issue 5, f11t trial 11: "application X (pid N) is gone, slot reclaimed"
+ * was logged for a live process. That happens when the slot's pid or start
+ * time are overwritten by someone else: they then name no live process and
+ * the slot is freed. The log must say that, not that the owner is gone;
+ * the owner, alive, attaches again. */
+static void test_slot_pid_overwritten(void **state)
+{
+    (void)state;
+    start_daemon(NULL);
+    struct proc a;
+    start_client(&a, "1", "1");
+    wait_state(&a, 1, 1);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
+    assert_non_null(sl);
+    __atomic_add_fetch(&sl->start_time, 1, __ATOMIC_SEQ_CST);
+    wait_log(logf, "were overwritten and no longer match a live process", 1);
+    assert_int_equal(count_in(logf, "is gone"), 0);
+    assert_int_equal(count_in(logf, "lost its slot (overwritten by someone else)"), 1);
+    assert_alive(a.pid, "client");
+    wait_log(logf, "attached to slot", 2);   /* it claimed a slot again */
+    assert_alive(daemon_pid, "daemon");
+    cm_seg_unmap(s);
+}
+
 /* Issue 5, fresh11 trial F2, client side: a slot whose aseq stays odd (the
  * daemon stopped, so it cannot republish) made the client retry for ever
  * while believing itself attached. Now it says so once and runs alone,
@@ -1529,6 +1555,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_scribbled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_stuck_odd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slot_pid_overwritten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disjoint_mask, setup, teardown),
     };
     /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
