@@ -170,6 +170,7 @@ int nth_shim_pthread_mutexattr_setpshared(pthread_mutexattr_t *a, int pshared)
     if (pshared != PTHREAD_PROCESS_SHARED)
         return EINVAL;
     ATTR(a) |= MA_PSHARED_ASKED; /* pthread_mutex_init refuses it */
+    shim_note_refused("pthread_mutexattr_setpshared(PTHREAD_PROCESS_SHARED)");
     return ENOTSUP;
 }
 SHIM_EXPORT(pthread_mutexattr_setpshared)
@@ -193,6 +194,7 @@ int nth_shim_pthread_mutexattr_setrobust(pthread_mutexattr_t *a, int robust)
     if (robust != PTHREAD_MUTEX_ROBUST)
         return EINVAL;
     ATTR(a) |= MA_ROBUST_ASKED;  /* pthread_mutex_init refuses it */
+    shim_note_refused("pthread_mutexattr_setrobust(PTHREAD_MUTEX_ROBUST)");
     return ENOTSUP;
 }
 SHIM_EXPORT(pthread_mutexattr_setrobust)

@@ -57,6 +57,20 @@ void shim_real_resolve_all(void)
         (void)syscall(SYS_sched_yield);
 }
 
+void shim_note_refused(const char *fn)
+{
+    static int said;
+    if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        return;
+    static const char a[] = "nthlib: pthread shim: ";
+    static const char b[] = " refused (ENOTSUP): the shim has no process-shared or robust "
+                            "mutexes, condvars, rwlocks or barriers (README \"Limits\"); "
+                            "run this program without the shim\n";
+    (void)!write(2, a, sizeof a - 1);
+    (void)!write(2, fn, strlen(fn));
+    (void)!write(2, b, sizeof b - 1);
+}
+
 cpu_set_t shim_process_cpus;
 
 /* The runtime's code (libnth): its own calls to functions the shim also

@@ -150,6 +150,12 @@ struct shim_real_site {
     void **slot;
 };
 void shim_real_resolve_all(void);
+
+/* Says once per process, on stderr, that a process-shared or robust
+ * request (named by FN) was refused with ENOTSUP: programs such as fio
+ * treat that error as fatal, and without a word the user cannot tell the
+ * shim from the program. Async-signal-safe (write(2) only). */
+void shim_note_refused(const char *fn);
 #define REAL(name)                                                          \
     ({                                                                      \
         static __typeof__(&name) real_f_;                                   \

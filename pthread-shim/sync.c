@@ -152,17 +152,20 @@ int nth_shim_pthread_condattr_getclock(const pthread_condattr_t *restrict a, clo
 }
 SHIM_EXPORT(pthread_condattr_getclock)
 
-static int pshared_set(int pshared)
+static int pshared_set(int pshared, const char *fn)
 {
     if (pshared == PTHREAD_PROCESS_PRIVATE)
         return 0;
-    return pshared == PTHREAD_PROCESS_SHARED ? ENOTSUP : EINVAL;
+    if (pshared != PTHREAD_PROCESS_SHARED)
+        return EINVAL;
+    shim_note_refused(fn);
+    return ENOTSUP;
 }
 
 SHIM_DECL(pthread_condattr_setpshared)
 int nth_shim_pthread_condattr_setpshared(pthread_condattr_t *a, int pshared)
 {
-    int r = pshared_set(pshared);
+    int r = pshared_set(pshared, "pthread_condattr_setpshared(PTHREAD_PROCESS_SHARED)");
     if (r != EINVAL)
         *(int *)a = (*(int *)a & ~CA_PSHARED_ASKED) | (r ? CA_PSHARED_ASKED : 0);
     return r;
@@ -303,7 +306,7 @@ SHIM_EXPORT(pthread_rwlockattr_getkind_np)
 SHIM_DECL(pthread_rwlockattr_setpshared)
 int nth_shim_pthread_rwlockattr_setpshared(pthread_rwlockattr_t *a, int pshared)
 {
-    int r = pshared_set(pshared);
+    int r = pshared_set(pshared, "pthread_rwlockattr_setpshared(PTHREAD_PROCESS_SHARED)");
     if (r != EINVAL)
         ((struct rwattr *)a)->pshared = pshared;
     return r;
@@ -373,7 +376,7 @@ SHIM_EXPORT(pthread_barrierattr_destroy)
 SHIM_DECL(pthread_barrierattr_setpshared)
 int nth_shim_pthread_barrierattr_setpshared(pthread_barrierattr_t *a, int pshared)
 {
-    int r = pshared_set(pshared);
+    int r = pshared_set(pshared, "pthread_barrierattr_setpshared(PTHREAD_PROCESS_SHARED)");
     if (r != EINVAL)
         *(int *)a = pshared;
     return r;

@@ -108,6 +108,21 @@ declare -A xfail=()
 # and 5 of 32 hung (part 2); the 30 runs are for the hangs.
 declare -A repeat=([dlctor]=30 [sigwrite]=30)
 
+# Programs whose shim runs must say, once, on stderr, which process-shared
+# or robust request was refused (fio, for one, dies on that ENOTSUP
+# without a word of its own): the first refused call each makes.
+declare -A note_once=([mutex]="pthread_mutexattr_setrobust(PTHREAD_MUTEX_ROBUST)"
+                      [cond]="pthread_condattr_setpshared(PTHREAD_PROCESS_SHARED)"
+                      [rwlock]="pthread_rwlockattr_setpshared(PTHREAD_PROCESS_SHARED)"
+                      [barrier]="pthread_barrierattr_setpshared(PTHREAD_PROCESS_SHARED)")
+
+# note_ok NAME MODE: the shim run's stderr has that note exactly once.
+note_ok() {
+  local want="nthlib: pthread shim: ${note_once[$1]} refused (ENOTSUP)"
+  local n; n=$(grep -c 'refused (ENOTSUP)' "$out/$1.$2.err")
+  [ "$n" = 1 ] && grep -qF "$want" "$out/$1.$2.err"
+}
+
 fail=0
 for name in "${names[@]}"; do
   prog=${prog_of[$name]:-$name}
@@ -136,6 +151,11 @@ for name in "${names[@]}"; do
       for ((i = 0; i < reps; i++)); do
         run $mode "$name"
         src=$(cat "$out/$name.$mode.rc")
+        if [ -n "${note_once[$name]:-}" ] && ! note_ok "$name" "$mode"; then
+          echo "FAIL $name ($mode): stderr should say once \"nthlib: pthread shim: ${note_once[$name]} refused (ENOTSUP)...\""
+          head -20 "$out/$name.$mode.err" | sed 's/^/  | /'
+          fail=1; continue 2
+        fi
         if [ "$src" != "$rc" ] || ! cmp -s "$out/$name.native.out" "$out/$name.$mode.out"; then
           same=0
           [ "$reps" -gt 1 ] && echo "  ($name, $mode: run $((i + 1)) of $reps differs)"
