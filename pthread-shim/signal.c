@@ -712,6 +712,12 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
     real_init();
     if (sig == SIGKILL || sig == SIGSTOP)
         return real_kill(real_self(), sig);    /* the whole process, at once */
+    if (shim_in_handler() && st == shim_self_in_handler()) {
+        /* To the caller from a handler (async-signal-safe: no record made,
+         * no queue, no hook): to its kernel thread, as natively; the
+         * kernel delivers it when the handler's mask lets it. */
+        return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
+    }
     struct shim_thread *self = shim_self();
     if (!(__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE) & BIT(sig))) {
         /* Open on the target, no handler: what it does is process-wide
@@ -755,8 +761,11 @@ SHIM_DECL(raise)
 int nth_shim_raise(int sig)
 {
     /* In a handler: to the kernel thread, as natively (its record may
-     * not exist, and making one allocates). */
-    int r = on_nano() && !shim_in_handler() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
+     * not exist, and making one allocates). shim_in_handler first:
+     * on_nano (nth_self) starts the runtime when it has not started,
+     * which allocates (hwloc): a storm's handler that interrupted malloc
+     * corrupted the heap (tests/shim/sigsafe.c). */
+    int r = !shim_in_handler() && on_nano() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
                          : REAL(raise)(sig) ? errno : 0;
     if (r) {
         errno = r;
@@ -828,7 +837,8 @@ int nth_shim_sigpending(sigset_t *set)
         return -1;
     /* Peek: async-signal-safe, and a thread with no record has nothing
      * queued. */
-    struct shim_thread *self = on_nano() ? shim_self_peek() : NULL;
+    struct shim_thread *self = shim_in_handler() ? shim_self_in_handler_peek()
+                               : on_nano() ? shim_self_peek() : NULL;
     if (!self)
         return 0;
     uint64_t b = set_bits(set) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);

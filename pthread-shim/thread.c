@@ -239,6 +239,9 @@ SHIM_EXPORT(pthread_exit)
 SHIM_DECL(pthread_self)
 pthread_t nth_shim_pthread_self(void)
 {
+    /* In a handler: no allocation (it may have interrupted malloc). */
+    if (__builtin_expect(shim_in_handler(), 0))
+        return (pthread_t)shim_self_in_handler();
     return (pthread_t)shim_self();
 }
 SHIM_EXPORT(pthread_self)
