@@ -703,10 +703,16 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
 {
     if (!st)
         return ESRCH;
+    if (sig == 32 || sig == 33)
+        return EINVAL;           /* glibc's own, refused first */
+    if (!thread_alive(st)) {
+        /* Ended, not yet joined: its ID is valid (pthread_kill(3), glibc
+         * 2.34 on, bug 19193): pthread_kill succeeds sending nothing,
+         * whatever the number; pthread_sigqueue still says ESRCH. */
+        return code == SI_QUEUE ? ESRCH : 0;
+    }
     if (sig != 0 && !valid_sig(sig))
         return EINVAL;
-    if (!thread_alive(st))
-        return ESRCH;
     if (sig == 0)
         return 0;
     real_init();
