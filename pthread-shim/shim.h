@@ -225,8 +225,9 @@ void shim_kwait_close(void);
  * handler that interrupted it, sighand.c): unpublish the kernel thread,
  * forget a kick. Async-signal-safe (no allocation, no lock). */
 void shim_kwait_abandon(void);
-/* Signal handlers' semaphore posts (sigdefer.c). shim_defer_need(what):
- * the process installed a handler (1) or made a semaphore (2); with both,
+/* Signal handlers' semaphore posts and signals (sigdefer.c).
+ * shim_defer_need(what): the process installed a handler (1) or made a
+ * semaphore or a thread (2); with both,
  * the helper kernel thread runs (started here, outside handlers).
  * shim_defer_drain(s): from a handler, have the helper run nth_sem_drain(s)
  * (async-signal-safe: CAS and futex only). shim_defer_forget(s): at
@@ -236,6 +237,14 @@ void shim_defer_need(int what);
 void shim_defer_drain(nth_sem_t *s);
 void shim_defer_forget(nth_sem_t *s);
 void shim_defer_fork_child(void);
+/* From a handler, after queueing a signal for st: have the helper turn
+ * the switch-in hook on and stop st's waits (shim_interrupt_waits).
+ * Before st's record is freed: shim_defer_forget_thread. */
+void shim_defer_kick(struct shim_thread *st);
+void shim_defer_forget_thread(struct shim_thread *st);
+/* Turn the switch-in hook on (signal.c; allocates, may wait): never from
+ * a handler. */
+void shim_sig_hook_ensure(void);
 /* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
  * and enables it (shim_tls_on); shim_tls_thread_begin is a created
  * thread's first call (its TCB: new, or a used one reset);

@@ -1,32 +1,38 @@
 /*
- * sigdefer.c -- what a signal handler's sem_post cannot do itself, done
- * for it by a helper kernel thread: waking the nano-threads that wait on
- * the semaphore (nth_sem_drain).
+ * sigdefer.c -- what a signal handler's sem_post and pthread_kill cannot
+ * do themselves, done for them by a helper kernel thread: waking the
+ * nano-threads that wait on the semaphore (nth_sem_drain), and stopping
+ * the waits of the thread a signal was queued for (shim_interrupt_waits,
+ * after turning the switch-in hook on).
  *
- * Why: sem_post is async-signal-safe (signal-safety(7), sem_post(3p)), but
- * waking a waiter takes the semaphore's queue lock and the runtime's ready
- * queues, which the code the handler interrupted, on the same kernel
- * thread, may hold: the handler would spin for ever on its own thread's
- * lock. In a handler the post adds its unit lock-free
+ * Why: sem_post and pthread_kill are async-signal-safe (signal-safety(7)),
+ * but waking a waiter takes the semaphore's or condvar's queue lock and
+ * the runtime's ready queues, which the code the handler interrupted, on
+ * the same kernel thread, may hold: the handler would spin for ever on
+ * its own thread's lock; and the hook's first use creates nano-threads
+ * (malloc). In a handler the post adds its unit lock-free
  * (nth_sem_post_async: at once visible to sem_trywait/sem_wait) and, when
- * nano-threads wait, leaves the semaphore here; the helper, a kernel
- * thread of libc's that runs no nano-thread and blocks every signal, takes
- * the lock -- on another kernel thread, so its holder finishes -- and
- * wakes them.
+ * nano-threads wait, leaves the semaphore here; pthread_kill queues the
+ * signal (its queue's lock is taken with signals blocked) and leaves the
+ * thread here. The helper, a kernel thread of libc's that runs no
+ * nano-thread and blocks every signal, takes the locks -- on another
+ * kernel thread, so their holder finishes -- and wakes.
  *
  * The requests are a fixed array of slots (no allocation in a handler),
- * each a semaphore's address or 0, filled with a CAS; a semaphore already
- * in a slot is not added again (its drain will see the new unit). The
- * helper sleeps on a futex word the handler bumps and wakes (a system
- * call: async-signal-safe). sem_destroy takes its semaphore out
- * (shim_defer_forget), and waits while the helper works on it, so the
- * helper never touches a semaphore after its destroy.
+ * each a semaphore's address, or a thread record's with bit 0 set, or 0,
+ * filled with a CAS; one already in a slot is not added again (the
+ * helper's work, done later, covers the new request). The helper sleeps
+ * on a futex word the handler bumps and wakes (a system call:
+ * async-signal-safe). sem_destroy and the freeing of a thread record
+ * take their object out (shim_defer_forget), and wait while the helper
+ * works on it, so the helper never touches freed memory.
  *
  * The helper exists only in a process that has both installed a signal
- * handler and initialised a semaphore (shim_defer_need, from sigaction
- * and sem_init: no handler runs through the shim's trampoline before the
- * first of those, and no semaphore is posted before its sem_init), and is
- * started again in a fork() child.
+ * handler and initialised a semaphore or created a thread
+ * (shim_defer_need, from sigaction, sem_init and pthread_create: no
+ * handler runs through the shim's trampoline before the first of those,
+ * no semaphore is posted before its sem_init, no other thread is sent a
+ * signal before it exists), and is started again in a fork() child.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -39,12 +45,23 @@
 
 #define SLOTS 256
 
-static uintptr_t slots[SLOTS];   /* a semaphore's address, or 0 (atomic) */
+static uintptr_t slots[SLOTS];   /* a request (see the top), or 0 (atomic) */
+#define KICK_TAG ((uintptr_t)1)
 static int bell;                 /* futex word: bumped at each request */
-static uintptr_t busy;           /* the semaphore the helper drains now */
+static uintptr_t busy;           /* the request the helper works on now */
 static pid_t helper_pid;         /* the process whose helper runs (0: none) */
 static int helper_lock;
-static int need_bits;            /* 1: a handler was installed; 2: a semaphore made */
+static int need_bits;            /* 1: a handler was installed; 2: a semaphore or thread made */
+
+static void run(uintptr_t item)
+{
+    if (item & KICK_TAG) {
+        shim_sig_hook_ensure();
+        shim_interrupt_waits((struct shim_thread *)(item & ~KICK_TAG));
+    } else {
+        nth_sem_drain((nth_sem_t *)item);
+    }
+}
 
 static void *helper_main(void *arg)
 {
@@ -61,7 +78,7 @@ static void *helper_main(void *arg)
             __atomic_store_n(&busy, s, __ATOMIC_SEQ_CST);
             if (__atomic_compare_exchange_n(&slots[i], &s, 0, 0, __ATOMIC_SEQ_CST,
                                             __ATOMIC_SEQ_CST)) {
-                nth_sem_drain((nth_sem_t *)s);
+                run(s);
                 found = 1;
             }
             __atomic_store_n(&busy, 0, __ATOMIC_SEQ_CST);
@@ -107,8 +124,8 @@ static void helper_ensure(void)
             __atomic_store_n(&helper_pid, me, __ATOMIC_RELEASE);
         } else {
             static const char msg[] =
-                "nthlib: pthread shim: cannot start the signal helper thread: a sem_post from a "
-                "signal handler wakes waiters only at the next sem_post\n";
+                "nthlib: pthread shim: cannot start the signal helper thread: a sem_post or "
+                "pthread_kill from a signal handler may wake its target late\n";
             (void)!write(2, msg, sizeof msg - 1);
         }
     }
@@ -128,9 +145,8 @@ void shim_defer_fork_child(void)
     helper_ensure();         /* helper_pid is the parent's: a new one */
 }
 
-void shim_defer_drain(nth_sem_t *s)
+static void defer(uintptr_t v)
 {
-    uintptr_t v = (uintptr_t)s;
     for (;;) {
         for (int i = 0; i < SLOTS; i++)
             if (__atomic_load_n(&slots[i], __ATOMIC_SEQ_CST) == v)
@@ -141,8 +157,8 @@ void shim_defer_drain(nth_sem_t *s)
                                             __ATOMIC_SEQ_CST))
                 goto ring;
         }
-        /* SLOTS semaphores posted from handlers wait for the helper: it
-         * empties slots on another kernel thread. */
+        /* SLOTS requests from handlers wait for the helper: it empties
+         * slots on another kernel thread. */
         syscall(SYS_sched_yield);
     }
 ring:
@@ -150,17 +166,39 @@ ring:
     syscall(SYS_futex, &bell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-void shim_defer_forget(nth_sem_t *s)
+void shim_defer_drain(nth_sem_t *s)
 {
-    uintptr_t v = (uintptr_t)s;
+    defer((uintptr_t)s);
+}
+
+void shim_defer_kick(struct shim_thread *st)
+{
+    defer((uintptr_t)st | KICK_TAG);
+}
+
+/* Take v's request back (doing it here: it may still be needed) and wait
+ * until the helper is done with it. */
+static void forget(uintptr_t v)
+{
     int had = 0;
     for (int i = 0; i < SLOTS; i++) {
         uintptr_t e = v;
         if (__atomic_compare_exchange_n(&slots[i], &e, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             had = 1;
     }
-    if (had)
-        nth_sem_drain(s);        /* what the helper would have done */
+    if (had && !(v & KICK_TAG))
+        run(v);                  /* what the helper would have done */
     while (__atomic_load_n(&busy, __ATOMIC_SEQ_CST) == v)
         syscall(SYS_sched_yield);
+}
+
+void shim_defer_forget(nth_sem_t *s)
+{
+    forget((uintptr_t)s);
+}
+
+void shim_defer_forget_thread(struct shim_thread *st)
+{
+    /* A thread whose record goes is done: no wait of its to stop. */
+    forget((uintptr_t)st | KICK_TAG);
 }

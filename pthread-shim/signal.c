@@ -358,6 +358,11 @@ static void hook_ensure(void)
     }
 }
 
+void shim_sig_hook_ensure(void)
+{
+    hook_ensure();
+}
+
 void shim_sig_init(struct shim_thread *st, struct shim_thread *creator)
 {
     uint64_t m = creator ? __atomic_load_n(&creator->sigmask, __ATOMIC_RELAXED) : kmask_read();
@@ -724,7 +729,7 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
          * kernel delivers it when the handler's mask lets it. */
         return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
     }
-    struct shim_thread *self = shim_self();
+    struct shim_thread *self = shim_in_handler() ? shim_self_in_handler() : shim_self();
     if (!(__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE) & BIT(sig))) {
         /* Open on the target, no handler: what it does is process-wide
          * (terminate, stop) or nothing; do it now, as the kernel would,
@@ -740,6 +745,15 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
         /* Open on the caller: handled before this returns (kmask is its). */
         kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
         return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
+    }
+    if (shim_in_handler()) {
+        /* To another thread from a handler: the queue is safe here (its
+         * lock is taken with signals blocked); the hook and the wake-up
+         * take locks the interrupted code may hold: the helper's. */
+        int r = q_put(st, sig, code, value);
+        if (r == 0)
+            shim_defer_kick(st);
+        return r;
     }
     hook_ensure();
     int r = q_put(st, sig, code, value);

@@ -8,10 +8,12 @@
  * malloc. The handler calls pthread_self, pthread_kill(pthread_self(),
  * SIGWINCH) and raise(SIGWINCH), and counts the allocations its kernel
  * thread makes meanwhile (this program interposes malloc, calloc and
- * realloc, as sigwrite.c does). The shim's pthread_self used to make the
- * record there with calloc: an allocation inside malloc (a deadlock on
- * the arena lock, or a count above 0). Checked: no allocation, each
- * SIGWINCH handled, and pthread_self in the handler equal to main's after.
+ * realloc, as sigwrite.c does). The shim's raise there, and its
+ * pthread_self, started the runtime (hwloc allocates) when it had not
+ * started, and pthread_self made the thread's record with calloc:
+ * allocations inside the interrupted malloc (a corrupted heap: glibc's
+ * malloc assertion). Checked: no allocation, each SIGWINCH handled, and
+ * pthread_self in the handler equal to main's after.
  *
  * Part 2: the same kind of timer (SIGUSR1, 50 us) runs a handler that
  * sem_posts a semaphore that two threads sem_wait on in a loop and a
@@ -21,6 +23,12 @@
  * handler: a handler that interrupted the lock's holder spun for ever on
  * its own kernel thread. Checked: no hang (check.h's alarm) and every
  * unit accounted for (posts == waits taken + value left).
+ *
+ * Part 3: a timer's handler on main sends pthread_kill to a thread that
+ * waits on a condvar main broadcasts in a loop. The shim's pthread_kill
+ * woke the target's condvar wait from the handler (taking the condvar's
+ * lock, which main may hold there). Checked: no hang, the target's
+ * handler ran.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -239,11 +247,77 @@ static void part2(void)
     CHECK(sem_destroy(&sem) == 0);
 }
 
+/* ---- part 3 ---- */
+#define STORM3 5000
+static pthread_mutex_t m3 = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c3 = PTHREAD_COND_INITIALIZER;
+static int stop3, ticks3, worker_handled, kill3_errors;
+static pthread_t worker3;
+
+static void on_usr2_worker(int sig)
+{
+    (void)sig;
+    __atomic_fetch_add(&worker_handled, 1, __ATOMIC_RELAXED);
+}
+
+static void on_usr1_kill(int sig)
+{
+    (void)sig;
+    int e = errno;
+    if (pthread_kill(worker3, SIGUSR2) != 0)
+        __atomic_fetch_add(&kill3_errors, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ticks3, 1, __ATOMIC_RELEASE);
+    errno = e;
+}
+
+static void *cond_worker(void *arg)
+{
+    (void)arg;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);          /* the timer's: main runs its handler */
+    pthread_sigmask(SIG_BLOCK, &s, NULL);
+    pthread_mutex_lock(&m3);
+    while (!stop3)
+        pthread_cond_wait(&c3, &m3);
+    pthread_mutex_unlock(&m3);
+    return NULL;
+}
+
+static void part3(void)
+{
+    on(SIGUSR2, on_usr2_worker);
+    on(SIGUSR1, on_usr1_kill);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);      /* until worker3 is set */
+    CHECK(pthread_create(&worker3, NULL, cond_worker, NULL) == 0);
+    pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+    timer_t t = start_storm(SIGUSR1);
+    while (__atomic_load_n(&ticks3, __ATOMIC_ACQUIRE) < STORM3) {
+        pthread_mutex_lock(&m3);
+        pthread_cond_broadcast(&c3);
+        pthread_mutex_unlock(&m3);
+    }
+    stop_storm(t);
+    pthread_mutex_lock(&m3);
+    stop3 = 1;
+    pthread_cond_broadcast(&c3);
+    pthread_mutex_unlock(&m3);
+    CHECK(pthread_join(worker3, NULL) == 0);
+    EXPECT("part 3: pthread_kill errors in the handler", kill3_errors, 0);
+    int ran = __atomic_load_n(&worker_handled, __ATOMIC_RELAXED) > 0;
+    CHECK(ran);
+    printf("part 3: the worker's handler ran: %s\n", ran ? "yes" : "no");
+}
+
 int main(void)
 {
     check_start("sigsafe");
     alarm(40);
     part1();
     part2();
+    part3();
     return check_end("sigsafe");
 }
