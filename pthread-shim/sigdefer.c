@@ -141,6 +141,11 @@ void shim_defer_need(int what)
 
 void shim_defer_fork_child(void)
 {
+    /* The requests were the parent's threads': their waiters are not in
+     * the child (the forking thread waits on nothing). */
+    for (int i = 0; i < SLOTS; i++)
+        __atomic_store_n(&slots[i], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&helper_lock, 0, __ATOMIC_RELAXED);
     helper_ensure();         /* helper_pid is the parent's: a new one */
 }
