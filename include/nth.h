@@ -479,8 +479,22 @@ NTH_API int nth_sem_clockwait_interruptible(nth_sem_t *s, clockid_t clock,
  * Thread-safe; never blocks (the semaphore's spinlock only). */
 NTH_API int nth_sem_interrupt(nth_sem_t *s);
 /* Increment, or hand the unit straight to the first waiter. 0; EOVERFLOW
- * if the value would pass NTH_SEM_VALUE_MAX (POSIX sem_post's code). */
+ * if the value would pass NTH_SEM_VALUE_MAX (POSIX sem_post's code).
+ * Lock-free when no nano-thread waits. Thread-safe; callable from any
+ * kernel thread, but not from a signal handler (nth_sem_post_async). */
 NTH_API int nth_sem_post(nth_sem_t *s);
+/* nth_sem_post for a signal handler (sem_post is async-signal-safe,
+ * signal-safety(7)): adds the unit with one CAS, never takes a lock, never
+ * wakes. The unit is there for nth_sem_trywait/wait at once. 0 when no
+ * nano-thread waited; EINPROGRESS when some may: the unit is owed to them
+ * and the caller must have nth_sem_drain(s) called soon from normal
+ * context (not from the handler: the code it interrupted may hold s's
+ * lock). EOVERFLOW as nth_sem_post (no unit added); EINVAL for NULL. */
+NTH_API int nth_sem_post_async(nth_sem_t *s);
+/* Hand the units posted by nth_sem_post_async to waiting nano-threads
+ * and wake them. 0; EINVAL for NULL. Thread-safe; takes s's spinlock, so
+ * never from a signal handler. */
+NTH_API int nth_sem_drain(nth_sem_t *s);
 /* The value now (0 while nano-threads wait). 0; EINVAL for NULL. */
 NTH_API int nth_sem_getvalue(nth_sem_t *s, int *value);
 

@@ -1,10 +1,25 @@
 /*
  * semaphore.c -- counting semaphores, after sem_wait(3p) and sem_post(3p).
  *
- * The value is taken with a lock-free CAS when positive. A post with
- * waiters hands its unit straight to the first waiter that can still be
- * woken (the value stays 0), so a queue is never non-empty while the value
- * is positive, and a timed-out waiter never swallows a post.
+ * The value word holds the count (bits 0..30) and SEM_WAITERS (bit 31:
+ * nano-threads may be queued). The count is taken with a lock-free CAS
+ * when positive. A post with no SEM_WAITERS is one CAS too, no lock: so
+ * it can be made from a signal handler (nth_sem_post_async), which may
+ * have interrupted a holder of the queue's lock on its own kernel thread
+ * (sem_post is async-signal-safe, signal-safety(7)). A waiter sets
+ * SEM_WAITERS with the lock held before it queues, so a lock-free post
+ * that raced with it fails its CAS and takes the lock.
+ *
+ * With waiters, a post adds its unit to the count and then, under the
+ * lock, hands units to waiters (drain): one unit each, the count going
+ * back down, so a woken waiter returns with its unit and a timed-out
+ * waiter never swallows a post. A handler's post cannot take the lock:
+ * it only adds the unit ("owed" to the queue), and its caller has
+ * nth_sem_drain run later from normal context. An owed unit is a unit
+ * like any other: sem_trywait takes it at once (a handler's post is
+ * visible when sem_post returns, as natively); the drain hands on only
+ * what is left. SEM_WAITERS is cleared by a drain that finds the queue
+ * empty.
  *
  * Interruptible waits (for sem_wait's EINTR in the pthread shim) keep their
  * stop flag in the waiter's data word; nth_sem_interrupt claims those
@@ -37,16 +52,39 @@ int nth_sem_destroy(nth_sem_t *s)
     return busy ? EBUSY : 0;
 }
 
+#define SEM_WAITERS 0x80000000u
+#define SEM_COUNT(v) ((v) & ~SEM_WAITERS)
+
+/* Take one unit if the count is positive: 1, else 0. */
+static int take_unit(nth_sem_t *s)
+{
+    uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    while (SEM_COUNT(v) > 0)
+        if (__atomic_compare_exchange_n(&s->__value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED))
+            return 1;
+    return 0;
+}
+
+/* Add one unit: 0, or EOVERFLOW at NTH_SEM_VALUE_MAX. *had_waiters says
+ * whether SEM_WAITERS was set (the unit is then owed to the queue). */
+static int add_unit(nth_sem_t *s, int *had_waiters)
+{
+    uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    do {
+        if (SEM_COUNT(v) >= NTH_SEM_VALUE_MAX)
+            return EOVERFLOW;
+    } while (!__atomic_compare_exchange_n(&s->__value, &v, v + 1, 1, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_RELAXED));
+    *had_waiters = (v & SEM_WAITERS) != 0;
+    return 0;
+}
+
 int nth_sem_trywait(nth_sem_t *s)
 {
     if (!s)
         return EINVAL;
-    uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
-    while (v > 0)
-        if (__atomic_compare_exchange_n(&s->__value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_RELAXED))
-            return 0;
-    return EAGAIN;
+    return take_unit(s) ? 0 : EAGAIN;
 }
 
 #define SEM_INTERRUPTED ((uintptr_t)1)
@@ -66,16 +104,29 @@ static int sem_wait_common(nth_sem_t *s, clockid_t clock, const struct timespec 
     nth_waiter_init(&w, nth__me());
     w.data = (uintptr_t)stop;
     nth_olock(&s->__lock);
-    /* Posts increment only under the lock with no waiter, so this check
-     * and the enqueue below cannot miss one. */
-    if (nth_sem_trywait(s) == 0) {
-        nth_ounlock(&s->__lock);
-        return 0;
-    }
-    if (abs && nth_abs_passed(clock, abs)) {
-        nth_ounlock(&s->__lock);
-        nth_yield();   /* let a poster on this VP run (see mutex.c) */
-        return ETIMEDOUT;
+    /* Take a unit, or set SEM_WAITERS with the count at 0 (one CAS, so a
+     * lock-free post either came before, and its unit is taken here, or
+     * comes after and sees the flag: it then drains, under this lock,
+     * after the enqueue below). */
+    uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    for (;;) {
+        if (SEM_COUNT(v) > 0) {
+            if (__atomic_compare_exchange_n(&s->__value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+                nth_ounlock(&s->__lock);
+                return 0;
+            }
+            continue;
+        }
+        if (abs && nth_abs_passed(clock, abs)) {
+            nth_ounlock(&s->__lock);
+            nth_yield();   /* let a poster on this VP run (see mutex.c) */
+            return ETIMEDOUT;
+        }
+        if ((v & SEM_WAITERS) ||
+            __atomic_compare_exchange_n(&s->__value, &v, SEM_WAITERS, 1, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED))
+            break;
     }
     nth_wq_push(&s->__head, &s->__tail, &w);
     if (abs)
@@ -160,30 +211,84 @@ int nth_sem_interrupt(nth_sem_t *s)
     return 0;
 }
 
-int nth_sem_post(nth_sem_t *s)
+/* Under s's lock: hand the count's units to queued waiters, one each,
+ * and clear SEM_WAITERS once the queue is empty. Returns the claimed
+ * waiters, linked through next, for nth_waiter_wake after the unlock. */
+static struct nth_waiter *drain_locked(nth_sem_t *s)
+{
+    struct nth_waiter *woken = NULL;
+    uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    for (;;) {
+        if (!s->__head) {
+            /* No waiter: the units stay (taken by trywait), the flag goes. */
+            if (!(v & SEM_WAITERS) ||
+                __atomic_compare_exchange_n(&s->__value, &v, v & ~SEM_WAITERS, 1,
+                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                break;
+            continue;
+        }
+        if (SEM_COUNT(v) == 0)
+            break;
+        if (!__atomic_compare_exchange_n(&s->__value, &v, v - 1, 1, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        struct nth_waiter *w = nth_wq_claim(&s->__head, &s->__tail);
+        if (!w) {
+            /* Every queued waiter lost to its alarm: the unit goes back;
+             * the queue is empty now, the next round clears the flag. */
+            v = __atomic_add_fetch(&s->__value, 1, __ATOMIC_RELEASE);
+            continue;
+        }
+        w->next = woken;         /* off the queue: the link is ours */
+        woken = w;
+        v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    }
+    return woken;
+}
+
+static void wake_list(struct nth_waiter *woken)
+{
+    while (woken) {
+        struct nth_waiter *w = woken;
+        woken = w->next;         /* before the wake: w may be gone after */
+        nth_waiter_wake(w);
+    }
+}
+
+int nth_sem_drain(nth_sem_t *s)
 {
     if (!s)
         return EINVAL;
     nth_olock(&s->__lock);
-    struct nth_waiter *w = s->__head ? nth_wq_claim(&s->__head, &s->__tail) : NULL;
-    if (!w) {
-        uint32_t v = __atomic_load_n(&s->__value, __ATOMIC_RELAXED);
-        if (v >= NTH_SEM_VALUE_MAX) {
-            nth_ounlock(&s->__lock);
-            return EOVERFLOW;
-        }
-        __atomic_fetch_add(&s->__value, 1, __ATOMIC_RELEASE);
-    }
+    struct nth_waiter *woken = drain_locked(s);
     nth_ounlock(&s->__lock);
-    if (w)
-        nth_waiter_wake(w);
+    wake_list(woken);
     return 0;
+}
+
+int nth_sem_post_async(nth_sem_t *s)
+{
+    if (!s)
+        return EINVAL;
+    int had_waiters = 0;
+    int r = add_unit(s, &had_waiters);
+    if (r)
+        return r;
+    return had_waiters ? EINPROGRESS : 0;
+}
+
+int nth_sem_post(nth_sem_t *s)
+{
+    int r = nth_sem_post_async(s);
+    if (r == EINPROGRESS)
+        r = nth_sem_drain(s);
+    return r;
 }
 
 int nth_sem_getvalue(nth_sem_t *s, int *value)
 {
     if (!s || !value)
         return EINVAL;
-    *value = (int)__atomic_load_n(&s->__value, __ATOMIC_RELAXED);
+    *value = (int)SEM_COUNT(__atomic_load_n(&s->__value, __ATOMIC_RELAXED));
     return 0;
 }

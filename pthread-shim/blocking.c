@@ -495,8 +495,10 @@ SHIM_DECL(fork)
 pid_t nth_shim_fork(void)
 {
     pid_t p = REAL(fork)();
-    if (p == 0)
+    if (p == 0) {
         shim_kick_forget();
+        shim_defer_fork_child();
+    }
     return p;
 }
 SHIM_EXPORT(fork)

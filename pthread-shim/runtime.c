@@ -178,6 +178,86 @@ struct shim_thread *shim_self_peek(void)
     return nth_getspecific(self_key);
 }
 
+/* Records made inside signal handlers (shim_self_in_handler): there no
+ * allocation, no key (nth_setspecific allocates), no runtime start-up. A
+ * record is claimed from this pool for its owner -- a nano-thread (its
+ * descriptor and id) or a kernel thread that runs none (its id: main
+ * before the runtime starts) -- and adopted by the owner's first
+ * shim_self outside a handler, which then keys it as usual. */
+#define SPARE_RECORDS 8
+static struct spare {
+    int state;                   /* 0 free, 1 being filled, 2 ready (atomic) */
+    void *nt;                    /* the owning nano-thread, or NULL */
+    uint64_t nid;                /* its id (a reused descriptor differs) */
+    pid_t tid;                   /* the owning kernel thread when nt is NULL */
+    struct shim_thread rec;
+} spares[SPARE_RECORDS];
+
+static void record_init(struct shim_thread *st, nth_t nt)
+{
+    st->nt = nt;
+    st->nid = nt ? nth_id(nt) : 0;
+    st->cancel_state = PTHREAD_CANCEL_ENABLE;
+    st->cancel_type = PTHREAD_CANCEL_DEFERRED;
+    st->sched_policy = SCHED_OTHER;
+    nth_sem_init(&st->done_sem, 0);
+    shim_sig_init(st, NULL);
+}
+
+static struct spare *spare_find(void *nt, uint64_t nid, pid_t tid)
+{
+    for (int i = 0; i < SPARE_RECORDS; i++) {
+        struct spare *sp = &spares[i];
+        if (__atomic_load_n(&sp->state, __ATOMIC_ACQUIRE) != 2)
+            continue;
+        if (nt ? sp->nt == nt && sp->nid == nid : !sp->nt && sp->tid == tid)
+            return sp;
+    }
+    return NULL;
+}
+
+struct shim_thread *shim_self_in_handler_peek(void)
+{
+    if (nth_vp_id() < 0 && !nth_on_standin())
+        return NULL;             /* nth_self() could start the runtime */
+    return shim_self_peek();
+}
+
+struct shim_thread *shim_self_in_handler(void)
+{
+    /* nth_self() (and the key lookup under it) starts the runtime when it
+     * has not started: only on a kernel thread that runs a nano-thread. */
+    int nano = nth_vp_id() >= 0 || nth_on_standin();
+    nth_t nt = nano ? nth_self() : NULL;
+    if (nt) {
+        struct shim_thread *st = shim_self_peek();
+        if (st)
+            return st;
+    }
+    uint64_t nid = nt ? nth_id(nt) : 0;
+    pid_t tid = nt ? 0 : (pid_t)syscall(SYS_gettid);
+    struct spare *sp = spare_find(nt, nid, tid);
+    if (sp)
+        return &sp->rec;
+    for (int i = 0; i < SPARE_RECORDS; i++) {
+        int z = 0;
+        sp = &spares[i];
+        if (!__atomic_compare_exchange_n(&sp->state, &z, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            continue;
+        sp->nt = nt;
+        sp->nid = nid;
+        sp->tid = tid;
+        record_init(&sp->rec, nt);
+        __atomic_store_n(&sp->state, 2, __ATOMIC_RELEASE);
+        return &sp->rec;
+    }
+    /* SPARE_RECORDS threads asked in handlers and never outside: this one
+     * shares the last record (pthread_equal to that thread's). */
+    static const char msg[] = "nthlib: pthread shim: out of records for pthread_self in signal handlers\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    return &spares[SPARE_RECORDS - 1].rec;
+}
+
 struct shim_thread *shim_self(void)
 {
     if (__atomic_load_n(&self_key_state, __ATOMIC_ACQUIRE) != 2)
@@ -185,6 +265,22 @@ struct shim_thread *shim_self(void)
     struct shim_thread *st = nth_getspecific(self_key);
     if (st)
         return st;
+    /* One made for it in a signal handler: the same pthread_t. */
+    nth_t nt = nth_self();
+    struct spare *sp = spare_find(nt, nt ? nth_id(nt) : 0, 0);
+    if (!sp)
+        sp = spare_find(NULL, 0, (pid_t)syscall(SYS_gettid));
+    if (sp) {
+        st = &sp->rec;
+        st->nt = nt;
+        st->nid = nt ? nth_id(nt) : 0;
+        /* Its mask was read in the handler, with the handler's mask on
+         * the kernel thread: the thread's own is the one here. */
+        shim_sig_init(st, NULL);
+        nth_setspecific(self_key, st);
+        shim_sig_started(st);
+        return st;
+    }
     /* A nano-thread the shim did not start: main's, or the runtime's. */
     st = calloc(1, sizeof *st);
     if (!st) {
@@ -192,13 +288,7 @@ struct shim_thread *shim_self(void)
         (void)!write(2, msg, sizeof msg - 1);
         abort();
     }
-    st->nt = nth_self();
-    st->nid = nth_id(st->nt);
-    st->cancel_state = PTHREAD_CANCEL_ENABLE;
-    st->cancel_type = PTHREAD_CANCEL_DEFERRED;
-    st->sched_policy = SCHED_OTHER;
-    nth_sem_init(&st->done_sem, 0);
-    shim_sig_init(st, NULL);
+    record_init(st, nt);
     nth_setspecific(self_key, st);
     shim_sig_started(st);
     return st;

@@ -35,6 +35,8 @@ int nth_shim_sem_init(sem_t *s, int pshared, unsigned value)
     }
     int r = nth_sem_init((nth_sem_t *)s, value);
     ((nth_sem_t *)s)->__reserved = 0;
+    if (r == 0)
+        shim_defer_need(2);
     return r ? fail(r) : 0;
 }
 SHIM_EXPORT(sem_init)
@@ -44,6 +46,7 @@ int nth_shim_sem_destroy(sem_t *s)
 {
     if (is_libc(s))
         return REAL(sem_destroy)(s);
+    shim_defer_forget((nth_sem_t *)s);
     int r = nth_sem_destroy((nth_sem_t *)s);
     return r ? fail(r) : 0;
 }
@@ -54,6 +57,18 @@ int nth_shim_sem_post(sem_t *s)
 {
     if (is_libc(s))
         return REAL(sem_post)(s);
+    if (shim_in_handler()) {
+        /* Async-signal-safe (sem_post(3p)): the code this handler
+         * interrupted may hold s's lock or a ready queue's on this kernel
+         * thread. The unit is added lock-free; waking waiters, if any, is
+         * the helper's (sigdefer.c). */
+        int r = nth_sem_post_async((nth_sem_t *)s);
+        if (r == EINPROGRESS) {
+            shim_defer_drain((nth_sem_t *)s);
+            r = 0;
+        }
+        return r ? fail(r) : 0;
+    }
     int r = nth_sem_post((nth_sem_t *)s);
     return r ? fail(r) : 0;
 }

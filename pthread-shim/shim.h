@@ -129,6 +129,15 @@ struct shim_thread {
 nth_mutex_t *shim_mutex(pthread_mutex_t *m);
 /* The caller's record (created for threads the shim did not start). */
 struct shim_thread *shim_self(void);
+/* The caller's record for pthread_self and pthread_kill inside a signal
+ * handler (both async-signal-safe, signal-safety(7)): the record it has,
+ * or one from a static pool that its first shim_self outside a handler
+ * adopts, so pthread_self gives the same value in and out of handlers.
+ * Never allocates, never locks, never starts the runtime. */
+struct shim_thread *shim_self_in_handler(void);
+/* shim_self_peek for a handler: NULL also on a kernel thread that runs no
+ * nano-thread (where the peek could start the runtime). */
+struct shim_thread *shim_self_in_handler_peek(void);
 /* The caller's record if it has one, else NULL: never allocates, never
  * locks, so async-signal-safe (signal-safety(7)). For the paths the
  * wrappers of async-signal-safe calls (write, read, close...) take, which a
@@ -222,6 +231,26 @@ void shim_kwait_close(void);
  * handler that interrupted it, sighand.c): unpublish the kernel thread,
  * forget a kick. Async-signal-safe (no allocation, no lock). */
 void shim_kwait_abandon(void);
+/* Signal handlers' semaphore posts and signals (sigdefer.c).
+ * shim_defer_need(what): the process installed a handler (1) or made a
+ * semaphore or a thread (2); with both,
+ * the helper kernel thread runs (started here, outside handlers).
+ * shim_defer_drain(s): from a handler, have the helper run nth_sem_drain(s)
+ * (async-signal-safe: CAS and futex only). shim_defer_forget(s): at
+ * sem_destroy, drain s here and wait until the helper no longer uses it.
+ * shim_defer_fork_child: in a fork() child, start the helper again. */
+void shim_defer_need(int what);
+void shim_defer_drain(nth_sem_t *s);
+void shim_defer_forget(nth_sem_t *s);
+void shim_defer_fork_child(void);
+/* From a handler, after queueing a signal for st: have the helper turn
+ * the switch-in hook on and stop st's waits (shim_interrupt_waits).
+ * Before st's record is freed: shim_defer_forget_thread. */
+void shim_defer_kick(struct shim_thread *st);
+void shim_defer_forget_thread(struct shim_thread *st);
+/* Turn the switch-in hook on (signal.c; allocates, may wait): never from
+ * a handler. */
+void shim_sig_hook_ensure(void);
 /* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
  * and enables it (shim_tls_on); shim_tls_thread_begin is a created
  * thread's first call (its TCB: new, or a used one reset);

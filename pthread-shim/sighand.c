@@ -263,6 +263,8 @@ int nth_shim_sigaction(int sig, const struct sigaction *restrict act, struct sig
     }
     int e = errno;
     table_release(&saved);
+    if (r == 0 && is_handler(act))
+        shim_defer_need(1);      /* its sem_posts may need the helper */
     if (r == 0 && oact)
         translate(oact, &kold, old);
     errno = e;

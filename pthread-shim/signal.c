@@ -358,6 +358,11 @@ static void hook_ensure(void)
     }
 }
 
+void shim_sig_hook_ensure(void)
+{
+    hook_ensure();
+}
+
 void shim_sig_init(struct shim_thread *st, struct shim_thread *creator)
 {
     uint64_t m = creator ? __atomic_load_n(&creator->sigmask, __ATOMIC_RELAXED) : kmask_read();
@@ -703,16 +708,28 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
 {
     if (!st)
         return ESRCH;
+    if (sig == 32 || sig == 33)
+        return EINVAL;           /* glibc's own, refused first */
+    if (!thread_alive(st)) {
+        /* Ended, not yet joined: its ID is valid (pthread_kill(3), glibc
+         * 2.34 on, bug 19193): pthread_kill succeeds sending nothing,
+         * whatever the number; pthread_sigqueue still says ESRCH. */
+        return code == SI_QUEUE ? ESRCH : 0;
+    }
     if (sig != 0 && !valid_sig(sig))
         return EINVAL;
-    if (!thread_alive(st))
-        return ESRCH;
     if (sig == 0)
         return 0;
     real_init();
     if (sig == SIGKILL || sig == SIGSTOP)
         return real_kill(real_self(), sig);    /* the whole process, at once */
-    struct shim_thread *self = shim_self();
+    if (shim_in_handler() && st == shim_self_in_handler()) {
+        /* To the caller from a handler (async-signal-safe: no record made,
+         * no queue, no hook): to its kernel thread, as natively; the
+         * kernel delivers it when the handler's mask lets it. */
+        return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
+    }
+    struct shim_thread *self = shim_in_handler() ? shim_self_in_handler() : shim_self();
     if (!(__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE) & BIT(sig))) {
         /* Open on the target, no handler: what it does is process-wide
          * (terminate, stop) or nothing; do it now, as the kernel would,
@@ -728,6 +745,15 @@ static int send(struct shim_thread *st, int sig, int code, union sigval value)
         /* Open on the caller: handled before this returns (kmask is its). */
         kmask_apply(__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED));
         return code == SI_QUEUE ? real_sigqueue(real_self(), sig, value) : real_kill(real_self(), sig);
+    }
+    if (shim_in_handler()) {
+        /* To another thread from a handler: the queue is safe here (its
+         * lock is taken with signals blocked); the hook and the wake-up
+         * take locks the interrupted code may hold: the helper's. */
+        int r = q_put(st, sig, code, value);
+        if (r == 0)
+            shim_defer_kick(st);
+        return r;
     }
     hook_ensure();
     int r = q_put(st, sig, code, value);
@@ -755,8 +781,11 @@ SHIM_DECL(raise)
 int nth_shim_raise(int sig)
 {
     /* In a handler: to the kernel thread, as natively (its record may
-     * not exist, and making one allocates). */
-    int r = on_nano() && !shim_in_handler() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
+     * not exist, and making one allocates). shim_in_handler first:
+     * on_nano (nth_self) starts the runtime when it has not started,
+     * which allocates (hwloc): a storm's handler that interrupted malloc
+     * corrupted the heap (tests/shim/sigsafe.c). */
+    int r = !shim_in_handler() && on_nano() ? nth_shim_pthread_kill((pthread_t)shim_self(), sig)
                          : REAL(raise)(sig) ? errno : 0;
     if (r) {
         errno = r;
@@ -828,7 +857,8 @@ int nth_shim_sigpending(sigset_t *set)
         return -1;
     /* Peek: async-signal-safe, and a thread with no record has nothing
      * queued. */
-    struct shim_thread *self = on_nano() ? shim_self_peek() : NULL;
+    struct shim_thread *self = shim_in_handler() ? shim_self_in_handler_peek()
+                               : on_nano() ? shim_self_peek() : NULL;
     if (!self)
         return 0;
     uint64_t b = set_bits(set) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE);

@@ -52,6 +52,7 @@ static void zombies_reap(void)
         struct shim_thread *z = *p;
         if (nth_id(z->nt) != z->nid) {
             *p = z->next_zombie;
+            shim_defer_forget_thread(z);
             free(z);
         } else {
             p = &z->next_zombie;
@@ -209,6 +210,7 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     }
     nth_attr_setdetached(&na, st->detached);
     shim_going_multithreaded();
+    shim_defer_need(2);          /* a handler may signal it (sigdefer.c) */
     /* the creator has a record before any child; the child starts with
      * its mask (pthread_create(3p)) */
     shim_sig_init(st, shim_self());
@@ -239,6 +241,9 @@ SHIM_EXPORT(pthread_exit)
 SHIM_DECL(pthread_self)
 pthread_t nth_shim_pthread_self(void)
 {
+    /* In a handler: no allocation (it may have interrupted malloc). */
+    if (__builtin_expect(shim_in_handler(), 0))
+        return (pthread_t)shim_self_in_handler();
     return (pthread_t)shim_self();
 }
 SHIM_EXPORT(pthread_self)
@@ -311,8 +316,10 @@ static int join_common(pthread_t t, void **ret, int64_t deadline)
         return r;
     if (ret)
         *ret = v;
-    if (st->created)
+    if (st->created) {
+        shim_defer_forget_thread(st);
         free(st);
+    }
     return 0;
 }
 
@@ -367,6 +374,7 @@ int nth_shim_pthread_detach(pthread_t t)
         /* It ended before being detached: reap it here (POSIX says detaching
          * a terminated thread succeeds). */
         nth_join(st->nt, NULL);
+        shim_defer_forget_thread(st);
         free(st);
         return 0;
     }

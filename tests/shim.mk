@@ -409,3 +409,12 @@ tests_shim_posix_sigjmp_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_sigjmp_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigjmp_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sigjmp_LDADD =
+
+# Async-signal-safe calls from handlers under signal storms: sem_post
+# (pthread-shim/sigdefer.c), pthread_self and pthread_kill to the caller.
+check_PROGRAMS += tests/shim/posix-sigsafe
+tests_shim_posix_sigsafe_SOURCES = tests/shim/sigsafe.c tests/shim/check.h
+tests_shim_posix_sigsafe_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigsafe_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigsafe_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigsafe_LDADD =

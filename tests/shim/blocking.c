@@ -156,6 +156,18 @@ static void *reap(void *arg)
     return (void *)(intptr_t)(r == child_pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/* nanosleep(2) and clock_nanosleep(2): EINVAL for tv_sec < 0 and
+ * tv_nsec >= 1e9, also with TIMER_ABSTIME (issue 4's audit). */
+static void test_error_audit(void)
+{
+    struct timespec neg = { -1, 0 }, big = { 0, 1000000000L };
+    EXPECT_ERRNO("nanosleep(tv_sec -1)", nanosleep(&neg, NULL), EINVAL);
+    EXPECT_ERRNO("nanosleep(tv_nsec 1e9)", nanosleep(&big, NULL), EINVAL);
+    EXPECT("clock_nanosleep(REALTIME, tv_nsec 1e9)", clock_nanosleep(CLOCK_REALTIME, 0, &big, NULL), EINVAL);
+    EXPECT("clock_nanosleep(MONOTONIC, ABSTIME, tv_sec -1)",
+           clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &neg, NULL), EINVAL);
+}
+
 int main(void)
 {
     check_start("blocking");
@@ -321,5 +333,6 @@ int main(void)
     CHECK(wait(&st) == c2);
     printf("wait: child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     EXPECT_ERRNO("waitpid(no children)", waitpid(-1, &st, 0), ECHILD);
+    test_error_audit();
     return check_end("blocking");
 }

@@ -85,6 +85,33 @@ static void *wait_go(void *arg)
     return arg;
 }
 
+/* The error cases of pthread_condattr_setclock(3p) and
+ * pthread_cond_timedwait(3p) not covered above (issue 4's audit). */
+static void test_error_audit(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    EXPECT("condattr_setclock(12345)", pthread_condattr_setclock(&ca, 12345), EINVAL);
+    EXPECT("condattr_setclock(CLOCK_THREAD_CPUTIME_ID)", pthread_condattr_setclock(&ca, CLOCK_THREAD_CPUTIME_ID), EINVAL);
+    pthread_condattr_destroy(&ca);
+    pthread_mutexattr_t ma;
+    pthread_mutex_t ec;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+    CHECK(pthread_mutex_init(&ec, &ma) == 0);
+    pthread_mutexattr_destroy(&ma);
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20);
+    /* glibc: the error-checking mutex's unlock error (EPERM), before any wait. */
+    EXPECT("timedwait(errorcheck mutex not held)", pthread_cond_timedwait(&c, &ec, &dl), EPERM);
+    pthread_mutex_lock(&ec);
+    dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    EXPECT("clockwait(clock 12345)", pthread_cond_clockwait(&c, &ec, 12345, &dl), EINVAL);
+    pthread_mutex_unlock(&ec);
+    CHECK(pthread_mutex_destroy(&ec) == 0);
+    CHECK(pthread_cond_destroy(&c) == 0);
+}
+
 int main(void)
 {
     check_start("cond");
@@ -185,5 +212,6 @@ int main(void)
     CHECK(res == NULL);
     EXPECT("cond_destroy(monotonic)", pthread_cond_destroy(&mono), 0);
     EXPECT("cond_destroy(go)", pthread_cond_destroy(&go), 0);
+    test_error_audit();
     return check_end("cond");
 }

@@ -53,6 +53,16 @@ static void *worker_again(void *arg)
     return arg;
 }
 
+/* pthread_key_delete(3p) and pthread_setspecific(3p): EINVAL for a key
+ * that was never made (issue 4's audit). */
+static void test_error_audit(void)
+{
+    pthread_key_t never = PTHREAD_KEYS_MAX + 5;
+    EXPECT("key_delete(PTHREAD_KEYS_MAX+5)", pthread_key_delete(never), EINVAL);
+    EXPECT("setspecific(PTHREAD_KEYS_MAX+5)", pthread_setspecific(never, &never), EINVAL);
+    printf("getspecific(PTHREAD_KEYS_MAX+5) is NULL: %d\n", pthread_getspecific(never) == NULL);
+}
+
 int main(void)
 {
     check_start("keys");
@@ -113,5 +123,6 @@ int main(void)
     printf("all created keys deleted: %d\n", del_ok);
     CHECK(del_ok);
     pthread_key_delete(k3);
+    test_error_audit();
     return check_end("keys");
 }

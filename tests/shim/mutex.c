@@ -198,6 +198,62 @@ static void test_protocol(void)
     pthread_mutexattr_destroy(&a);
 }
 
+/* The error cases of pthread_mutex_lock(3p), pthread_mutex_timedlock(3p),
+ * pthread_mutex_getprioceiling(3p) not covered above (issue 4's audit):
+ * a thread holds an error-checking, a recursive and a normal mutex while
+ * main tries them. */
+static pthread_mutex_t audit_ec, audit_rec, audit_norm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t audit_bar;
+static void *audit_holder(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&audit_ec);
+    pthread_mutex_lock(&audit_rec);
+    pthread_mutex_lock(&audit_norm);
+    pthread_barrier_wait(&audit_bar);   /* held */
+    pthread_barrier_wait(&audit_bar);   /* main is done */
+    pthread_mutex_unlock(&audit_norm);
+    pthread_mutex_unlock(&audit_rec);
+    pthread_mutex_unlock(&audit_ec);
+    return NULL;
+}
+
+static void test_error_audit(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+    CHECK(pthread_mutex_init(&audit_ec, &a) == 0);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    CHECK(pthread_mutex_init(&audit_rec, &a) == 0);
+    pthread_mutexattr_destroy(&a);
+    pthread_barrier_init(&audit_bar, NULL, 2);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, audit_holder, NULL) == 0);
+    pthread_barrier_wait(&audit_bar);
+    EXPECT("errorcheck unlock(another thread's)", pthread_mutex_unlock(&audit_ec), EPERM);
+    EXPECT("recursive unlock(another thread's)", pthread_mutex_unlock(&audit_rec), EPERM);
+    EXPECT("recursive trylock(another thread's)", pthread_mutex_trylock(&audit_rec), EBUSY);
+    struct timespec bad = deadline_ms(CLOCK_REALTIME, 20);
+    bad.tv_nsec = 1000000000L;
+    EXPECT("timedlock(held, tv_nsec 1e9)", pthread_mutex_timedlock(&audit_norm, &bad), EINVAL);
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20);
+    EXPECT("timedlock(held, +20ms)", pthread_mutex_timedlock(&audit_norm, &dl), ETIMEDOUT);
+    dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    EXPECT("clocklock(held, clock 12345)", pthread_mutex_clocklock(&audit_norm, 12345, &dl), EINVAL);
+    int ceiling;
+    EXPECT("getprioceiling(not PRIO_PROTECT)", pthread_mutex_getprioceiling(&audit_norm, &ceiling), EINVAL);
+    EXPECT("setprioceiling(not PRIO_PROTECT)", pthread_mutex_setprioceiling(&audit_norm, 1, &ceiling), EINVAL);
+    pthread_barrier_wait(&audit_bar);
+    CHECK(pthread_join(t, NULL) == 0);
+    /* Free: the clock is refused before the lock is looked at. */
+    dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    EXPECT("clocklock(free, clock 12345)", pthread_mutex_clocklock(&audit_norm, 12345, &dl), EINVAL);
+    pthread_barrier_destroy(&audit_bar);
+    CHECK(pthread_mutex_destroy(&audit_ec) == 0);
+    CHECK(pthread_mutex_destroy(&audit_rec) == 0);
+}
+
 int main(void)
 {
     check_start("mutex");
@@ -265,5 +321,6 @@ int main(void)
     test_pshared();
     test_refused_attr_init();
     test_protocol();
+    test_error_audit();
     return check_end("mutex");
 }

@@ -79,6 +79,50 @@ static void *reader(void *arg)
 
 static const char *code(int r) { return r == 0 ? "0" : errname(r); }
 
+/* The error cases of pthread_rwlock_timedrdlock(3p), _timedwrlock(3p),
+ * _tryrdlock(3p), _trywrlock(3p) and the clock variants not covered
+ * above (issue 4's audit): a thread holds one lock for writing, another
+ * for reading, while main tries them. */
+static pthread_rwlock_t audit_w = PTHREAD_RWLOCK_INITIALIZER, audit_r = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_barrier_t audit_bar;
+static void *audit_holder(void *arg)
+{
+    (void)arg;
+    pthread_rwlock_wrlock(&audit_w);
+    pthread_rwlock_rdlock(&audit_r);
+    pthread_barrier_wait(&audit_bar);
+    pthread_barrier_wait(&audit_bar);
+    pthread_rwlock_unlock(&audit_r);
+    pthread_rwlock_unlock(&audit_w);
+    return NULL;
+}
+
+static void test_error_audit(void)
+{
+    pthread_barrier_init(&audit_bar, NULL, 2);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, audit_holder, NULL) == 0);
+    pthread_barrier_wait(&audit_bar);
+    struct timespec bad = deadline_ms(CLOCK_REALTIME, 20);
+    bad.tv_nsec = 1000000000L;
+    EXPECT("timedrdlock(written, tv_nsec 1e9)", pthread_rwlock_timedrdlock(&audit_w, &bad), EINVAL);
+    EXPECT("timedwrlock(written, tv_nsec 1e9)", pthread_rwlock_timedwrlock(&audit_w, &bad), EINVAL);
+    EXPECT("timedwrlock(read, tv_nsec 1e9)", pthread_rwlock_timedwrlock(&audit_r, &bad), EINVAL);
+    struct timespec dl = deadline_ms(CLOCK_REALTIME, 20);
+    EXPECT("timedrdlock(written, +20ms)", pthread_rwlock_timedrdlock(&audit_w, &dl), ETIMEDOUT);
+    dl = deadline_ms(CLOCK_REALTIME, 20);
+    EXPECT("timedwrlock(read, +20ms)", pthread_rwlock_timedwrlock(&audit_r, &dl), ETIMEDOUT);
+    EXPECT("tryrdlock(written by another)", pthread_rwlock_tryrdlock(&audit_w), EBUSY);
+    EXPECT("trywrlock(read by another)", pthread_rwlock_trywrlock(&audit_r), EBUSY);
+    dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    EXPECT("clockrdlock(written, clock 12345)", pthread_rwlock_clockrdlock(&audit_w, 12345, &dl), EINVAL);
+    EXPECT("clockwrlock(read, clock 12345)", pthread_rwlock_clockwrlock(&audit_r, 12345, &dl), EINVAL);
+    EXPECT("clockrdlock(read, clock 12345)", pthread_rwlock_clockrdlock(&audit_r, 12345, &dl), EINVAL);
+    pthread_barrier_wait(&audit_bar);
+    CHECK(pthread_join(t, NULL) == 0);
+    pthread_barrier_destroy(&audit_bar);
+}
+
 int main(void)
 {
     check_start("rwlock");
@@ -146,5 +190,6 @@ int main(void)
     EXPECT("unlock", pthread_rwlock_unlock(&wp), 0);
     EXPECT("destroy", pthread_rwlock_destroy(&wp), 0);
     pthread_rwlockattr_destroy(&a);
+    test_error_audit();
     return check_end("rwlock");
 }

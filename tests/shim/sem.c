@@ -40,6 +40,24 @@ static void *timed_waiter(void *arg)
     return (void *)(intptr_t)(sem_timedwait(&gate, &dl) == 0 ? 0 : errno);
 }
 
+/* sem_timedwait(3p)/sem_clockwait(3): glibc checks the deadline's
+ * tv_nsec and the clock before it tries to take a unit, so they fail with
+ * EINVAL even when the value is positive (issue 4's audit). */
+static void test_error_audit(void)
+{
+    sem_t s;
+    CHECK(sem_init(&s, 0, 1) == 0);
+    struct timespec bad = deadline_ms(CLOCK_REALTIME, 20);
+    bad.tv_nsec = 1000000000L;
+    EXPECT_ERRNO("timedwait(tv_nsec 1e9, value 1)", sem_timedwait(&s, &bad), EINVAL);
+    struct timespec dl = deadline_ms(CLOCK_MONOTONIC, 20);
+    EXPECT_ERRNO("clockwait(clock 12345, value 1)", sem_clockwait(&s, 12345, &dl), EINVAL);
+    int v = -1;
+    CHECK(sem_getvalue(&s, &v) == 0);
+    printf("value still 1: %d\n", v == 1);
+    CHECK(sem_destroy(&s) == 0);
+}
+
 int main(void)
 {
     check_start("sem");
@@ -129,5 +147,6 @@ int main(void)
     EXPECT_ERRNO("named close", sem_close(ns), 0);
     EXPECT_ERRNO("named unlink", sem_unlink(name), 0);
     EXPECT_ERRNO("named unlink again", sem_unlink(name), ENOENT);
+    test_error_audit();
     return check_end("sem");
 }

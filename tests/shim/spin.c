@@ -32,6 +32,14 @@ static void *spin_behind_sleeper(void *arg)
 }
 static void *try_other(void *arg) { (void)arg; return (void *)(intptr_t)pthread_spin_trylock(&s); }
 
+/* pthread_spin_init(3p): glibc takes any pshared value (no EINVAL). */
+static void test_error_audit(void)
+{
+    pthread_spinlock_t l;
+    EXPECT("spin_init(pshared 42)", pthread_spin_init(&l, 42), 0);
+    EXPECT("spin_destroy", pthread_spin_destroy(&l), 0);
+}
+
 int main(void)
 {
     check_start("spin");
@@ -63,5 +71,6 @@ int main(void)
     EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
     EXPECT("spin_init(shared)", pthread_spin_init(&s, PTHREAD_PROCESS_SHARED), 0);
     EXPECT("spin_destroy", pthread_spin_destroy(&s), 0);
+    test_error_audit();
     return check_end("spin");
 }
