@@ -190,7 +190,9 @@ static inline void child_verdict(int st, const char *name, const char *on_alarm)
     assert_true(WIFEXITED(st));
     if (WEXITSTATUS(st) == CHILD_SKIP_STATUS)
         skip();
-    assert_int_equal(WEXITSTATUS(st), 0);
+    if (WEXITSTATUS(st) != 0)
+        fail_msg("child %s exited with status %d (99: a check failed, above)", name,
+                 WEXITSTATUS(st));
 }
 
 /* Fail the current cmocka test unless fn(arg) in a child ends well within
