@@ -12,7 +12,7 @@ bench_micro_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS)
 # --- sync part (issue 3): bench/micro-sync ---
 bench_programs += bench/micro-sync
 noinst_PROGRAMS += bench/micro-sync
-bench_micro_sync_SOURCES = bench/micro_sync.c
+bench_micro_sync_SOURCES = bench/micro_sync.c bench/pingpong.h
 bench_micro_sync_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -pthread
 bench_micro_sync_LDADD = libnth.la $(HWLOC_LIBS) -lpthread
 

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "nth.h"
+#include "pingpong.h"
 
 static int json;
 static int quick;   /* --quick: fewer iterations (smoke test) */
@@ -214,39 +215,11 @@ static void glibc_lateness(double *p50, double *p99, int n)
 
 /* ---- nthlib side (runs in a child) ---------------------------------------- */
 
-static nth_mutex_t nm = NTH_MUTEX_INITIALIZER;
-static nth_cond_t nc = NTH_COND_INITIALIZER;
-static int n_turn;
-static long n_rounds;
-
-static void *n_ping(void *p)
-{
-    int me = (int)(intptr_t)p;
-    for (long i = 0; i < n_rounds; i++) {
-        nth_mutex_lock(&nm);
-        while (n_turn != me)
-            nth_cond_wait(&nc, &nm);
-        n_turn = !me;
-        nth_cond_signal(&nc);
-        nth_mutex_unlock(&nm);
-    }
-    return NULL;
-}
-
+/* nm, nc and the ping-pong's players: pingpong.h. */
 static double nth_pingpong(long rounds, int two_vps)
 {
-    nth_t a, b;
-    nth_attr_t at;
-    n_turn = 0;
-    n_rounds = rounds;
-    nth_attr_init(&at);
     uint64_t t0 = now_ns();
-    nth_attr_setvp(&at, 0);
-    nth_create(&a, &at, n_ping, (void *)0);
-    nth_attr_setvp(&at, two_vps ? 1 : 0);
-    nth_create(&b, &at, n_ping, (void *)1);
-    nth_join(a, NULL);
-    nth_join(b, NULL);
+    n_pingpong(rounds, two_vps);
     return (double)(now_ns() - t0) / (double)rounds;
 }
 

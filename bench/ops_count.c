@@ -11,23 +11,8 @@
 #include <nth.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "pingpong.h"   /* the ping-pong micro-sync times */
 static void *empty(void *a) { return a; }
-static nth_mutex_t nm = NTH_MUTEX_INITIALIZER;
-static nth_cond_t nc = NTH_COND_INITIALIZER;
-static int n_turn; static long n_rounds;
-static void *n_ping(void *p)
-{
-    int me = (int)(long)p;
-    for (long i = 0; i < n_rounds; i++) {
-        nth_mutex_lock(&nm);
-        while (n_turn != me)
-            nth_cond_wait(&nc, &nm);
-        n_turn = !me;
-        nth_cond_signal(&nc);
-        nth_mutex_unlock(&nm);
-    }
-    return NULL;
-}
 int main(int argc, char **argv)
 {
     long n = atol(argv[2]);
@@ -37,13 +22,7 @@ int main(int argc, char **argv)
         nth_t t;
         for (long i = 0; i < n; i++) { nth_create(&t, NULL, empty, NULL); nth_join(t, NULL); }
     } else {
-        nth_t a, b; nth_attr_t at; nth_attr_init(&at);
-        n_rounds = n;
-        nth_attr_setvp(&at, 0);
-        nth_create(&a, &at, n_ping, (void *)0);
-        nth_attr_setvp(&at, cfg.vps > 1 ? 1 : 0);
-        nth_create(&b, &at, n_ping, (void *)1);
-        nth_join(a, NULL); nth_join(b, NULL);
+        n_pingpong(n, cfg.vps > 1);
     }
     return 0;
 }

@@ -80,6 +80,32 @@ static void writer_left(struct nth_waiter *w)
     rw->__writers_waiting--;
 }
 
+/* Under the lock, for a reader or a writer that cannot have rw now: why
+ * it must not wait (EBUSY for a try, EDEADLK on its own write lock,
+ * EINVAL for a bad deadline, ETIMEDOUT for one already passed), having
+ * released the lock; 0 (lock still held) when it may queue. One place for
+ * both sides, as pthread_rwlock_timedrdlock(3p) and _timedwrlock(3p) list
+ * the same errors. Inlined, so that each side's code stays as it was
+ * written out twice (no call on the try-lock failure path). */
+static inline __attribute__((always_inline))
+int no_wait(nth_rwlock_t *rw, nth_t self, const struct timespec *abs, int try)
+{
+    int e = 0;
+    if (try)
+        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
+    else if (rw->__writer && rw->__owner == self)
+        e = EDEADLK;
+    else if (abs && (e = nth_check_deadline(CLOCK_REALTIME, abs)) == 0 &&
+             nth_abs_passed(CLOCK_REALTIME, abs))
+        e = ETIMEDOUT;
+    if (e) {
+        nth_ounlock(&rw->__lock);
+        if (e == ETIMEDOUT)
+            nth_yield();   /* let the holder on this VP run (see mutex.c) */
+    }
+    return e;
+}
+
 static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
 {
     if (!rw)
@@ -95,20 +121,9 @@ static int rdlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         nth_ounlock(&rw->__lock);
         return e;
     }
-    int e = 0;
-    if (try)
-        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
-    else if (rw->__writer && rw->__owner == self)
-        e = EDEADLK;
-    else if (abs && (e = nth_check_deadline(CLOCK_REALTIME, abs)) == 0 &&
-             nth_abs_passed(CLOCK_REALTIME, abs))
-        e = ETIMEDOUT;
-    if (e) {
-        nth_ounlock(&rw->__lock);
-        if (e == ETIMEDOUT)
-            nth_yield();   /* let the holder on this VP run (see mutex.c) */
+    int e = no_wait(rw, self, abs, try);
+    if (e)
         return e;
-    }
     struct nth_waiter w;
     nth_waiter_init(&w, self);
     nth_wq_push(&rw->__rhead, &rw->__rtail, &w);
@@ -132,20 +147,9 @@ static int wrlock(nth_rwlock_t *rw, const struct timespec *abs, int try)
         nth_ounlock(&rw->__lock);
         return 0;
     }
-    int e = 0;
-    if (try)
-        e = EBUSY;   /* also on our own write lock, as pthread_rwlock_try*lock */
-    else if (rw->__writer && rw->__owner == self)
-        e = EDEADLK;
-    else if (abs && (e = nth_check_deadline(CLOCK_REALTIME, abs)) == 0 &&
-             nth_abs_passed(CLOCK_REALTIME, abs))
-        e = ETIMEDOUT;
-    if (e) {
-        nth_ounlock(&rw->__lock);
-        if (e == ETIMEDOUT)
-            nth_yield();   /* let the holder on this VP run (see mutex.c) */
+    int e = no_wait(rw, self, abs, try);
+    if (e)
         return e;
-    }
     struct nth_waiter w;
     nth_waiter_init(&w, self);
     rw->__writers_waiting++;

@@ -3,8 +3,12 @@
  *
  * The runtime is process-global (VPs, the initial thread as VP 0), so cases
  * that need their own configuration run in a child; the cmocka parent never
- * starts the runtime. Inside the child, CHECK() reports the failing
- * condition on stderr and exits 99; the parent asserts on the exit status.
+ * starts the runtime. Inside the child, CHECK() (or T_EQ() and friends, the
+ * sync tests' spelling) reports the failing condition on stderr and exits
+ * 99; the parent gives its verdict on the exit status (child_verdict),
+ * naming the case. One runner for the core and the sync tests: the alarm
+ * scaled for the sanitizers and NTH_TEST_TIMEOUT_SCALE, cmocka's signal
+ * handlers reset, a skip told apart (CHILD_SKIP_STATUS).
  */
 #ifndef NTH_TEST_CHILD_H
 #define NTH_TEST_CHILD_H
@@ -25,25 +29,39 @@
 
 #include "nth.h"
 
+/* Report "file:line: message" on stderr and end the child with status 99. */
+#define T_FAIL(fmt, ...)                                                     \
+    do {                                                                     \
+        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
+        fflush(stderr);                                                      \
+        _exit(99);                                                           \
+    } while (0)
+
 #define CHECK(cond)                                                          \
     do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            fflush(stderr);                                                  \
-            _exit(99);                                                       \
-        }                                                                    \
+        if (!(cond))                                                         \
+            T_FAIL("CHECK failed: %s", #cond);                               \
     } while (0)
 
 #define CHECK_EQ(a, b)                                                       \
     do {                                                                     \
         long long a_ = (long long)(a), b_ = (long long)(b);                  \
-        if (a_ != b_) {                                                      \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n",\
-                    __FILE__, __LINE__, #a, #b, a_, b_);                     \
-            fflush(stderr);                                                  \
-            _exit(99);                                                       \
-        }                                                                    \
+        if (a_ != b_)                                                        \
+            T_FAIL("CHECK failed: %s == %s (%lld != %lld)", #a, #b, a_, b_); \
+    } while (0)
+
+/* The same checks in the sync tests' words: the value, then what was
+ * expected. */
+#define T_EQ(a, b)                                                           \
+    do {                                                                     \
+        long long a_ = (long long)(a), b_ = (long long)(b);                  \
+        if (a_ != b_)                                                        \
+            T_FAIL("%s == %lld, expected %lld", #a, a_, b_);                 \
+    } while (0)
+#define T_TRUE(c)                                                            \
+    do {                                                                     \
+        if (!(c))                                                            \
+            T_FAIL("%s is false", #c);                                       \
     } while (0)
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -91,12 +109,29 @@ static inline int child_pthread_makes_nano_threads(void)
     return r;
 }
 
-/* Start the runtime in the child with vps VPs (0 = default). */
-static inline void child_init(unsigned vps)
+/* The configuration most cases start from: the defaults (NTH_* variables
+ * not read) with vps VPs (0 = default). */
+static inline nth_config_t child_config(unsigned vps)
 {
     nth_config_t c;
     nth_config_default(&c);
     c.vps = vps;
+    return c;
+}
+
+/* child_config without the cpumgr client: the case keeps the CPUs of its
+ * mask even while another test's cpumgr daemon runs. */
+static inline nth_config_t child_config_alone(unsigned vps)
+{
+    nth_config_t c = child_config(vps);
+    c.cpumgr = "off";
+    return c;
+}
+
+/* Start the runtime in the child with vps VPs (0 = default). */
+static inline void child_init(unsigned vps)
+{
+    nth_config_t c = child_config(vps);
     CHECK_EQ(nth_init(&c), 0);
 }
 
@@ -138,19 +173,78 @@ static inline int run_child(void (*fn)(void *), void *arg, const char *err_path,
     return st;
 }
 
-#define assert_child_ok(fn, arg)                                             \
+/* The cmocka verdict on a child's wait status st (from run_child): pass on
+ * exit 0, skip on CHILD_SKIP_STATUS, otherwise fail naming the case. Its
+ * alarm (SIGALRM) is told apart from other signals; on_alarm (NULL: none)
+ * adds what a timeout means for this case (e.g. "an alarm never fired"). */
+static inline void child_verdict(int st, const char *name, const char *on_alarm)
+{
+    if (st == -1)
+        fail_msg("child %s: fork or waitpid failed", name);
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+        fail_msg("child timed out (its alarm, SIGALRM): %s hangs%s%s", name,
+                 on_alarm ? ": " : "", on_alarm ? on_alarm : "");
+    if (WIFSIGNALED(st))
+        fail_msg("child %s killed by signal %d (%s)", name, WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    assert_true(WIFEXITED(st));
+    if (WEXITSTATUS(st) == CHILD_SKIP_STATUS)
+        skip();
+    if (WEXITSTATUS(st) != 0)
+        fail_msg("child %s exited with status %d (99: a check failed, above)", name,
+                 WEXITSTATUS(st));
+}
+
+/* Fail the current cmocka test unless fn(arg) in a child ends well within
+ * timeout_s seconds (scaled as run_child's); the failure names fn. */
+#define assert_child_ok_within(fn, arg, timeout_s, on_alarm)                 \
+    child_verdict(run_child((fn), (arg), NULL, (timeout_s)), #fn, (on_alarm))
+#define assert_child_ok(fn, arg) assert_child_ok_within(fn, arg, 30, NULL)
+
+/* A case body that takes no argument, run by run_child_case on a runtime
+ * started with *config (NULL: the body starts its own, or none). */
+struct child_case {
+    void (*fn)(void);
+    const nth_config_t *config;
+};
+
+static inline void child_case_body(void *arg)
+{
+    const struct child_case *c = arg;
+    if (c->config)
+        CHECK_EQ(nth_init(c->config), 0);
+    c->fn();
+}
+
+/* run_child for fn(void) on a fresh runtime made from *config (NULL: none
+ * started here); returns the wait status for child_verdict. */
+static inline int run_child_case(void (*fn)(void), const nth_config_t *config,
+                                 unsigned timeout_s)
+{
+    struct child_case c = { fn, config };
+    return run_child(child_case_body, &c, NULL, timeout_s);
+}
+
+/* Fail the current cmocka test unless fn(void), run in a child on a fresh
+ * runtime started with config (an nth_config_t value), ends well within
+ * timeout_s seconds (scaled as run_child's); the failure names fn. */
+#define assert_case_ok(fn, config, timeout_s, on_alarm)                      \
     do {                                                                     \
-        int st_ = run_child((fn), (arg), NULL, 30);                          \
-        if (WIFSIGNALED(st_) && WTERMSIG(st_) == SIGALRM)                    \
-            fail_msg("child timed out (its alarm, SIGALRM): %s hangs", #fn); \
-        if (WIFSIGNALED(st_))                                                \
-            fail_msg("child %s killed by signal %d (%s)", #fn, WTERMSIG(st_), \
-                     strsignal(WTERMSIG(st_)));                              \
-        assert_true(WIFEXITED(st_));                                         \
-        if (WEXITSTATUS(st_) == CHILD_SKIP_STATUS)                           \
-            skip();                                                          \
-        assert_int_equal(WEXITSTATUS(st_), 0);                               \
+        nth_config_t cfg_ = (config);                                        \
+        child_verdict(run_child_case((fn), &cfg_, (timeout_s)), #fn, (on_alarm)); \
     } while (0)
+
+/* What fn returned on a new kernel thread made by libc's pthread_create
+ * (no VP: the program runs without the pthread shim), as an int: for the
+ * calls that must refuse such a caller (EPERM). */
+static inline int child_on_plain_thread(void *(*fn)(void *))
+{
+    pthread_t k;
+    void *r = NULL;
+    CHECK_EQ(pthread_create(&k, NULL, fn, NULL), 0);
+    CHECK_EQ(pthread_join(k, &r), 0);
+    return (int)(intptr_t)r;
+}
 
 /* NTH_TEST_FILTER=pattern runs only the matching cases (with
  * NTH_TEST_NOFORK=1, in the test process itself, for gdb). */

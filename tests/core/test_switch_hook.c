@@ -210,11 +210,7 @@ static void c_not_a_vp(void *a)
 {
     (void)a;
     child_init(1);
-    pthread_t k;
-    void *r = NULL;
-    CHECK_EQ(pthread_create(&k, NULL, not_a_vp, NULL), 0);
-    CHECK_EQ(pthread_join(k, &r), 0);
-    CHECK_EQ((int)(intptr_t)r, EPERM);
+    CHECK_EQ(child_on_plain_thread(not_a_vp), EPERM);
 }
 
 static void test_one_vp(void **s) { (void)s; assert_child_ok(c_switch_hook, (void *)1); }

@@ -20,37 +20,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
 
-static void run_case(void (*fn)(void), unsigned vps, unsigned timeout_s)
-{
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        alarm(timeout_s);
-        nth_config_t c;
-        nth_config_default(&c);
-        c.vps = vps;
-        T_EQ(nth_init(&c), 0);
-        fn();
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* fn on vps VPs in a child (tests/core/child.h); the failure names fn. */
+#define run_case(fn, vps, timeout_s) \
+    assert_case_ok(fn, child_config(vps), timeout_s, "deadlock")
 
 static int ab[2], ba[2];
 enum { ROUNDS = 2000 };

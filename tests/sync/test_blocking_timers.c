@@ -27,40 +27,21 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
 
 enum { WAIT_MS = 30 };
 
-static void run_case(void (*fn)(void), unsigned vps, unsigned stall_us)
+/* fn in a child (tests/core/child.h) on vps VPs with the stall watchdog's
+ * threshold stall_us (0: off); the failure names fn. */
+static nth_config_t with_stall(unsigned vps, unsigned stall_us)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        alarm(10);
-        nth_config_t c;
-        nth_config_default(&c);
-        c.vps = vps;
-        c.stall_us = stall_us;
-        T_EQ(nth_init(&c), 0);
-        fn();
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (timeout: an alarm never fired)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
+    nth_config_t c = child_config(vps);
+    c.stall_us = stall_us;
+    return c;
 }
+#define run_case(fn, vps, stall_us) \
+    assert_case_ok(fn, with_stall(vps, stall_us), 10, "an alarm never fired")
 
 static int pfd[2];
 static int in_kernel;              /* the reader is about to enter */

@@ -39,45 +39,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
-#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
 
 /* Bias word values (mutex_bias.h). */
 #define BIAS_REVOKED 0xffffffffu
 #define BIAS_REVOKING 0xfffffffeu
 
-static void run_case(void (*fn)(void), unsigned vps, unsigned timeout_s)
-{
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        const char *k = getenv("NTH_TEST_TIMEOUT_SCALE");
-        alarm(timeout_s * (k && atoi(k) > 0 ? (unsigned)atoi(k) : 1u));
-        nth_config_t c;
-        nth_config_default(&c);
-        c.vps = vps;
-        c.cpumgr = "off";
-        T_EQ(nth_init(&c), 0);
-        fn();
-        fflush(stdout);
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* fn in a child (tests/core/child.h) on vps VPs without the cpumgr; the
+ * failure names fn. */
+#define run_case(fn, vps, timeout_s) \
+    assert_case_ok(fn, child_config_alone(vps), timeout_s, "deadlock")
 
 static uint32_t bias_of(nth_mutex_t *m)
 {

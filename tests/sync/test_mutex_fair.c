@@ -41,45 +41,16 @@
 #include "nth.h"
 #include "child.h"
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
 #define T_GE(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
         if (_a < _b) T_FAIL("%s == %lld, expected at least %lld", #a, _a, _b); } while (0)
 
 enum { ROUNDS = 2000, LOSS_BOUND = 16 };
 
-/* One case in a forked child (tests/core/child.h: alarm scaled for the
- * sanitizers and NTH_TEST_TIMEOUT_SCALE) on a runtime of vps VPs. */
-static struct {
-    void (*fn)(void);
-    unsigned vps;
-} child_case;
-
-static void child_body(void *arg)
-{
-    (void)arg;
-    nth_config_t c;
-    nth_config_default(&c);
-    c.vps = child_case.vps;
-    c.cpumgr = "off";
-    T_EQ(nth_init(&c), 0);
-    child_case.fn();
-}
-
-static void run_case(void (*fn)(void), unsigned vps, unsigned timeout_s)
-{
-    child_case.fn = fn;
-    child_case.vps = vps;
-    int st = run_child(child_body, NULL, NULL, timeout_s);
-    assert_true(st != -1);
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (timeout: the waiter starved?)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* fn in a child (tests/core/child.h: alarm scaled for the sanitizers and
+ * NTH_TEST_TIMEOUT_SCALE) on vps VPs without the cpumgr; the failure
+ * names fn. */
+#define run_case(fn, vps, timeout_s) \
+    assert_case_ok(fn, child_config_alone(vps), timeout_s, "the waiter starved?")
 
 enum kind { MUTEX, COND, RWLOCK };
 

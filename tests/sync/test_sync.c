@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 
 
 /* Every case runs in a forked child that starts its own runtime: cmocka
@@ -26,50 +27,15 @@
  * breaks once main's nano-thread resumes on another VP's kernel thread.
  * Inside the child, a failed T_* check prints the condition and exits 99;
  * the cmocka parent asserts on the exit status. */
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
 #define T_PEQ(a, b) do { const void *_a = (a), *_b = (b); \
         if (_a != _b) T_FAIL("%s == %p, expected %p", #a, _a, _b); } while (0)
-#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
 
-static void run_case(void (*fn)(void **), unsigned timeout_s)
-{
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGBUS, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        signal(SIGILL, SIG_DFL);
-        signal(SIGFPE, SIG_DFL);
-        /* NTH_TEST_TIMEOUT_SCALE=k: k times the time, under an emulator
-         * (qemu-user creates a kernel thread in ~20 ms, not ~0.3). */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-        /* As tests/core/child.h: the stress cases (3000 rounds of the
-         * interruptible wait, the barrier and rwlock stress) take most of
-         * 30 s under ThreadSanitizer on 2 loaded cores; a deadlock still
-         * ends in the alarm. */
-        timeout_s *= 8;
-#endif
-        const char *k = getenv("NTH_TEST_TIMEOUT_SCALE");
-        alarm(timeout_s * (k && atoi(k) > 0 ? (unsigned)atoi(k) : 1u));
-        fn(NULL);
-        fflush(stdout);
-        fflush(stderr);
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (timeout: deadlock?)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+/* fn in a child (tests/core/child.h: its alarm is 8 times longer under
+ * the sanitizers, where the stress cases -- 3000 rounds of the
+ * interruptible wait, the barrier and rwlock stress -- take most of 30 s
+ * under ThreadSanitizer on 2 loaded cores; a deadlock still ends in the
+ * alarm); the failure names fn. */
+#define run_case(fn, timeout_s) assert_child_ok_within(fn, NULL, timeout_s, "deadlock?")
 
 #ifdef NTH_TEST_MOCK
 #define STRESS_N 64
@@ -136,7 +102,7 @@ static void *unlock_ret(void *p)
     return (void *)(intptr_t)nth_mutex_unlock(p);
 }
 
-static void test_mutex_basic(void **st)
+static void test_mutex_basic(void *st)
 {
     (void)st;
     nth_mutex_t z;
@@ -158,7 +124,7 @@ static void test_mutex_basic(void **st)
     T_EQ(nth_mutex_init(NULL, NULL), EINVAL);
 }
 
-static void test_mutex_errorcheck(void **st)
+static void test_mutex_errorcheck(void *st)
 {
     (void)st;
     nth_mutexattr_t a;
@@ -178,7 +144,7 @@ static void test_mutex_errorcheck(void **st)
     T_EQ(nth_mutex_destroy(&m), 0);
 }
 
-static void test_mutex_recursive(void **st)
+static void test_mutex_recursive(void *st)
 {
     (void)st;
     nth_mutexattr_t a;
@@ -207,7 +173,7 @@ static void *hold_then_release(void *p)
     return NULL;
 }
 
-static void test_mutex_timedlock(void **st)
+static void test_mutex_timedlock(void *st)
 {
     (void)st;
     nth_mutex_t m = NTH_MUTEX_INITIALIZER;
@@ -282,7 +248,7 @@ static void mutex_stress(int with_timed)
     T_EQ(nth_mutex_destroy(&m), 0);
 }
 
-static void test_mutex_stress(void **st)
+static void test_mutex_stress(void *st)
 {
     (void)st;
     mutex_stress(0);
@@ -299,7 +265,7 @@ static void test_mutex_stress(void **st)
  * OPEN: on a heavily loaded machine three rounds in a row still reached
  * the 30 s alarm in 5 of 70 runs; one round is kept so the suite is no
  * flakier than before. */
-static void test_mutex_stress_timed(void **st)
+static void test_mutex_stress_timed(void *st)
 {
     (void)st;
     mutex_stress(1);
@@ -320,7 +286,7 @@ static void *cond_waiter(void *p)
     return NULL;
 }
 
-static void test_cond_broadcast(void **st)
+static void test_cond_broadcast(void *st)
 {
     (void)st;
     enum { N = 16 };
@@ -346,7 +312,7 @@ static void test_cond_broadcast(void **st)
     T_EQ(nth_cond_destroy(&gc), 0);
 }
 
-static void test_cond_timedwait(void **st)
+static void test_cond_timedwait(void *st)
 {
     (void)st;
     nth_cond_t c = NTH_COND_INITIALIZER;
@@ -374,7 +340,7 @@ static void test_cond_timedwait(void **st)
     T_EQ(nth_cond_destroy(&c), 0);
 }
 
-static void test_cond_monotonic(void **st)
+static void test_cond_monotonic(void *st)
 {
     (void)st;
     /* A CLOCK_MONOTONIC deadline 30 ms ahead is long past when read as
@@ -420,7 +386,7 @@ static void *interruptible_waiter(void *a)
     return NULL;
 }
 
-static void test_cond_interruptible(void **st)
+static void test_cond_interruptible(void *st)
 {
     (void)st;
     T_EQ(nth_cond_wait_interruptible(&ic, &im, NULL), EINVAL);
@@ -476,7 +442,7 @@ static void *race_waiter(void *p)
     return NULL;
 }
 
-static void test_cond_signal_vs_timeout(void **st)
+static void test_cond_signal_vs_timeout(void *st)
 {
     (void)st;
 #ifdef NTH_TEST_MOCK
@@ -530,7 +496,7 @@ static void *sem_poster(void *p)
     return p;
 }
 
-static void test_sem_post_vs_timeout(void **st)
+static void test_sem_post_vs_timeout(void *st)
 {
     (void)st;
     enum { W = 8, P = 4 };
@@ -547,7 +513,7 @@ static void test_sem_post_vs_timeout(void **st)
     T_EQ(nth_sem_destroy(&rs), 0);
 }
 
-static void test_sem_errors(void **st)
+static void test_sem_errors(void *st)
 {
     (void)st;
     nth_sem_t s;
@@ -582,7 +548,7 @@ static void *isem_waiter(void *p)
     return (void *)(intptr_t)nth_sem_clockwait_interruptible(&isem, CLOCK_MONOTONIC, NULL, &sem_stopflag[i]);
 }
 
-static void test_sem_interruptible(void **st)
+static void test_sem_interruptible(void *st)
 {
     (void)st;
     T_EQ(nth_sem_init(&isem, 0), 0);
@@ -648,7 +614,7 @@ static void *barrier_worker(void *p)
     return NULL;
 }
 
-static void test_barrier(void **st)
+static void test_barrier(void *st)
 {
     (void)st;
     static nth_t t[STRESS_N];
@@ -673,7 +639,7 @@ static void *barrier_one(void *p)
     return NULL;
 }
 
-static void test_barrier_busy(void **st)
+static void test_barrier_busy(void *st)
 {
     (void)st;
     nth_barrier_t b;
@@ -724,7 +690,7 @@ static void *rw_writer(void *p)
     return NULL;
 }
 
-static void test_rwlock_stress(void **st)
+static void test_rwlock_stress(void *st)
 {
     (void)st;
     enum { R = STRESS_N / 2, W = 4 };
@@ -755,7 +721,7 @@ static void *bounded_writer(void *p)
     return NULL;
 }
 
-static void test_rwlock_writer_bounded(void **st)
+static void test_rwlock_writer_bounded(void *st)
 {
     (void)st;
     enum { K = 8 };
@@ -795,7 +761,7 @@ static void *timed_wr(void *p)
     return (void *)(intptr_t)e;
 }
 
-static void test_rwlock_errors(void **st)
+static void test_rwlock_errors(void *st)
 {
     (void)st;
     nth_rwlock_t rw;
@@ -846,7 +812,7 @@ static void *once_caller(void *p)
     return NULL;
 }
 
-static void test_once(void **st)
+static void test_once(void *st)
 {
     (void)st;
     static nth_t t[STRESS_N];
@@ -888,7 +854,7 @@ static void *key_user(void *p)
     return NULL;
 }
 
-static void test_keys(void **st)
+static void test_keys(void *st)
 {
     (void)st;
     T_EQ(nth_key_create(&k1, d1), 0);
@@ -938,7 +904,7 @@ static void test_keys(void **st)
 
 /* ---- sleep and errno -------------------------------------------------------- */
 
-static void test_sleep(void **st)
+static void test_sleep(void *st)
 {
     (void)st;
     uint64_t t0 = mono_ns();
@@ -976,7 +942,7 @@ static void *errno_setter(void *p)
     return NULL;
 }
 
-static void test_errno_per_nano_thread(void **st)
+static void test_errno_per_nano_thread(void *st)
 {
     (void)st;
     nth_t a = spawn(errno_setter, (void *)1000), b = spawn(errno_setter, (void *)2000);

@@ -17,12 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "internal.h"
+#include "child.h"
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
 
 static int armed_on = -2;
 static int result = -1;
@@ -50,10 +46,6 @@ static void *timed_waiter(void *p)
 
 static void migration_case(void)
 {
-    nth_config_t cfg;
-    nth_config_default(&cfg);
-    cfg.vps = 2;
-    T_EQ(nth_init(&cfg), 0);
     struct nth_vp *vp0 = nth_rt.vps[0], *vp1 = nth_rt.vps[1];
     if (vp0->cpu < 0 || vp1->cpu < 0 || vp0->cpu == vp1->cpu) {
         printf("skipped: needs two VPs bound to two CPUs\n");
@@ -83,24 +75,7 @@ static void migration_case(void)
 static void test_alarms_move_off_disabled_vp(void **st)
 {
     (void)st;
-    fflush(stdout);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        alarm(20);
-        migration_case();
-        _exit(0);
-    }
-    int s;
-    assert_int_equal(waitpid(p, &s, 0), p);
-    if (WIFSIGNALED(s))
-        fail_msg("case died of signal %d%s", WTERMSIG(s),
-                 WTERMSIG(s) == SIGALRM ? " (the timed wait never woke)" : "");
-    if (WEXITSTATUS(s) == 77)
-        skip();
-    assert_int_equal(WEXITSTATUS(s), 0);
+    assert_case_ok(migration_case, child_config(2), 20, "the timed wait never woke");
 }
 
 /* The hang seen under the shim: VP 0 parked with no timeout (it had no
@@ -148,10 +123,6 @@ static void *disable_then_wait(void *p)
 
 static void parked_case(void)
 {
-    nth_config_t cfg;
-    nth_config_default(&cfg);
-    cfg.vps = 2;
-    T_EQ(nth_init(&cfg), 0);
     struct nth_vp *vp0 = nth_rt.vps[0], *vp1 = nth_rt.vps[1];
     if (vp0->cpu < 0 || vp1->cpu < 0 || vp0->cpu == vp1->cpu) {
         printf("skipped: needs two VPs bound to two CPUs\n");
@@ -179,24 +150,8 @@ static void parked_case(void)
 static void test_alarm_of_disabled_vp_wakes_parked_vp(void **st)
 {
     (void)st;
-    fflush(stdout);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        alarm(10);
-        parked_case();
-        _exit(0);
-    }
-    int s;
-    assert_int_equal(waitpid(p, &s, 0), p);
-    if (WIFSIGNALED(s))
-        fail_msg("case died of signal %d%s", WTERMSIG(s),
-                 WTERMSIG(s) == SIGALRM ? " (both VPs parked: the alarm was never fired)" : "");
-    if (WEXITSTATUS(s) == 77)
-        skip();
-    assert_int_equal(WEXITSTATUS(s), 0);
+    assert_case_ok(parked_case, child_config(2), 10,
+                   "both VPs parked: the alarm was never fired");
 }
 
 int main(void)

@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "nth.h"
+#include "child.h"
 #include "internal.h"
 
 unsigned long nth_watchdog_stalls(void);
@@ -42,47 +43,20 @@ unsigned long nth_watchdog_capped(void);
 /* NTH_STANDINS_MAX of the next run_case (0: the default). */
 static unsigned case_standins_max;
 
-#define T_FAIL(fmt, ...) do { \
-        fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__); \
-        fflush(stderr); _exit(99); } while (0)
-#define T_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); \
-        if (_a != _b) T_FAIL("%s == %lld, expected %lld", #a, _a, _b); } while (0)
-#define T_TRUE(c) do { if (!(c)) T_FAIL("%s is false", #c); } while (0)
 
-/* Runs fn in a child on `vps` VPs with the given watchdog threshold;
- * returns the child's wait status. */
+/* Runs fn in a child (tests/core/child.h) on `vps` VPs with the given
+ * watchdog threshold; returns the child's wait status. */
 static int run_case(void (*fn)(void), unsigned vps, unsigned stall_us, unsigned timeout_s)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t p = fork();
-    assert_true(p >= 0);
-    if (p == 0) {
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGABRT, SIG_DFL);
-        alarm(timeout_s);
-        nth_config_t c;
-        nth_config_default(&c);
-        c.vps = vps;
-        c.stall_us = stall_us;
-        c.standins_max = case_standins_max;
-        T_EQ(nth_init(&c), 0);
-        fn();
-        _exit(0);
-    }
-    int st;
-    assert_int_equal(waitpid(p, &st, 0), p);
-    return st;
+    nth_config_t c = child_config(vps);
+    c.stall_us = stall_us;
+    c.standins_max = case_standins_max;
+    return run_child_case(fn, &c, timeout_s);
 }
 
-static void expect_ok(int st)
-{
-    if (WIFSIGNALED(st))
-        fail_msg("case died of signal %d%s", WTERMSIG(st),
-                 WTERMSIG(st) == SIGALRM ? " (SIGALRM: the case outlived its alarm; in a stall "
-                                            "case, the stall was not rescued)" : "");
-    assert_int_equal(WEXITSTATUS(st), 0);
-}
+#define ON_ALARM "in a stall case, the stall was not rescued"
+/* run_case, and the case must end well; the failure names fn. */
+#define case_ok(fn, ...) child_verdict(run_case(fn, __VA_ARGS__), #fn, ON_ALARM)
 
 enum { WORKERS = 16, YIELDS = 200, ROUNDS = 5 };
 
@@ -186,13 +160,13 @@ static void stuck_read_2(void)
 static void test_stuck_read_rescued(void **st)
 {
     (void)st;
-    expect_ok(run_case(stuck_read, 1, 1000, 30));
+    case_ok(stuck_read, 1, 1000, 30);
 }
 
 static void test_stuck_read_after_quiet_rescued(void **st)
 {
     (void)st;
-    expect_ok(run_case(stuck_read_after_quiet, 1, 1000, 30));
+    case_ok(stuck_read_after_quiet, 1, 1000, 30);
 }
 
 /* The same program without the watchdog never finishes: the test can fail. */
@@ -208,7 +182,7 @@ static void test_stuck_read_hangs_without_watchdog(void **st)
 static void test_stuck_read_2vps(void **st)
 {
     (void)st;
-    expect_ok(run_case(stuck_read_2, 2, 1000, 30));
+    case_ok(stuck_read_2, 2, 1000, 30);
 }
 
 /* The monitor runs under SCHED_BATCH and can wait for a busy CPU; the
@@ -227,7 +201,7 @@ static void test_stuck_read_rescued_by_backstop(void **st)
     setenv("NTH_TEST_MONITOR_STARVED", "1", 1);
     int s = run_case(stuck_read_backstop, 1, 1000, 30);
     unsetenv("NTH_TEST_MONITOR_STARVED");
-    expect_ok(s);
+    child_verdict(s, "stuck_read_backstop", ON_ALARM);
 }
 
 /* Scheduling policy (field 41 of /proc/self/task/TID/stat) of the runtime
@@ -287,7 +261,7 @@ static void monitor_policies(void)
 static void test_monitor_is_sched_batch(void **st)
 {
     (void)st;
-    expect_ok(run_case(monitor_policies, 2, 1000, 30));
+    case_ok(monitor_policies, 2, 1000, 30);
 }
 
 static int64_t now_ns(void)
@@ -335,7 +309,7 @@ static void busy_not_stalled(void)
 static void test_busy_nano_thread_is_not_stalled(void **st)
 {
     (void)st;
-    expect_ok(run_case(busy_not_stalled, 1, 1000, 30));
+    case_ok(busy_not_stalled, 1, 1000, 30);
 }
 
 /* An enqueue that finds a VP spinning in its idle loop leaves a dozing
@@ -365,7 +339,7 @@ static void wake_idle_spares_dozing_monitor(void)
 static void test_wake_idle_spares_dozing_monitor(void **st)
 {
     (void)st;
-    expect_ok(run_case(wake_idle_spares_dozing_monitor, 1, 0, 30));
+    case_ok(wake_idle_spares_dozing_monitor, 1, 0, 30);
 }
 
 /* Work queued on a VP that keeps switching is not work waiting behind a
@@ -410,7 +384,7 @@ static void switching_vp_lets_monitor_doze(void)
 static void test_switching_vp_lets_monitor_doze(void **st)
 {
     (void)st;
-    expect_ok(run_case(switching_vp_lets_monitor_doze, 1, 1000, 30));
+    case_ok(switching_vp_lets_monitor_doze, 1, 1000, 30);
 }
 
 /* Nano-threads that wait for each other with raw futex system calls
@@ -487,7 +461,7 @@ static void test_futex_waiters_each_get_a_standin(void **st)
 {
     (void)st;
     case_standins_max = 0;
-    expect_ok(run_case(futex_waiters, 1, 1000, 30));
+    case_ok(futex_waiters, 1, 1000, 30);
 }
 
 /* The same members with NTH_STANDINS_MAX=2: never more than 2 stand-ins,
@@ -506,7 +480,7 @@ static void test_futex_waiters_capped(void **st)
     case_standins_max = 2;
     int s = run_case(futex_waiters_capped, 1, 1000, 30);
     case_standins_max = 0;
-    expect_ok(s);
+    child_verdict(s, "futex_waiters_capped", ON_ALARM);
 }
 
 /* NTH_STANDINS_MAX from the environment: range-checked, a bad value named
