@@ -174,7 +174,7 @@ bench_shim_iofast_SOURCES = bench/shim/iofast.c
 bench_shim_iofast_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
 bench_shim_iofast_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 bench_shim_iofast_LDADD =
-EXTRA_DIST += bench/shim-io.sh
+EXTRA_DIST += bench/shim-io.sh bench/teambar-ab.sh
 .PHONY: bench-shim-io
 bench-shim-io: bench/shim-iofast libnth-pthread.la
 	$(SHELL) $(top_srcdir)/bench/shim-io.sh $(BENCH_SHIM_IO_REPS)

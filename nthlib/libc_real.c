@@ -16,6 +16,7 @@
 #include <sys/single_threaded.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void *nth_libc_sym(const char *name)
@@ -82,6 +83,22 @@ int nth_sys_yield(void)
 ssize_t nth_sys_write(int fd, const void *buf, size_t n)
 {
     return (ssize_t)syscall(SYS_write, fd, buf, n);
+}
+
+ssize_t nth_sys_read(int fd, void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_read, fd, buf, n);
+}
+
+void nth_sys_sleep_ns(int64_t ns)
+{
+    if (ns <= 0)
+        return;
+    struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+    int e = errno;
+    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &ts) != 0 && errno == EINTR)
+        ;
+    errno = e;
 }
 
 void nth_helper_block_signals(sigset_t *old)

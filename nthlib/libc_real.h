@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef int (*nth_pthread_create_fn)(pthread_t *, const pthread_attr_t *,
@@ -35,6 +36,20 @@ nth_pthread_detach_fn nth_libc_pthread_detach(void);
  * definition runs. Return and errno as the system calls'. Async-signal-safe. */
 int nth_sys_yield(void);
 ssize_t nth_sys_write(int fd, const void *buf, size_t n);
+
+/* read(2) as a raw system call, for the same reason: under the pthread
+ * shim a plain read() from libnth binds to the shim's wrapper, which must
+ * then guess from the caller's address whether the runtime called it (it
+ * cannot for a statically linked libnth, nor through a wrapper that calls
+ * another). Return and errno as read(2)'s. Async-signal-safe. */
+ssize_t nth_sys_read(int fd, void *buf, size_t n);
+
+/* Sleep ns nanoseconds on CLOCK_MONOTONIC in the kernel, resuming after a
+ * signal (clock_nanosleep(2) as a raw system call: never the shim's
+ * nanosleep, which would make a nano-thread sleep of it when the caller
+ * looks like a nano-thread). ns <= 0 returns at once. For the runtime's
+ * helper kernel threads (the stall monitor). Async-signal-safe. */
+void nth_sys_sleep_ns(int64_t ns);
 
 /* For the runtime's helper kernel threads that never run nano-threads
  * (the stall monitor, the cpumgr watcher): block every signal but glibc's

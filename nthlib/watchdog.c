@@ -217,7 +217,7 @@ static int tid_sleeping(int tid)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = nth_sys_read(fd, buf, sizeof buf - 1);   /* never a preloaded read() */
     close(fd);
     if (n <= 0)
         return 0;
@@ -715,11 +715,11 @@ static int suspect_vp(struct nth_vp *vp, struct vp_watch *w, int64_t t)
  * with at once. While every VP is parked it sleeps until one unparks. */
 #define BACKSTOP_NS (10 * 1000000LL)
 
+/* The raw system call (libc_real.h): a plain nanosleep() binds to a
+ * preloaded pthread shim's, which this thread must never enter. */
 static void sleep_ns(int64_t ns)
 {
-    struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    nth_sys_sleep_ns(ns);
 }
 
 /* Plan the backstop's next wake-up at most period ns (-1: none) from now,

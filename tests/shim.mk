@@ -418,3 +418,18 @@ tests_shim_posix_sigsafe_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_sigsafe_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigsafe_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sigsafe_LDADD =
+
+# The runtime's own calls never reach the shim's waiting wrappers: a
+# program linked with libnth.so, run preloaded under an rtld-audit module
+# that counts the calls into the shim by caller (rtcalls.sh).
+check_PROGRAMS += tests/shim/rtcalls
+tests_shim_rtcalls_SOURCES = tests/shim/rtcalls.c
+tests_shim_rtcalls_CFLAGS = $(TEST_CFLAGS)
+tests_shim_rtcalls_LDADD = $(TEST_LIBS)
+check_LTLIBRARIES += tests/shim/librtcalls-audit.la
+tests_shim_librtcalls_audit_la_SOURCES = tests/shim/rtcalls-audit.c
+tests_shim_librtcalls_audit_la_CFLAGS = $(WARN_CFLAGS)
+tests_shim_librtcalls_audit_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_shim_librtcalls_audit_la_LIBADD =
+TESTS += tests/shim/rtcalls.sh
+EXTRA_DIST += tests/shim/rtcalls.sh

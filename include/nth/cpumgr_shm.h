@@ -287,7 +287,9 @@ static inline uint64_t nth_cpumgr_proc_start_time(int32_t pid)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
+    /* The system call itself: in a program under the pthread shim a plain
+     * read() from libnth would enter the shim's wrapper. */
+    ssize_t len = (ssize_t)syscall(SYS_read, fd, buf, sizeof buf - 1);
     close(fd);
     if (len <= 0)
         return 0;
