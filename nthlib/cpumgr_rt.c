@@ -157,7 +157,6 @@ static int note_vps(int64_t t)
     return started;
 }
 
-/* The client's assignment callback (client lock held). */
 /* While held (R.hold): the part of cpus that VP 0 has, or NULL to apply
  * cpus as it is. Client lock held. */
 static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
@@ -178,6 +177,7 @@ static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
     return one;
 }
 
+/* The client's assignment callback (client lock held). */
 static void on_assign(hwloc_const_bitmap_t all, void *arg)
 {
     (void)arg;

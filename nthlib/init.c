@@ -54,8 +54,9 @@ static int start(const nth_config_t *cfg)
      * topology are taken from it just below. */
     nth_cpumgr_client_rebind_self();
     /* With a daemon running, the VPs other than VP 0 wait for its first
-     * answer unbound (vp.c, lazy birth): most of them never get a CPU in
-     * an overloaded mix, and a bound birth cost a migration each. */
+     * answer unbound (vp.c, lazy birth): a bound birth cost a migration
+     * whenever the kernel started the thread elsewhere, also for a VP that
+     * never got a CPU (bench/RESULTS.md "lazy"). */
     r = nth_vps_start(cfg, nth_cpumgr_client_daemon_up());
     if (r)
         return r;
