@@ -218,10 +218,12 @@ static int read_assignment(void)
     }
     C.stuck_since_ms = 0;
     __atomic_store_n(&nth_cpumgr_watch_seen, q1, __ATOMIC_RELAXED);
+    int first = 0;
     if (C.waiting_first) {
         if (q1 == C.claim_aseq)
             return 0; /* keep running as before until the daemon answers */
         C.waiting_first = 0;
+        first = 1;
     }
     hwloc_bitmap_zero(C.tmp);
     for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
@@ -248,7 +250,14 @@ static int read_assignment(void)
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
     if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
         __atomic_store_n(&C.budget_ns, g, __ATOMIC_RELAXED);
-    return apply(C.tmp);
+    int changed = apply(C.tmp);
+    /* The first answer is news even when it equals the standalone set:
+     * the runtime holds its lazy VPs back until it (cpumgr_rt.c). */
+    if (!changed && first && C.cb) {
+        C.cb(C.assigned, C.cbarg);
+        changed = 1;
+    }
+    return changed;
 }
 
 static void publish_request(void)
@@ -817,6 +826,29 @@ uint64_t nth_cpumgr_budget_ns(void)
 {
     return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
            __atomic_load_n(&C.budget_ns, __ATOMIC_RELAXED) : 0;
+}
+
+int nth_cpumgr_client_answered(void)
+{
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) && !C.waiting_first;
+}
+
+int nth_cpumgr_client_daemon_up(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    int up = 0;
+    if (C.inited && !C.off) {
+        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED)) {
+            up = 1;
+        } else {
+            map_segment(); /* kept: the attach that follows reuses it */
+            up = C.shm && header_ok() && daemon_running() && cpus_in_common();
+        }
+    }
+    unlock();
+    return up;
 }
 
 int nth_cpumgr_client_attached(void)

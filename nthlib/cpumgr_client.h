@@ -105,6 +105,17 @@ int nth_cpumgr_tick(void);
  * sanity-checks it against its own clock. */
 uint64_t nth_cpumgr_budget_ns(void);
 
+/* Attached, and the daemon has answered our claim (its first assignment
+ * was read and given to the callback, even if it equals the standalone
+ * set). Called from the assignment callback (client lock held). */
+int nth_cpumgr_client_answered(void);
+
+/* Without attaching: does a daemon run on the segment, with a valid header
+ * and CPUs in common with our mask (what the attach that follows needs)?
+ * 1 also when attached already; 0 when off or not initialised. Maps the
+ * segment (kept for the attach). For nth_init's lazy VPs. Thread-safe. */
+int nth_cpumgr_client_daemon_up(void);
+
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);
 

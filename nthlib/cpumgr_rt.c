@@ -73,6 +73,12 @@ static struct {
     unsigned ncosts;
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
+    /* Lazy VPs (vp.c) held back: 1 until the daemon's first answer, during
+     * which the standalone set reaches VP 0's CPU only; ends also when the
+     * attach fails or the daemon goes (we run alone: every CPU). Client
+     * lock (the callback's). */
+    int hold;
+    int attach_tried;        /* nth_cpumgr_rt_start's attach is done */
 } R;
 
 struct nth_cpumgr_probe nth_cpumgr_probe;
@@ -121,6 +127,11 @@ static int note_vps(int64_t t)
         struct nth_vp *vp = nth_rt.vps[i];
         struct vp_state *s = &R.vps[i];
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+            /* Never given a CPU: it runs no nano-thread and parks at its
+             * first turn, wherever the kernel started it; moving it would
+             * be the migration its lazy birth saved. */
+            if (__atomic_load_n(&vp->lazy, __ATOMIC_ACQUIRE))
+                continue;
             if (!s->since && !__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE)) {
                 s->since = t;
                 started = 1;
@@ -146,10 +157,32 @@ static int note_vps(int64_t t)
     return started;
 }
 
+/* While held (R.hold): the part of cpus that VP 0 has, or NULL to apply
+ * cpus as it is. Client lock held. */
+static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
+{
+    if (!__atomic_load_n(&R.hold, __ATOMIC_RELAXED))
+        return NULL;
+    if (nth_cpumgr_client_answered() ||
+        (__atomic_load_n(&R.attach_tried, __ATOMIC_ACQUIRE) && !nth_cpumgr_client_attached())) {
+        __atomic_store_n(&R.hold, 0, __ATOMIC_RELAXED); /* the daemon's word, or alone: all */
+        return NULL;
+    }
+    int c0 = nth_rt.nvps > 0 ? __atomic_load_n(&nth_rt.vps[0]->cpu, __ATOMIC_RELAXED) : -1;
+    if (c0 < 0 || !hwloc_bitmap_isset(cpus, (unsigned)c0))
+        return NULL;
+    hwloc_bitmap_t one = hwloc_bitmap_alloc();
+    if (one)
+        hwloc_bitmap_only(one, (unsigned)c0);
+    return one;
+}
+
 /* The client's assignment callback (client lock held). */
-static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
+static void on_assign(hwloc_const_bitmap_t all, void *arg)
 {
     (void)arg;
+    hwloc_bitmap_t held = held_set(all);
+    hwloc_const_bitmap_t cpus = held ? held : all;
     if (hwloc_bitmap_iszero(cpus) || nth_vps_set_allowed(cpus) == EINVAL)
         disable_all(); /* no CPU of ours (EINVAL: none in our topology) */
     nth_futex_lock(&R.lock);
@@ -165,6 +198,7 @@ static void on_assign(hwloc_const_bitmap_t cpus, void *arg)
      * the thread that noticed, often the VP about to use a granted CPU. */
     if (started || !nth_cpumgr_client_attached())
         kick_watcher();
+    hwloc_bitmap_free(held);
 }
 
 /* Bit of vp in the slot word's futex bitset: a local enable wakes that VP
@@ -356,6 +390,11 @@ static void *watcher(void *arg)
         if (t - last_tick >= TICK_NS) {
             nth_cpumgr_tick();
             last_tick = t;
+            /* Gone alone before the daemon's first answer: the standalone
+             * set is the one held back already, so the client does not
+             * call back; end the hold ourselves. */
+            if (__atomic_load_n(&R.hold, __ATOMIC_RELAXED) && !nth_cpumgr_client_attached())
+                nth_cpumgr_set_assign_callback(on_assign, NULL);
         }
         hook_if_attached();
         nth_cpumgr_poll();
@@ -427,6 +466,12 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     struct nth_vp *self = nth_vp_self();
     if (self)
         R.vps[self->id].tid = gettid_();
+    /* VPs born lazy (a daemon ran at nth_vps_start): the standalone set
+     * the callback gets now would enable them all before the daemon says
+     * which CPUs are ours; hold them back until its first answer. */
+    for (int i = 1; i < nth_rt.nvps; i++)
+        if (__atomic_load_n(&nth_rt.vps[i]->lazy, __ATOMIC_ACQUIRE))
+            __atomic_store_n(&R.hold, 1, __ATOMIC_RELAXED);
     nth_cpumgr_set_assign_callback(on_assign, NULL);
     /* VP 0 runs main's serial start-up: ask for its CPU first. */
     if (nth_rt.nvps > 0 && nth_rt.cfg.bind)
@@ -434,6 +479,11 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     /* Only now, with every VP able to follow it, may the daemon count on
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();
+    /* Not attached after all (the daemon went, every slot taken): alone,
+     * the held VPs get their CPUs now (the callback ends the hold). */
+    __atomic_store_n(&R.attach_tried, 1, __ATOMIC_RELEASE);
+    if (!nth_cpumgr_client_attached())
+        nth_cpumgr_set_assign_callback(on_assign, NULL);
     hook_if_attached();
     pthread_t th;
     pthread_attr_t a;

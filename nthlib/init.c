@@ -53,7 +53,11 @@ static int start(const nth_config_t *cfg)
      * may have narrowed this thread's binding (--enforce); the VPs and the
      * topology are taken from it just below. */
     nth_cpumgr_client_rebind_self();
-    r = nth_vps_start(cfg);
+    /* With a daemon running, the VPs other than VP 0 wait for its first
+     * answer unbound (vp.c, lazy birth): a bound birth cost a migration
+     * whenever the kernel started the thread elsewhere, also for a VP that
+     * never got a CPU (bench/RESULTS.md "lazy"). */
+    r = nth_vps_start(cfg, nth_cpumgr_client_daemon_up());
     if (r)
         return r;
     /* Done at load time already (fork.c); a no-op then, kept for a

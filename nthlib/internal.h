@@ -238,6 +238,11 @@ struct nth_vp {
      * Lets a rebind to the same CPU skip sched_setaffinity, 5-15 us on a
      * virtual machine, on the path of a CPU given back. Atomic. */
     int bound_cpu1;
+    /* 1 from a lazy birth (nth_vps_start under a running cpumgr daemon)
+     * until the VP is first given a CPU: its kernel thread was started
+     * unbound and disabled, and has run no nano-thread. Cleared by
+     * enable(). Atomic. */
+    int lazy;
     pthread_t kthread;
     void *altstack;                   /* SIGSEGV alternate stack */
     void *timerq;                     /* reserved: the per-VP timer queue */
@@ -592,7 +597,11 @@ NTH_HIDDEN int nth_topology_load(hwloc_topology_t *topo, unsigned long flags);
 
 /* ---- VPs (vp.c), overflow (overflow.c) -------------------------------- */
 
-NTH_HIDDEN int nth_vps_start(const nth_config_t *cfg);
+/* Start the VPs. lazy != 0 (a cpumgr daemon runs: init.c asks the client
+ * before): VPs other than VP 0 are born unbound and disabled, and park at
+ * once, without spinning, until the first assignment that gives them a CPU
+ * (bench/RESULTS.md "lazy"). 0, or EAGAIN. */
+NTH_HIDDEN int nth_vps_start(const nth_config_t *cfg, int lazy);
 NTH_HIDDEN void nth_vp_bind(struct nth_vp *vp);
 NTH_HIDDEN int nth_vp_idle_on_own_stack(struct nth_vp *vp);
 

@@ -144,13 +144,18 @@ static void *vp_main(void *arg)
 {
     struct nth_vp *vp = arg;
     nth_vp_self_set(vp);
-    __atomic_store_n(&vp->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    __atomic_store_n(&vp->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
     /* Named for top -H, perf and /proc/PID/task/TID/comm. */
     char name[16];
     snprintf(name, sizeof name, "nth-vp%d", vp->id);
     prctl(PR_SET_NAME, name, 0, 0, 0);
     nth_trace_rt_vp(vp);
-    nth_vp_bind(vp);
+    /* Born lazy (no CPU yet): not bound, it parks in the idle loop at once;
+     * enable() binds it to the CPU it is given. tid is stored (seq_cst)
+     * before lazy is read: enable() clears lazy before it reads tid, so one
+     * of the two binds it (both may; the second is a no-op). */
+    if (!__atomic_load_n(&vp->lazy, __ATOMIC_SEQ_CST))
+        nth_vp_bind(vp);
     nth_overflow_vp_altstack(vp);
     vp->idle.flags = NTH_TF_IDLE;
     vp->idle.on_cpu = 1;
@@ -210,7 +215,12 @@ static int start_vp_thread_inner(struct nth_vp *vp)
     attr_fn a_init = __atomic_load_n(&init_fn, __ATOMIC_RELAXED);
     attr_fn a_destroy = __atomic_load_n(&destroy_fn, __ATOMIC_RELAXED);
     aff_fn a_aff = __atomic_load_n(&aff, __ATOMIC_RELAXED);
-    if (nth_rt.cfg.bind && vp->cpu >= 0 && vp->cpu < CPU_SETSIZE && a_init && a_destroy && a_aff) {
+    /* A lazy VP is not bound at birth: it may never get a CPU (an
+     * overloaded mix), and the affinity attribute is applied by glibc after
+     * the kernel placed the thread on a CPU of its creator's mask, one
+     * migration whenever that was another (bench/RESULTS.md "mig2"). */
+    if (nth_rt.cfg.bind && !vp->lazy && vp->cpu >= 0 && vp->cpu < CPU_SETSIZE && a_init && a_destroy &&
+        a_aff) {
         pthread_attr_t attr;
         if (a_init(&attr) == 0) {
             cpu_set_t set;
@@ -254,7 +264,7 @@ static void oversubscribed_notice(int vps, int npus)
             vps, npus);
 }
 
-int nth_vps_start(const nth_config_t *cfg)
+int nth_vps_start(const nth_config_t *cfg, int lazy)
 {
     int r = load_topology();
     if (r)
@@ -333,6 +343,16 @@ int nth_vps_start(const nth_config_t *cfg)
      * its own (perf record -e sched:sched_migrate_task: one migration per
      * VP per process start). */
     for (int i = 1; i < n; i++) {
+        /* Under a daemon, born without a CPU: the daemon's first answer
+         * (nth_cpumgr_rt_start holds the standalone assignment back until
+         * then) decides whether it runs at all. The kernel places the new
+         * thread on the idlest CPU of our mask (fork balancing, no
+         * migration), and it parks there at once, without spinning. */
+        if (lazy) {
+            vps[i]->lazy = 1;
+            vps[i]->disabled = 1;
+            vps[i]->rebind = 1;
+        }
         if (start_vp_thread(vps[i]) != 0) {
             /* Carry on with the VPs we have; the others never run. */
             fprintf(stderr, "nthlib: could not start VP %d of %d; running with %d\n", i, n, i);
@@ -368,10 +388,32 @@ uint64_t nth_vp_ncalled(int vp)
     return __atomic_load_n(&nth_rt.vps[vp]->ncalled, __ATOMIC_RELAXED);
 }
 
+/* First CPU of a lazy VP (vps_lock held): bind its kernel thread from
+ * here, while it sleeps, so that the wake-up below places it on that CPU
+ * (at most the one migration of a thread woken elsewhere than it last
+ * ran), rather than waking it wherever the kernel likes and having it
+ * move itself (the migration stopper). tid 0: not started yet; vp_main
+ * then sees lazy cleared and binds itself. Raw system call: under the
+ * pthread shim, sched_setaffinity is the shim's. */
+static void bind_lazy(struct nth_vp *vp, int cpu)
+{
+    __atomic_store_n(&vp->lazy, 0, __ATOMIC_SEQ_CST);
+    int tid = __atomic_load_n(&vp->tid, __ATOMIC_SEQ_CST);
+    if (!nth_rt.cfg.bind || tid <= 0 || cpu < 0 || cpu >= CPU_SETSIZE || vp == nth_vp_self())
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((unsigned)cpu, &set);
+    if (syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0)
+        __atomic_store_n(&vp->bound_cpu1, cpu + 1, __ATOMIC_RELEASE);
+}
+
 static void enable(struct nth_vp *vp, int cpu)
 {
     /* Read unlocked by the VP itself (nth_vp_bind) and its stand-ins. */
     __atomic_store_n(&vp->cpu, cpu, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&vp->lazy, __ATOMIC_ACQUIRE))
+        bind_lazy(vp, cpu);
     /* Rebind even to the same CPU: while it had none, its kernel thread may
      * have been moved (bounded reclaim, or the cpumgr daemon enforcing it). */
     __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);

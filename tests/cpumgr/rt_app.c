@@ -4,7 +4,9 @@
  * stdin, printing one line per change of what it sees:
  *   "A=<attached> N=<assigned> CPUS=<list> EN=<enabled VPs> PK=<disabled VPs
  *    parked> OUT=<enabled VPs bound outside the assignment> RC=<reclaims>
- *    V=<VPs>"
+ *    V=<VPs> NB=<disabled VPs whose kernel thread is bound to one CPU>
+ *    UB=<disabled VPs whose kernel thread may run on more> SB=<enabled VPs
+ *    bound to one CPU>"
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
@@ -87,13 +89,22 @@ static void status(char *line, size_t len)
     char list[256] = "";
     if (nth_cpus_assigned_mask(&m) == 0)
         hwloc_bitmap_list_snprintf(list, sizeof list, m);
-    int en = 0, pk = 0, out = 0;
+    int en = 0, pk = 0, out = 0, nb = 0, ub = 0, sb = 0;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
+        /* Its kernel thread's mask, as the kernel has it: one CPU (bound)
+         * or more (never bound), -1 if not started yet. */
+        int vtid = __atomic_load_n(&vp->tid, __ATOMIC_ACQUIRE), ncs = -1;
+        cpu_set_t vcs;
+        if (vtid > 0 && sched_getaffinity(vtid, sizeof vcs, &vcs) == 0)
+            ncs = CPU_COUNT(&vcs);
         if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
             pk += __atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE);
+            nb += ncs == 1;
+            ub += ncs > 1;
             continue;
         }
+        sb += ncs == 1;
         en++;
         int tid = nth_cpumgr_rt_vp_tid(i);
         cpu_set_t cs;
@@ -105,8 +116,9 @@ static void status(char *line, size_t len)
                 }
     }
     hwloc_bitmap_free(m);
-    snprintf(line, len, "A=%d N=%d CPUS=%s EN=%d PK=%d OUT=%d RC=%lu V=%d", nth_cpumgr_attached(),
-             nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims(), nth_rt.nvps);
+    snprintf(line, len, "A=%d N=%d CPUS=%s EN=%d PK=%d OUT=%d RC=%lu V=%d NB=%d UB=%d SB=%d",
+             nth_cpumgr_attached(), nth_cpus_assigned(), list, en, pk, out, nth_cpumgr_rt_reclaims(),
+             nth_rt.nvps, nb, ub, sb);
 }
 
 /* A kernel thread, not a VP: it reports even while every VP is parked. */

@@ -1088,6 +1088,52 @@ static void pick_two_cpus(void)
                 cpu_pair[1], strerror(errno));
 }
 
+/* Lazy VPs (bench/RESULTS.md "lazy"): under a daemon, a newcomer's VPs
+ * other than VP 0 are started unbound and parked until the daemon gives
+ * them a CPU. b arrives while a holds both CPUs and gets one (its VP 0's,
+ * test_home_is_vp0): its other VP must be parked and never bound (its
+ * kernel thread's mask is still the process's) -- a VP bound at birth
+ * cost a migration whenever the kernel started it elsewhere, for a CPU it
+ * mostly never got. When a leaves, b grows: that VP is enabled and bound
+ * to one CPU of the assignment. Fails without the lazy birth (NB=1 UB=0:
+ * bound at birth). No timing: waits are bounded. */
+static void test_lazy_vp_parked_unbound(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "work\n");
+    start(&b, "rt_app", "2", -1);
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    drain(&b);
+    print_message("b with one CPU: %s\n", b.state);
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 NB=0 UB=1");
+    send(&a, "exit\n");
+    reap(a.pid);
+    wait_state(&b, "A=1 N=2 EN=2 PK=0 OUT=0 SB=2");
+    print_message("b with two: %s\n", b.state);
+}
+
+/* The daemon's first answer may equal the standalone set (an application
+ * alone gets every CPU): the held VPs must still be given their CPUs
+ * (the client calls back on the first answer even when nothing changed).
+ * Guards the hold: without that call back, b kept one VP for good. */
+static void test_lazy_first_answer_all(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc b;
+    start(&b, "rt_app", "2", -1);
+    wait_state(&b, "A=1 N=2 EN=2 PK=0 OUT=0 SB=2");
+    send(&b, "work\n");
+    sleep_ms(50);
+    check_work(&b);
+}
+
 int main(void)
 {
     pick_two_cpus();
@@ -1107,6 +1153,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_home_is_vp0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rotation_keeps_cpus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lazy_vp_parked_unbound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lazy_first_answer_all, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
