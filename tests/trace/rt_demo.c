@@ -18,7 +18,8 @@
  * until it is assigned, then 2, then leave (the assigned-CPUs counter).
  * recycle: only four "cycler" nano-threads, each created once the last is
  * joined; prints "recycled=0|1 ids=A,B,C,D" (1: some nth_t came back).
- * Prints "migrant=ID moved=0|1" before leaving.
+ * Prints "migrant=ID moved=0|1" before leaving. With RT_DEMO_CHDIR=DIR it
+ * chdir()s to DIR just before the way out.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -246,6 +247,13 @@ int main(int argc, char **argv)
         nth_join(h[i], NULL);
     printf("migrant=%llu moved=%d\n", (unsigned long long)mid, moved);
     fflush(stdout);
+    /* RT_DEMO_CHDIR=DIR: leave from another directory, as servers
+     * (chdir("/")) and solvers (into work directories) do. */
+    const char *away = getenv("RT_DEMO_CHDIR");
+    if (away && chdir(away)) {
+        perror("rt_demo: chdir");
+        return 4;
+    }
     if (!strcmp(mode, "return"))
         return 0;
     nth_attr_setname(&a, "leaver");
