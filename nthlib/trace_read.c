@@ -32,7 +32,7 @@ const char *nth_tr_state_builtin(unsigned state)
 }
 
 static const char *const obj_kinds[] = { "object", "mutex", "condvar", "barrier", "rwlock", "semaphore",
-                                         "join", "once", "team barrier", "team join" };
+                                         "join", "once", "team barrier", "team join", "sleep", "team idle" };
 
 const char *nth_tr_obj_kind_name(unsigned kind)
 {
@@ -44,6 +44,10 @@ const char *nth_tr_obj_label(const struct nth_tr_file *f, unsigned kind, uint64_
     if (kind == NTH_OBJ_JOIN) {
         const char *tn = nth_tr_name(f, NTH_NAME_THREAD, obj, 0);
         snprintf(buf, n, "join %s #%llu", tn ? tn : "nano-thread", (unsigned long long)obj);
+        return buf;
+    }
+    if (kind == NTH_OBJ_SLEEP || kind == NTH_OBJ_TEAM_IDLE) {   /* no object: the kind says it all */
+        snprintf(buf, n, "%s", nth_tr_obj_kind_name(kind));
         return buf;
     }
     const char *on = nth_tr_name(f, NTH_NAME_OBJECT, obj, 0);

@@ -56,8 +56,8 @@ check_PROGRAMS += tests/trace/sync_demo
 tests_trace_sync_demo_SOURCES = tests/trace/sync_demo.c
 tests_trace_sync_demo_CFLAGS = $(TEST_CFLAGS)
 tests_trace_sync_demo_LDADD = libnth.la
-TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
-dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
+TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
+dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
 
 # Names that are not UTF-8 or hold control characters (trace_text.c): valid
 # JSON and one-line Paraver names.
