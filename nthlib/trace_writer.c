@@ -435,6 +435,30 @@ static char *absolute_path(const char *path, int *err)
 
 static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms);
 
+/* The rule for a process tree that inherits NTH_TRACE: the first process
+ * that traces to it writes it; every process started below it writes the
+ * name with its pid before the suffix (per_process_path), and says so in its
+ * exit line. With libnth-malloc.so preloaded (the README's recipe) every
+ * child -- sh, ls, a wrapper script's interpreter -- loads libnth and traces:
+ * `ls` silently replaced the application's trace with its own. The first
+ * process sets NTH_TRACE_MAIN_PID to itself, as nthrun --trace does for the
+ * program it starts (a process that finds it set leaves it alone), and
+ * NTH_TRACE to the absolute name, so a child started after a chdir()
+ * writes beside it. setenv(3) is not safe against a concurrent getenv:
+ * this runs when tracing starts, from a constructor (libnth-malloc.so,
+ * libnth-probes.so) or the runtime's start-up, before the runtime's own
+ * threads exist. */
+static void claim_for_children(void)
+{
+    if (getenv("NTH_TRACE_MAIN_PID") || !wr_out_path)
+        return;
+    char self[24];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    if (setenv("NTH_TRACE", wr_out_path, 1) || setenv("NTH_TRACE_MAIN_PID", self, 1))
+        fprintf(stderr, "nthlib: trace: cannot set NTH_TRACE_MAIN_PID for child processes (%s): "
+                        "a traced child may overwrite %s\n", strerror(errno), wr_out_path);
+}
+
 static int start(const char *user_path, size_t buffer_bytes, unsigned flush_ms)
 {
     if (wr_started)
@@ -463,6 +487,12 @@ static int start(const char *user_path, size_t buffer_bytes, unsigned flush_ms)
     path = abs;
     int rc = start_abs(path, buffer_bytes, flush_ms);
     free(abs);
+    /* NTH_TRACE's own value (the runtime's start passes it through its
+     * config, the constructors straight from the environment): the
+     * children inherit it. */
+    const char *env = getenv("NTH_TRACE");
+    if (!rc && env && !strcmp(env, user_path))
+        claim_for_children();
     return rc;
 }
 
@@ -710,30 +740,6 @@ int nth_trace_start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     return start(path, buffer_bytes ? buffer_bytes : bytes, flush_ms ? flush_ms : (unsigned)ms);
 }
 
-/* The rule for a process tree that inherits NTH_TRACE: the first process
- * that traces to it writes it; every process started below it writes the
- * name with its pid before the suffix (per_process_path), and says so in its
- * exit line. With libnth-malloc.so preloaded (the README's recipe) every
- * child -- sh, ls, a wrapper script's interpreter -- loads libnth and traces:
- * `ls` silently replaced the application's trace with its own. The first
- * process sets NTH_TRACE_MAIN_PID to itself, as nthrun --trace does for the
- * program it starts (a process that finds it set leaves it alone), and
- * NTH_TRACE to the absolute name, so a child started after a chdir()
- * writes beside it. setenv(3) is not safe against a concurrent getenv:
- * this runs when tracing starts, from a constructor (libnth-malloc.so,
- * libnth-probes.so) or the runtime's start-up, before the runtime's own
- * threads exist. */
-static void claim_for_children(void)
-{
-    if (getenv("NTH_TRACE_MAIN_PID") || !wr_out_path)
-        return;
-    char self[24];
-    snprintf(self, sizeof self, "%ld", (long)getpid());
-    if (setenv("NTH_TRACE", wr_out_path, 1) || setenv("NTH_TRACE_MAIN_PID", self, 1))
-        fprintf(stderr, "nthlib: trace: cannot set NTH_TRACE_MAIN_PID for child processes (%s): "
-                        "a traced child may overwrite %s\n", strerror(errno), wr_out_path);
-}
-
 int nth_trace_start_from_env(void)
 {
     uint64_t bytes, ms;
@@ -742,7 +748,5 @@ int nth_trace_start_from_env(void)
     if (!path || !*path)
         return rc;
     int rc2 = start(path, bytes, (unsigned)ms);
-    if (!rc2 && wr_started)
-        claim_for_children();
     return rc2 ? rc2 : rc;
 }

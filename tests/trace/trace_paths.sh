@@ -5,7 +5,8 @@
 # its .bin (by exit and by a fatal signal) and the lines name them by that
 # absolute name; nothing is written in the new directory. Without a
 # directory to resolve against (deleted), one line says so and the program
-# runs untraced. nth-trace blames an input it cannot read (a directory), not
+# runs untraced. A traced child of a traced program writes NAME.PID (the
+# first one claims the name). nth-trace blames an input it cannot read (a directory), not
 # the output, and warns about one file given twice to merge.
 . "$top_srcdir/tests/trace/lib.sh"
 DEMO=$top_builddir/tests/trace/rt_demo
@@ -28,6 +29,17 @@ grep -q "^nthlib: trace: wrote $here/rel/s.json (" s.err || fail "sigterm: $(cat
 NTH_VPS=2 NTH_TRACE=rel/b.bin RT_DEMO_CHDIR="$here/away" "$DEMO" exit >/dev/null 2>b.err || fail "bin: $(cat b.err)"
 [ -s rel/b.bin ] || fail "bin: no rel/b.bin"
 [ -z "$(ls -A away)" ] || fail "files written in the directory the program moved to: $(ls away)"
+# A traced nthlib program that starts another (the same NTH_TRACE, no
+# preload): the first writes NTH_TRACE, the child NAME.PID.json, named in
+# its line, each holding its own process; neither overwrote the other.
+NTH_VPS=2 NTH_TRACE=rel/p.json RT_DEMO_SPAWN="echo \$\$ >$here/child.pid; exec $DEMO return >/dev/null" \
+    "$DEMO" return >/dev/null 2>p.err || fail "spawn: status $?: $(cat p.err)"
+cpid=$(cat child.pid)
+pid_in() { jq -r '[.traceEvents[] | select(.ph == "M" and .name == "process_name") | .pid] | unique | join(" ")' "$1"; }
+[ -s "rel/p.$cpid.json" ] || fail "the child's trace rel/p.$cpid.json is missing: $(ls rel); $(cat p.err)"
+[ "$(pid_in "rel/p.$cpid.json")" = "$cpid" ] || fail "rel/p.$cpid.json holds process $(pid_in "rel/p.$cpid.json")"
+[ "$(pid_in rel/p.json)" != "$cpid" ] || fail "the child overwrote rel/p.json"
+grep -q "^nthlib: trace: wrote $here/rel/p.$cpid.json (" p.err || fail "the child's line: $(cat p.err)"
 # no current directory to resolve against: said, and the program runs untraced
 mkdir gone
 ( cd gone && rmdir "$here/gone" && NTH_VPS=1 NTH_TRACE=g.json exec "$DEMO" return ) >/dev/null 2>g.err; st=$?
