@@ -207,7 +207,7 @@ int main(int argc, char **argv)
     snprintf(js, sizeof js, "%s.json", bin);
     snprintf(gz, sizeof gz, "%s.json.gz", bin);
     const char *in[1] = { bin };
-    if (nth_trace_convert(in, 1, js, NULL, NULL) || nth_trace_convert(in, 1, gz, NULL, NULL)) {
+    if (nth_trace_convert(in, 1, js, NULL, NULL, NULL) || nth_trace_convert(in, 1, gz, NULL, NULL, NULL)) {
         fprintf(stderr, "trace_overhead: conversion failed\n");
         return 1;
     }

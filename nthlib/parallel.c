@@ -352,10 +352,12 @@ static void *worker_main(void *p)
         /* Exactly one wake-up (give()) follows each take, after the
          * member is stored: wait once at least, so that a wake-up that
          * comes before the nth_wait (its permit) is consumed here and not
-         * by a later wait of the member's fn. */
+         * by a later wait of the member's fn. Traced as SYNCH team idle. */
+        nth_trace_rt_wait_obj_self((uintptr_t)&w, NTH_OBJ_TEAM_IDLE);
         do
             nth_wait();
         while (!__atomic_load_n(&w.m, __ATOMIC_ACQUIRE));
+        nth_trace_rt_wait_obj_self(0, 0);
         home_arrived();
     }
     __atomic_fetch_add(&nth_rt.live, 1, __ATOMIC_SEQ_CST);

@@ -50,7 +50,7 @@ static int sleep_mono(clockid_t clock, const struct timespec *abs, uint64_t dead
     w.alarm.fn = sleep_alarm;
     w.alarm.arg = &w;
     nth__sync_arm(&w.alarm);
-    nth_waiter_block(&w, NULL, NTH_OBJ_NONE);
+    nth_waiter_block(&w, &w, NTH_OBJ_SLEEP);   /* SYNCH sleep, not a bare SYNCH */
     /* The alarm is DONE once the state is final; nothing to cancel. */
     while (atomic_load_explicit(&w.alarm.state, memory_order_acquire) != NTH_ALARM_DONE)
         nth_sync_relax();

@@ -276,6 +276,9 @@ void nth__keys_exit_hook_install(void)
 
 void nth__sync_trace_wait(const void *obj, unsigned kind)
 {
+    struct nth_vp *vp = nth_vp_self();
+    if (vp && vp->current && (vp->current->trace_kind & NTH_OBJ_HELD))
+        return;   /* nth_trace_wait_join named this wait already */
     nth_trace_rt_wait_obj_self((uintptr_t)obj, kind);
 }
 

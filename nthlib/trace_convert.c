@@ -13,8 +13,11 @@ static int ends(const char *s, const char *suf)
     return n > m && strcmp(s + n - m, suf) == 0;
 }
 
-int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings)
+int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings,
+                      const char **failed)
 {
+    if (failed)
+        *failed = out;
     int fmt = ends(out, ".json.gz") ? 2 : ends(out, ".json") ? 1 : ends(out, ".prv") ? 3 : 0;
     if (!fmt || n < 1)
         return EINVAL;
@@ -25,8 +28,11 @@ int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *war
     unsigned w = 0;
     for (; loaded < n; loaded++) {
         rc = nth_tr_load(bins[loaded], &files[loaded], warn);
-        if (rc)
+        if (rc) {
+            if (failed)   /* the input, not the output: say which */
+                *failed = bins[loaded];
             break;
+        }
         w += files[loaded].warnings;
     }
     if (!rc)

@@ -145,7 +145,10 @@ extern int nth_tr_no_end_ok;
 /* Load `n` binary files and write `out` in the format its suffix names
  * (.json, .json.gz, .prv). Returns 0, EINVAL for an unknown suffix or a file
  * that is no trace, or the load/write error; *warnings (may be NULL) gets
- * the number of things skipped while loading. */
-int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings);
+ * the number of things skipped while loading; *failed (may be NULL) the
+ * file an error is about: the input that could not be loaded, else out
+ * (a missing .bin was reported as "cannot write OUT: ENOENT"). */
+int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings,
+                      const char **failed);
 
 #endif

@@ -63,6 +63,10 @@ static inline void nth_trace_rt_leave(struct nth_vp *vp)
  * meanwhile, its SYNCH names (kind, obj); set before the wait, cleared
  * (obj 0) after it. Two stores in the descriptor, only while tracing: no
  * record, no allocation here; the switch writes the one record. */
+/* In trace_kind: set by nth_trace_wait_join (a library's join built on a
+ * semaphore, the pthread shim's): the waits inside keep that name. */
+#define NTH_OBJ_HELD 0x10000u
+
 static inline void nth_trace_rt_wait_obj(struct nth_thread *self, uint64_t obj, unsigned kind)
 {
     NTH_TRACE_IF_ON if (self) {

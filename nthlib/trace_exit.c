@@ -103,6 +103,7 @@ static void say_kept(const struct nth_trace_finished *f, const char *why, uint64
     put(&l, f->out);
     put(&l, " converts them)");
     say(&l);
+    nth_trace_say_lost(f);   /* no "wrote" line will count them */
 }
 
 static void sys_sigmask(int how, const sigset_t *set, sigset_t *old)
@@ -205,8 +206,12 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
     (void)uctx;
     int saved = errno;
     struct nth_trace_finished f;
-    if (nth_trace_finish_records(&f) == 0 && f.out)
-        convert_in_fresh_process(&f);
+    if (nth_trace_finish_records(&f) == 0) {
+        if (f.out)
+            convert_in_fresh_process(&f);
+        else
+            nth_trace_say_lost(&f);
+    }
     for (unsigned i = 0; i < NSIG_TRACED; i++)
         if (fatal_signals[i] == sig) {
             struct sigaction sa = previous[i];

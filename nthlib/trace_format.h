@@ -126,7 +126,10 @@ enum nth_trace_obj_kind {
     NTH_OBJ_ONCE = 7,
     NTH_OBJ_TEAM_BARRIER = 8,  /* nth_team_barrier / nth_parallel_for's end */
     NTH_OBJ_TEAM_JOIN = 9,     /* a region's caller waiting for its members */
-    NTH_OBJ_KIND_MAX = 9
+    NTH_OBJ_SLEEP = 10,        /* nth_sleep_ns / nth_clock_sleep (the shim's usleep,
+                                  nanosleep): value, the waiter's address, is no name */
+    NTH_OBJ_TEAM_IDLE = 11,    /* a team member waiting for the next region */
+    NTH_OBJ_KIND_MAX = 11
 };
 
 /* nth_trace_file_header.flags */

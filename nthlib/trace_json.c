@@ -223,6 +223,8 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
         }
         if (l->kind == NTH_OBJ_JOIN)
             jp(j, ",\"nano_thread\":%" PRIu64 "}}", l->obj);
+        else if (l->kind == NTH_OBJ_SLEEP || l->kind == NTH_OBJ_TEAM_IDLE)
+            jp(j, "}}");
         else
             jp(j, ",\"address\":\"%s\"}}", addr);
     } else {
@@ -442,16 +444,36 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
             snprintf(b, sizeof b, "VP %u", v);
             meta(&j, VP_TID(v), "thread_name", b, (long)v);
         }
+        /* A nano-thread's regions and functions tracks are named only when
+         * they will hold a slice: a named track shows in Perfetto even when
+         * empty, and without probes every nano-thread had two of them. */
+        unsigned char *used = calloc(f->nthreads ? f->nthreads : 1, 1);
+        if (!used) {
+            j.nomem = 1;
+            break;
+        }
+        for (size_t r = 0; r < f->nrecs; r++) {
+            unsigned type = f->recs[r].type, bit = type == NTH_REC_REGION_BEGIN || type == NTH_REC_REGION_END ? 1
+                                                : type == NTH_REC_FUNC_ENTER || type == NTH_REC_FUNC_EXIT ? 2 : 0;
+            struct nth_tr_thread *th = bit ? nth_tr_thread(f, f->recs[r].id) : NULL;
+            if (th && th->index >= 1 && th->index <= f->nthreads)
+                used[th->index - 1] |= (unsigned char)bit;
+        }
         for (size_t t = 0; t < f->nthreads; t++) {
             struct nth_tr_thread *th = &f->threads[t];
             char nb[300];
             thread_name(f, th, nb, sizeof nb);
             meta(&j, THREAD_TID(th), "thread_name", nb, 10000 + 4 * (long)th->index);
-            snprintf(b, sizeof b, "%s regions", nb);
-            meta(&j, REGION_TID(th), "thread_name", b, 10001 + 4 * (long)th->index);
-            snprintf(b, sizeof b, "%s functions", nb);
-            meta(&j, FUNC_TID(th), "thread_name", b, 10002 + 4 * (long)th->index);
+            if (used[th->index - 1] & 1) {
+                snprintf(b, sizeof b, "%s regions", nb);
+                meta(&j, REGION_TID(th), "thread_name", b, 10001 + 4 * (long)th->index);
+            }
+            if (used[th->index - 1] & 2) {
+                snprintf(b, sizeof b, "%s functions", nb);
+                meta(&j, FUNC_TID(th), "thread_name", b, 10002 + 4 * (long)th->index);
+            }
         }
+        free(used);
         if (!(rp[i] = nth_tr_replay_open(f, &s)))
             j.nomem = 1;
     }

@@ -17,6 +17,17 @@
  * Paraver keeps every object of the .row in memory and its thread field is
  * bounded, so at most NTH_PRV_MAX_THREADS nano-threads per process are kept;
  * the records of the others are dropped and counted in a warning.
+ *
+ * Memory: the .prv is sorted by time (a state record by its begin), but a
+ * state record is known only when its slice ends, so records cannot be
+ * written as the replay makes them. Holding all of them (56 bytes each, an
+ * array doubled as it grew) took 955 MiB for 10 M events. They are
+ * collected in chunks of PRV_CHUNK records; a full chunk is sorted and
+ * appended to one unlinked temporary file (tmpfile(3)) as a run, and the
+ * runs are merged into the .prv at the end (a heap over the runs' heads,
+ * read ahead with pread(2) within PRV_MERGE_BYTES for all runs): bounded
+ * memory and one file descriptor, the same bytes as the in-memory sort (the
+ * order is total: time, then the order made).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -50,9 +61,19 @@ struct pe {
     uint32_t kind, cpu, appl, thread;
 };
 
+#define PRV_CHUNK ((size_t)1 << 18)   /* records sorted in memory at once: 14 MiB */
+#define PRV_READ 4096                  /* at most, records read ahead per run when merging */
+#define PRV_MERGE_BYTES ((size_t)16 << 20)   /* read-ahead of all runs together, at most */
+
 struct pctx {
     struct pe *v;
     size_t n, cap;
+    uint64_t seq;                    /* records made so far: the tie-break */
+    size_t chunk;                    /* PRV_CHUNK, or NTH_TEST_PRV_CHUNK's (tests) */
+    FILE *tmp;                       /* the sorted chunks spilled so far, one after the other */
+    uint64_t *run_len;               /* records of each run, in file order */
+    size_t nruns;
+    int spill_err;                   /* errno of a failed spill, 0 if none */
     uint64_t base, dropped;
     uint32_t appl;
     struct nth_tr_file *files;       /* all of the merge, to find a pid's application */
@@ -62,11 +83,43 @@ struct pctx {
     uint32_t *types; size_t ntypes, ctypes;
 };
 
+static int pe_cmp(const void *a, const void *b)
+{
+    const struct pe *x = a, *y = b;
+    if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The chunk in p->v, sorted, to a temporary file of its own; p->v empty
+ * again. A failure is kept in spill_err (the conversion then fails with
+ * it) and the records are dropped: the output would be incomplete anyway. */
+static void spill(struct pctx *p)
+{
+    if (!p->n)
+        return;
+    qsort(p->v, p->n, sizeof *p->v, pe_cmp);
+    if (!p->spill_err) {
+        errno = 0;
+        uint64_t *r = realloc(p->run_len, (p->nruns + 1) * sizeof *r);
+        if (r)
+            p->run_len = r;
+        if (r && !p->tmp)
+            p->tmp = tmpfile();
+        if (!r || !p->tmp || fwrite(p->v, sizeof *p->v, p->n, p->tmp) != p->n)
+            p->spill_err = errno ? errno : EIO;
+        else
+            p->run_len[p->nruns++] = p->n;
+    }
+    p->n = 0;
+}
+
 static void add(struct pctx *p, uint32_t kind, uint32_t cpu, struct nth_tr_thread *t, uint64_t t0, uint64_t t1,
                 uint64_t a, uint64_t b)
 {
     uint32_t th = t ? t->index : 1;
     if (th > NTH_PRV_MAX_THREADS) { p->dropped++; return; }
+    if (p->n == p->chunk)
+        spill(p);
     if (p->n == p->cap) {
         size_t nc = p->cap ? p->cap * 2 : 4096;
         struct pe *v = realloc(p->v, nc * sizeof *v);
@@ -74,7 +127,7 @@ static void add(struct pctx *p, uint32_t kind, uint32_t cpu, struct nth_tr_threa
         p->v = v;
         p->cap = nc;
     }
-    p->v[p->n] = (struct pe){ t0 - p->base, t1 - p->base, a, b, p->n, kind, cpu, p->appl, th };
+    p->v[p->n] = (struct pe){ t0 - p->base, t1 - p->base, a, b, p->seq++, kind, cpu, p->appl, th };
     p->n++;
     if (kind == 1 && a <= NTH_TRACE_STATE_MAX)
         p->used_state[a] = 1;
@@ -189,13 +242,6 @@ static void p_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t sin
     add(c, 2, cpu_of(t), t, ts, ts, EV_FUNC, t->fdepth > 0 ? t->func[t->fdepth - 1] : 0);
 }
 
-static int pe_cmp(const void *a, const void *b)
-{
-    const struct pe *x = a, *y = b;
-    if (x->t0 != y->t0) return x->t0 < y->t0 ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 static int u32_cmp(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -232,6 +278,125 @@ static const char *type_name(struct nth_tr_file *files, int n, uint32_t type, ch
     return buf;
 }
 
+static void put_pe(struct nth_out *o, const struct pe *e)
+{
+    if (e->kind == 1)
+        nth_out_printf(o, "1:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->t1, e->a);
+    else
+        nth_out_printf(o, "2:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->a, e->b);
+}
+
+static void close_runs(struct pctx *p)
+{
+    if (p->tmp)
+        fclose(p->tmp);
+    p->tmp = NULL;
+    free(p->run_len);
+    p->run_len = NULL;
+    p->nruns = 0;
+}
+
+/* One run being merged: its next records read ahead. */
+struct run {
+    int fd;
+    off_t off;                 /* the file's next unread record of this run */
+    uint64_t left;             /* records of the run not yet read */
+    struct pe *buf;
+    size_t cap, at, n;
+};
+
+/* r's head record in its buffer (*done: the run is over). Returns 0, or an
+ * errno when the file cannot be read. */
+static int run_fill(struct run *r, int *done)
+{
+    *done = 0;
+    if (r->at < r->n)
+        return 0;
+    size_t want = r->left < r->cap ? (size_t)r->left : r->cap;
+    r->at = r->n = 0;
+    if (!want) {
+        *done = 1;
+        return 0;
+    }
+    size_t bytes = want * sizeof *r->buf, got = 0;
+    while (got < bytes) {
+        ssize_t k = pread(r->fd, (char *)r->buf + got, bytes - got, r->off + (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? errno : EIO;   /* the file is ours: short means damaged */
+        got += (size_t)k;
+    }
+    r->off += (off_t)bytes;
+    r->left -= want;
+    r->n = want;
+    return 0;
+}
+
+static int run_less(const struct run *x, const struct run *y)
+{
+    return pe_cmp(&x->buf[x->at], &y->buf[y->at]) < 0;
+}
+
+/* The sorted runs merged into o: a binary heap of the runs by their head
+ * record. Returns 0, ENOMEM, or the errno of a run that cannot be read. */
+static int merge_runs(struct pctx *p, struct nth_out *o)
+{
+    size_t k = p->nruns, h = 0;
+    struct run *rs = calloc(k, sizeof *rs);
+    struct run **heap = calloc(k, sizeof *heap);
+    int rc = rs && heap ? 0 : ENOMEM;
+    if (!rc && fflush(p->tmp))
+        rc = errno ? errno : EIO;
+    /* Read-ahead shared out among the runs: memory stays bounded however
+     * many runs a long trace makes. */
+    size_t per = PRV_MERGE_BYTES / (k * sizeof(struct pe));
+    per = per < 16 ? 16 : per > PRV_READ ? PRV_READ : per;
+    off_t off = 0;
+    for (size_t i = 0; !rc && i < k; i++) {
+        rs[i].fd = fileno(p->tmp);
+        rs[i].off = off;
+        rs[i].left = p->run_len[i];
+        off += (off_t)(p->run_len[i] * sizeof(struct pe));
+        rs[i].cap = p->run_len[i] < per ? (size_t)p->run_len[i] : per;
+        if (!(rs[i].buf = malloc((rs[i].cap ? rs[i].cap : 1) * sizeof *rs[i].buf))) {
+            rc = ENOMEM;
+            break;
+        }
+        int done;
+        rc = run_fill(&rs[i], &done);
+        if (!rc && !done) {   /* sift up */
+            size_t c = h++;
+            heap[c] = &rs[i];
+            while (c && run_less(heap[c], heap[(c - 1) / 2])) {
+                struct run *t = heap[c]; heap[c] = heap[(c - 1) / 2]; heap[(c - 1) / 2] = t;
+                c = (c - 1) / 2;
+            }
+        }
+    }
+    while (!rc && h) {
+        struct run *r = heap[0];
+        put_pe(o, &r->buf[r->at++]);
+        int done;
+        rc = run_fill(r, &done);
+        if (done)
+            heap[0] = heap[--h];
+        for (size_t c = 0;;) {   /* sift down */
+            size_t l = 2 * c + 1, m = c;
+            if (l < h && run_less(heap[l], heap[m])) m = l;
+            if (l + 1 < h && run_less(heap[l + 1], heap[m])) m = l + 1;
+            if (m == c) break;
+            struct run *t = heap[c]; heap[c] = heap[m]; heap[m] = t;
+            c = m;
+        }
+    }
+    for (size_t i = 0; rs && i < k; i++)
+        free(rs[i].buf);
+    free(rs);
+    free(heap);
+    return rc;
+}
+
 static char *sibling(const char *out, const char *suffix)
 {
     size_t n = strlen(out);
@@ -249,6 +414,10 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
     p.base = UINT64_MAX;
     p.files = files;
     p.nfiles = n;
+    /* Tests make every few records a run, to check the merge against the
+     * in-memory sort on small traces. */
+    const char *tc = getenv("NTH_TEST_PRV_CHUNK");
+    p.chunk = tc && atol(tc) > 0 ? (size_t)atol(tc) : PRV_CHUNK;
     unsigned ncpu = 1;
     uint64_t end = 0;
     for (int i = 0; i < n; i++) {
@@ -266,15 +435,24 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
         nth_tr_replay(&files[i], &s);
         if (files[i].last_ts - p.base > end) end = files[i].last_ts - p.base;
     }
-    if (p.oom) { free(p.v); free(p.types); return ENOMEM; }
+    if (p.nruns && !p.oom)
+        spill(&p);   /* the last chunk is a run too: everything merges */
+    if (p.oom || p.spill_err) {
+        int e = p.oom ? ENOMEM : p.spill_err;
+        close_runs(&p);
+        free(p.v);
+        free(p.types);
+        return e;
+    }
     if (p.dropped)
         fprintf(stderr, "%s: warning: Paraver keeps %u nano-threads per process; %" PRIu64
                 " records of the others dropped\n", nth_tr_msg_prefix, NTH_PRV_MAX_THREADS, p.dropped);
-    qsort(p.v, p.n, sizeof *p.v, pe_cmp);
+    if (!p.nruns)
+        qsort(p.v, p.n, sizeof *p.v, pe_cmp);
 
     static struct nth_out o;   /* 64 KiB: kept off a crashing stack */
     int rc = nth_out_open(&o, out, 0);
-    if (rc) { free(p.v); free(p.types); return rc; }
+    if (rc) { close_runs(&p); free(p.v); free(p.types); return rc; }
     time_t secs = (time_t)(files[0].hdr.real_start_ns / 1000000000u);
     struct tm tm;
     localtime_r(&secs, &tm);
@@ -285,14 +463,18 @@ int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out)
         nth_out_printf(&o, ":1(%zu:1)", nt ? nt : 1);
     }
     nth_out_printf(&o, "\n");
-    for (size_t i = 0; i < p.n; i++) {
-        struct pe *e = &p.v[i];
-        if (e->kind == 1)
-            nth_out_printf(&o, "1:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->t1, e->a);
-        else
-            nth_out_printf(&o, "2:%u:%u:1:%u:%" PRIu64 ":%" PRIu64 ":%" PRIu64 "\n", e->cpu, e->appl, e->thread, e->t0, e->a, e->b);
-    }
+    int mrc = 0;
+    if (p.nruns)
+        mrc = merge_runs(&p, &o);
+    else
+        for (size_t i = 0; i < p.n; i++)
+            put_pe(&o, &p.v[i]);
+    close_runs(&p);
     rc = nth_out_close(&o);
+    if (!rc && mrc) {
+        unlink(out);
+        rc = mrc;
+    }
     free(p.v);
     if (rc) { free(p.types); return rc; }
 

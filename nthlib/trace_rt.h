@@ -53,7 +53,15 @@ struct nth_trace_finished {
     const char *out;          /* the chosen format's file; NULL for a .bin trace */
     uint64_t record_bytes;    /* bytes of records in bin */
     uint64_t lost;            /* events lost since the start */
+    int write_error;          /* errno of the first failed append to bin, 0 if none */
 };
+
+/* The exit line of a process whose trace got no "wrote" line (a .bin
+ * trace, or an output that could not be written), when events were lost
+ * or the binary file could not be written: "nthlib: trace: N events lost
+ * (CAUSE)". Every message about a full disk sends the user to this count.
+ * Async-signal-safe (write(2), strerrordesc_np). */
+NTH_HIDDEN void nth_trace_say_lost(const struct nth_trace_finished *f);
 
 /* The first half of nth_trace_finish(): stop recording, write every
  * buffer, the LOST and END marks, close the binary file; fills *f.

@@ -46,7 +46,7 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     struct nth_trace_sw sw = {
         .from = from->id, .to = to->id,
         .t0 = from->flags & NTH_TF_IDLE ? 0 : t0,
-        .obj = blocked ? from->trace_obj : 0, .kind = from->trace_kind,
+        .obj = blocked ? from->trace_obj : 0, .kind = from->trace_kind & ~NTH_OBJ_HELD,
         .why = blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
         .ended = s == NTH_ST_EXITED,   /* its last switch ends its exit OVERHEAD */
         .rq_vp = -1,
@@ -63,6 +63,19 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
         }
     }
     nth_trace__switch_rt(&sw);
+}
+
+int nth_trace_wait_join(nth_t t)
+{
+    NTH_TRACE_IF_ON {
+        struct nth_vp *vp = nth_vp_self();
+        struct nth_thread *self = vp ? vp->current : NULL;
+        if (self) {
+            self->trace_obj = t ? t->id : 0;
+            self->trace_kind = t ? NTH_OBJ_JOIN | NTH_OBJ_HELD : 0;
+        }
+    }
+    return 0;
 }
 
 void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since)

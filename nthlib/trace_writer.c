@@ -405,10 +405,65 @@ static void check_malloc_env(void)
                         "this trace has no memory counters\n", lib);
 }
 
-static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
+/* `path` made absolute against the current directory (malloc'ed; NULL
+ * with *err set when the directory cannot be named or memory is out). The
+ * binary file is opened at start-up but the output is written at exit,
+ * after a program may have chdir()ed (servers to "/", solvers into work
+ * directories): relative, the conversion looked for the .bin and wrote the
+ * output in the new directory, lost the trace and blamed the output. As
+ * cpumgr --trace does, a relative name is taken from where tracing began. */
+static char *absolute_path(const char *path, int *err)
+{
+    if (path[0] == '/') {
+        char *p = strdup(path);
+        *err = p ? 0 : ENOMEM;
+        return p;
+    }
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+        *err = errno;
+        return NULL;
+    }
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", cwd, cwd[strlen(cwd) - 1] == '/' ? "" : "/", path);
+    *err = p ? 0 : ENOMEM;
+    free(cwd);
+    return p;
+}
+
+static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms);
+
+/* The rule for a process tree that inherits NTH_TRACE: the first process
+ * that traces to it writes it; every process started below it writes the
+ * name with its pid before the suffix (per_process_path), and says so in its
+ * exit line. With libnth-malloc.so preloaded (the README's recipe) every
+ * child -- sh, ls, a wrapper script's interpreter -- loads libnth and traces:
+ * `ls` silently replaced the application's trace with its own. The first
+ * process sets NTH_TRACE_MAIN_PID to itself, as nthrun --trace does for the
+ * program it starts (a process that finds it set leaves it alone), and
+ * NTH_TRACE to the absolute name, so a child started after a chdir()
+ * writes beside it. setenv(3) is not safe against a concurrent getenv:
+ * this runs when tracing starts, from a constructor (libnth-malloc.so,
+ * libnth-probes.so) or the runtime's start-up, before the runtime's own
+ * threads exist. */
+static void claim_for_children(void)
+{
+    if (getenv("NTH_TRACE_MAIN_PID") || !wr_out_path)
+        return;
+    char self[24];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    if (setenv("NTH_TRACE", wr_out_path, 1) || setenv("NTH_TRACE_MAIN_PID", self, 1))
+        fprintf(stderr, "nthlib: trace: cannot set NTH_TRACE_MAIN_PID for child processes (%s): "
+                        "a traced child may overwrite %s\n", strerror(errno), wr_out_path);
+}
+
+static int start(const char *user_path, size_t buffer_bytes, unsigned flush_ms)
 {
     if (wr_started)
         return EBUSY;
+    const char *path = user_path;
     if (!nth_trace_name_ok(path)) {
         /* The trace API can start tracing before the runtime does (then
          * the runtime's start tries the same NTH_TRACE again): one line
@@ -421,6 +476,29 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
         }
         return EINVAL;
     }
+    int aerr;
+    char *abs = absolute_path(user_path, &aerr);
+    if (!abs) {
+        if (aerr != ENOMEM)
+            fprintf(stderr, "nthlib: trace: not tracing to %s: the current directory cannot be named (%s); "
+                            "give NTH_TRACE an absolute path\n", user_path, strerror(aerr));
+        return aerr;
+    }
+    path = abs;
+    int rc = start_abs(path, buffer_bytes, flush_ms);
+    free(abs);
+    /* NTH_TRACE's own value (the runtime's start passes it through its
+     * config, the constructors straight from the environment): the
+     * children inherit it. */
+    const char *env = getenv("NTH_TRACE");
+    if (!rc && env && !strcmp(env, user_path))
+        claim_for_children();
+    return rc;
+}
+
+/* start() once the path is absolute. */
+static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms)
+{
     if (buffer_bytes) {
         uint64_t recs = buffer_bytes / sizeof(struct nth_trace_rec), cap = 64;
         while (cap * 2 <= recs)
@@ -445,6 +523,7 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
     wr_fd = open(wr_bin_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (wr_fd < 0)
         return errno;
+    int rc;
     struct nth_trace_file_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, NTH_TRACE_MAGIC, sizeof h.magic);
@@ -470,7 +549,7 @@ static int start(const char *path, size_t buffer_bytes, unsigned flush_ms)
         }
         done += (size_t)w;
     }
-    int rc = start_writer();
+    rc = start_writer();
     if (rc) {
         close(wr_fd);
         wr_fd = -1;
@@ -524,7 +603,34 @@ int nth_trace_finish_records(struct nth_trace_finished *f)
     f->out = has_suffix(wr_out_path, ".bin") ? NULL : wr_out_path;
     f->record_bytes = wr_bytes;
     f->lost = lost_all;
+    f->write_error = wr_err;
     return 0;
+}
+
+void nth_trace_say_lost(const struct nth_trace_finished *f)
+{
+    if (!f->lost && !f->write_error)
+        return;
+    char num[24], line[1024];
+    int k = 0;
+    uint64_t v = f->lost;
+    do { num[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+    size_t n = 0;
+    const char *why = f->write_error ? strerrordesc_np(f->write_error) : NULL;
+    const char *parts[] = { "nthlib: trace: ", "", " events lost (",
+                            f->write_error ? (why ? why : "write error") : "buffers full or NTH_TRACE_LIMIT reached",
+                            f->write_error ? " writing " : "", f->write_error ? f->bin : "", ")\n" };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (i == 1)
+            while (k > 0 && n < sizeof line - 1)
+                line[n++] = num[--k];
+        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++)
+            line[n++] = *c;
+    }
+    if (line[n - 1] != '\n')
+        line[n - 1] = '\n';
+    ssize_t w = nth_sys_write(2, line, n);
+    (void)w;
 }
 
 int nth_trace_finish(void)
@@ -533,16 +639,24 @@ int nth_trace_finish(void)
     int rc = nth_trace_finish_records(&f);
     if (rc)
         return rc < 0 ? 0 : rc;
-    if (!f.out)
+    if (!f.out) {
+        nth_trace_say_lost(&f);
         return 0;
+    }
     const char *in[1] = { f.bin };
+    const char *failed = NULL;
     unsigned warnings = 0;
     nth_tr_msg_prefix = "nthlib";
-    rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings);
+    rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings, &failed);
     struct stat st;
-    if (rc)
+    if (rc && failed && failed != wr_out_path && rc != EINVAL)
+        /* EINVAL: the loader said what is wrong with the file */
+        fprintf(stderr, "nthlib: trace: cannot write %s: cannot read %s: %s\n", wr_out_path, failed, strerror(rc));
+    else if (rc)
         fprintf(stderr, "nthlib: trace: cannot write %s: %s (records kept in %s)\n",
                 wr_out_path, strerror(rc), wr_bin_path);
+    if (rc)
+        nth_trace_say_lost(&f);
     else if (stat(wr_out_path, &st) == 0)
         fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
                 wr_out_path, (long long)st.st_size, (unsigned long long)f.record_bytes, (unsigned long long)f.lost,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "nth/trace.h"
 #include "shim.h"
 
 void shim_set_self(struct shim_thread *st);
@@ -306,7 +307,9 @@ static int join_common(pthread_t t, void **ret, int64_t deadline)
     if (__atomic_load_n(&st->detached, __ATOMIC_SEQ_CST))
         return EINVAL;
     if (st->created) {
+        nth_trace_wait_join(st->nt);   /* traced as SYNCH join, not the semaphore */
         int r = wait_done(st, deadline);
+        nth_trace_wait_join(NULL);
         if (r)
             return deadline == 0 ? EBUSY : r;
     }

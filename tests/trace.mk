@@ -25,7 +25,7 @@ TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trac
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \
 	tests/trace/loan.sh tests/trace/probes_c.sh tests/trace/probes_shim.sh tests/trace/full_disk.sh \
-	tests/trace/nthrun_trace.sh
+	tests/trace/nthrun_trace.sh tests/trace/malloc_children.sh tests/trace/prv_stream.sh
 TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
 dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
 EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90
@@ -39,7 +39,7 @@ tests_trace_rt_demo_LDFLAGS = -static
 tests_trace_rt_demo_LDADD = libnth.la $(HWLOC_LIBS) -lrt -lpthread
 TRACE_RT_TESTS = tests/trace/runtime.sh tests/trace/runtime_exit.sh tests/trace/runtime_cpumgr.sh \
 	tests/trace/env_messages.sh \
-	tests/trace/runtime_grouped.sh
+	tests/trace/runtime_grouped.sh tests/trace/trace_paths.sh
 TESTS += $(TRACE_RT_TESTS)
 dist_check_SCRIPTS += $(TRACE_RT_TESTS)
 
@@ -56,8 +56,8 @@ check_PROGRAMS += tests/trace/sync_demo
 tests_trace_sync_demo_SOURCES = tests/trace/sync_demo.c
 tests_trace_sync_demo_CFLAGS = $(TEST_CFLAGS)
 tests_trace_sync_demo_LDADD = libnth.la
-TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
-dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh
+TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
+dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
 
 # Names that are not UTF-8 or hold control characters (trace_text.c): valid
 # JSON and one-line Paraver names.

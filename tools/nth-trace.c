@@ -121,19 +121,43 @@ static int run(int argc, char **argv, const char **in)
         fprintf(stderr, "nth-trace: %s: unknown output format (accepted: .json, .json.gz, .prv)\n", out);
         return 2;
     }
-    /* An input that cannot be read is named here: the converter's error
-     * code alone would be reported against the output. */
+    /* An input that cannot be read is named here, before any output is
+     * made: fopen(3) opens a directory for reading, so its read error came
+     * from the converter, reported against the output. One file given twice
+     * (a shell glob and a name, a.bin a.bin) is merged with itself, as two
+     * processes (tests overlap a trace with itself so), but not silently:
+     * by mistake it doubles every slice. */
+    struct stat *seen = calloc((size_t)nin, sizeof *seen);
+    if (!seen)
+        return 3;
     for (int i = 0; i < nin; i++) {
         FILE *f = fopen(in[i], "rb");
-        if (!f) {
-            fprintf(stderr, "nth-trace: %s: cannot read: %s\n", in[i], strerror(errno));
+        int e = f ? 0 : errno;
+        if (f && fstat(fileno(f), &seen[i]))
+            e = errno;
+        else if (f && S_ISDIR(seen[i].st_mode))
+            e = EISDIR;
+        if (f)
+            fclose(f);
+        if (e) {
+            fprintf(stderr, "nth-trace: %s: cannot read: %s\n", in[i], strerror(e));
+            free(seen);
             return 3;
         }
-        fclose(f);
+        for (int j = 0; j < i; j++)
+            if (seen[j].st_dev == seen[i].st_dev && seen[j].st_ino == seen[i].st_ino) {
+                fprintf(stderr, "nth-trace: warning: %s and %s are the same file: merged twice, as two processes\n",
+                        in[j], in[i]);
+                break;
+            }
     }
+    free(seen);
     unsigned warnings = 0;
-    int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
-    if (rc && rc != EINVAL)   /* EINVAL: an input is no trace, and the loader said why */
+    const char *failed = NULL;
+    int rc = nth_trace_convert(in, nin, out, stderr, &warnings, &failed);
+    if (rc && rc != EINVAL && failed && failed != out)   /* EINVAL: an input is no trace, and the loader said why */
+        fprintf(stderr, "nth-trace: %s: cannot read: %s\n", failed, strerror(rc));
+    else if (rc && rc != EINVAL)
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
     else if (!rc && !quiet)
         report(out, in, nin);

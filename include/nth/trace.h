@@ -88,6 +88,16 @@ NTH_API int nth_trace_register_event_value(uint32_t type, uint64_t value, const 
  * EINVAL for a NULL obj or a NULL or empty name. Thread-safe. */
 NTH_API int nth_trace_register_object(const void *obj, const char *name);
 
+/* Until called again with NULL, the calling nano-thread's waits show as
+ * SYNCH on joining nano-thread t ("SYNCH join NAME #ID", as nth_join's),
+ * whatever object they wait on: for a library whose join is built from
+ * other primitives (the pthread shim's pthread_join waits on a semaphore
+ * of its own, and showed as "SYNCH semaphore 0x..."). t must stay valid
+ * until the NULL call. Returns 0, also when tracing is off or the caller
+ * is no nano-thread (nothing to name). Two stores in the caller's
+ * descriptor while tracing, nothing otherwise. Not async-signal-safe. */
+NTH_API int nth_trace_wait_join(nth_t t);
+
 /* Function-level probes (libnth-probes.so, or hand instrumentation): the
  * function at address fn was entered / left at at_ns (CLOCK_MONOTONIC ns, as
  * nth_trace_clock_ns(); 0 = now) on the calling nano-thread. A time in the

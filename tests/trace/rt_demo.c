@@ -18,7 +18,9 @@
  * until it is assigned, then 2, then leave (the assigned-CPUs counter).
  * recycle: only four "cycler" nano-threads, each created once the last is
  * joined; prints "recycled=0|1 ids=A,B,C,D" (1: some nth_t came back).
- * Prints "migrant=ID moved=0|1" before leaving.
+ * Prints "migrant=ID moved=0|1" before leaving. With RT_DEMO_CHDIR=DIR it
+ * chdir()s to DIR just before the way out, with RT_DEMO_SPAWN=CMD it then
+ * runs CMD with system(3).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -246,6 +248,24 @@ int main(int argc, char **argv)
         nth_join(h[i], NULL);
     printf("migrant=%llu moved=%d\n", (unsigned long long)mid, moved);
     fflush(stdout);
+    /* RT_DEMO_CHDIR=DIR: leave from another directory, as servers
+     * (chdir("/")) and solvers (into work directories) do. */
+    const char *away = getenv("RT_DEMO_CHDIR");
+    if (away && chdir(away)) {
+        perror("rt_demo: chdir");
+        return 4;
+    }
+    /* RT_DEMO_SPAWN=CMD: run CMD (sh -c) first, as a program that starts
+     * others does; its children see RT_DEMO_SPAWN empty. */
+    const char *spawn = getenv("RT_DEMO_SPAWN");
+    if (spawn && *spawn) {
+        char *cmd = strdup(spawn);
+        if (!cmd || setenv("RT_DEMO_SPAWN", "", 1) || system(cmd) != 0) {
+            fprintf(stderr, "rt_demo: '%s' failed\n", spawn);
+            return 4;
+        }
+        free(cmd);
+    }
     if (!strcmp(mode, "return"))
         return 0;
     nth_attr_setname(&a, "leaver");

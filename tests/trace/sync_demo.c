@@ -17,6 +17,9 @@
  * team barrier; member 1 opens a nested region (serialised: a team of one).
  * Prints "team=3".
  *
+ * `sync_demo sleep`: "sleeper" sleeps 2 ms (nth_sleep_ns) while main
+ * joins it. Prints "sleeper=ID".
+ *
  * Exits non-zero on any error.
  */
 #include <stdint.h>
@@ -161,6 +164,26 @@ static int regions_main(void)
     return 0;
 }
 
+static void *sleeper(void *arg)
+{
+    return nth_sleep_ns(2000000) ? NULL : arg;
+}
+
+/* `sync_demo sleep`: "sleeper" sleeps 2 ms (nth_sleep_ns) while main joins it. */
+static int sleep_main(void)
+{
+    nth_attr_t a;
+    nth_t t;
+    void *r = NULL;
+    if (nth_attr_init(&a) || nth_attr_setname(&a, "sleeper") || nth_create(&t, &a, sleeper, &a))
+        return 9;
+    unsigned long long id = (unsigned long long)nth_id(t);   /* before the join frees t */
+    if (nth_join(t, &r) || r != &a)
+        return 9;
+    printf("sleeper=%llu\n", id);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || nth_init(NULL) != 0)
@@ -169,5 +192,7 @@ int main(int argc, char **argv)
         return sync_main();
     if (!strcmp(argv[1], "regions"))
         return regions_main();
+    if (!strcmp(argv[1], "sleep"))
+        return sleep_main();
     return 2;
 }

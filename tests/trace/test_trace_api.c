@@ -82,7 +82,7 @@ static void reader_refuses_non_traces(void **st)
     close(fd);
     assert_int_equal(nth_tr_load(path, &f, NULL), EINVAL);
     const char *in[1] = { path };
-    assert_int_equal(nth_trace_convert(in, 1, "/tmp/nth-never.txt", NULL, NULL), EINVAL);
+    assert_int_equal(nth_trace_convert(in, 1, "/tmp/nth-never.txt", NULL, NULL, NULL), EINVAL);
     unlink(path);
 }
 
