@@ -196,6 +196,10 @@ static void park_wait(struct nth_vp *vp)
             __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED))
         /* Shared futex: the daemon, another process, wakes it. */
         syscall(SYS_futex, w, FUTEX_WAIT_BITSET, v, NULL, NULL, vp_bit(vp));
+    if (__builtin_expect(__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&nth_cpumgr_probe.vp_woke_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+        nth_cpumgr_stamp(&nth_cpumgr_probe.vp_woke_ns);
+    }
     /* Woken by a grant or a hand-off: read it on this thread, no other
      * hop (a hand-off bumps no word the poll watches). */
     nth_cpumgr_refresh_handoff();

@@ -102,6 +102,8 @@ static void park(struct nth_vp *vp, int was_spinning)
     __atomic_store_n(&vp->parked, 0, __ATOMIC_SEQ_CST);
     __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
     nth_watchdog_unparked();   /* a running VP may stall: watch it again */
+    if (disabled)
+        nth_cpumgr_stamp(&nth_cpumgr_probe.wd_ns);
 }
 
 void nth_idle_loop(struct nth_vp *vp)
