@@ -374,6 +374,17 @@ static void test_wake_idle_spares_dozing_monitor(void **st)
  * grant (idle.c, park). Two VPs, no monitor thread (NTH_STALL_US=0), so
  * the word is this case's alone. Fails without the change: the unpark
  * clears the word. */
+static int gu_running, gu_stop;
+
+static void *gu_spinner(void *p)
+{
+    (void)p;
+    __atomic_store_n(&gu_running, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&gu_stop, __ATOMIC_SEQ_CST))
+        ;
+    return NULL;
+}
+
 static void grant_unpark_spares_dozing_monitor(void)
 {
     T_EQ(nth_num_vps(), 2);
@@ -385,7 +396,18 @@ static void grant_unpark_spares_dozing_monitor(void)
     hwloc_bitmap_only(only0, (unsigned)v0->cpu);
     hwloc_bitmap_copy(both, only0);
     hwloc_bitmap_set(both, (unsigned)v1->cpu);
+    /* VP 1 is disabled while it runs, so that its next park is the
+     * disabled one (an idle park from before would be left by the enable
+     * as an ordinary unpark, which wakes the monitor). */
+    nth_attr_t a;
+    T_EQ(nth_attr_init(&a), 0);
+    T_EQ(nth_attr_setvp(&a, 1), 0);
+    nth_t sp;
+    T_EQ(nth_create(&sp, &a, gu_spinner, NULL), 0);
+    while (!__atomic_load_n(&gu_running, __ATOMIC_SEQ_CST))
+        sched_yield();
     T_EQ(nth_vps_set_allowed(only0), 0);
+    __atomic_store_n(&gu_stop, 1, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&v1->parked, __ATOMIC_SEQ_CST))
         sched_yield();
     __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
