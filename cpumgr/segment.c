@@ -41,6 +41,12 @@ int cm_seg_check(const struct nth_cpumgr_shm *s, size_t size, char *msg, size_t 
 
 int cm_seg_open(const char *name, struct nth_cpumgr_shm **out, char *msg, size_t msglen)
 {
+    return cm_seg_open_fd(name, out, NULL, msg, msglen);
+}
+
+int cm_seg_open_fd(const char *name, struct nth_cpumgr_shm **out, int *keep_fd, char *msg,
+                   size_t msglen)
+{
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(msg, msglen, "%s", strerror(errno));
@@ -55,16 +61,21 @@ int cm_seg_open(const char *name, struct nth_cpumgr_shm **out, char *msg, size_t
     size_t size = (size_t)st.st_size;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
-    close(fd);
     if (p == MAP_FAILED) {
+        close(fd);
         snprintf(msg, msglen, "mmap: %s", strerror(e));
         return e;
     }
     int rc = cm_seg_check(p, size, msg, msglen);
     if (rc) {
+        close(fd);
         munmap(p, size);
         return rc;
     }
+    if (keep_fd)
+        *keep_fd = fd;
+    else
+        close(fd);
     *out = p;
     return 0;
 }

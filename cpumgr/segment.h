@@ -18,6 +18,12 @@ int cm_seg_check(const struct nth_cpumgr_shm *s, size_t size, char *msg, size_t 
  * EACCES; EPROTO (msg says why) for another layout or a foreign object. */
 int cm_seg_open(const char *name, struct nth_cpumgr_shm **out, char *msg, size_t msglen);
 
+/* The same, keeping the read-write descriptor in *fd (the caller closes
+ * it): for a reader that guards its mapping against a shrunk file
+ * (nth/cpumgr_sigbus.h), which needs it to grow the file back. */
+int cm_seg_open_fd(const char *name, struct nth_cpumgr_shm **out, int *fd, char *msg,
+                   size_t msglen);
+
 /* Create a new zeroed segment, mode 0600, or 0660 owned by group gid when
  * gid != (gid_t)-1. 0, EEXIST, or the errno of shm_open/ftruncate/mmap. */
 int cm_seg_create(const char *name, gid_t gid, struct nth_cpumgr_shm **out);

@@ -6,14 +6,37 @@
 #include <errno.h>
 #include <hwloc.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "nth/cpumgr_sigbus.h"
 #include "segment.h"
 #include "status.h"
+
+/* Test hook (tests/cpumgr/cli.sh): CPUMGR_TEST_STATUS_PAUSE=FILE makes the
+ * first table, once the segment is mapped, create FILE and wait (10 s at
+ * most) until it is removed, so that a test can shrink the segment right
+ * then: a handshake, not a timing. */
+static void test_pause(void)
+{
+    static int done;
+    const char *f = getenv("CPUMGR_TEST_STATUS_PAUSE");
+    if (done || !f || !*f)
+        return;
+    done = 1;
+    FILE *o = fopen(f, "w");
+    if (!o)
+        return;
+    fclose(o);
+    for (int i = 0; i < 10000 && access(f, F_OK) == 0; i++) {
+        struct timespec ts = { 0, 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
 
 static void mask_list(const uint64_t *m, char *out, size_t len)
 {
@@ -33,11 +56,19 @@ static int print_once(const char *name)
 {
     char msg[200];
     struct nth_cpumgr_shm *s;
-    int rc = cm_seg_open(name, &s, msg, sizeof msg);
+    int fd = -1;
+    int rc = cm_seg_open_fd(name, &s, &fd, msg, sizeof msg);
     if (rc) {
         fprintf(stderr, "cpumgr: %s: %s\n", name, rc == ENOENT ? "no daemon (no segment)" : msg);
         return 1;
     }
+    /* The segment may shrink under us (truncate(1), `>`, a client's
+     * ftruncate): a read past its new end is SIGBUS, which killed status
+     * --watch. The guard grows it back and the read sees zeros; we say so
+     * below. Without the guard (sigaction failed) we read as before. */
+    unsigned grown0 = nth_cpumgr_sigbus_grown();
+    (void)nth_cpumgr_sigbus_guard(s, sizeof *s, fd);
+    test_pause();
     int alive = cm_seg_daemon_alive(s) &&
                 __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
     char cpus[256];
@@ -81,7 +112,17 @@ static int print_once(const char *name)
                (int)sl->priority, (int)sl->request, sl->assigned_count, list,
                (double)__atomic_load_n(&sl->cpu_ns, __ATOMIC_RELAXED) / 1e9);
     }
+    nth_cpumgr_sigbus_clear();
+    close(fd);
     cm_seg_unmap(s);
+    if (nth_cpumgr_sigbus_grown() != grown0) {
+        /* stdout first: the table is before the line that says it is torn. */
+        fflush(stdout);
+        fprintf(stderr, "cpumgr: %s: the segment shrank while this table was read (truncated by "
+                "something other than the daemon); it was grown back to %zu bytes, and the "
+                "table may show zeros; the daemon repairs its header\n", name, sizeof *s);
+        return 4;
+    }
     return alive ? 0 : 3;
 }
 

@@ -49,6 +49,7 @@ static struct {
     uint32_t claim_aseq;
     uint64_t budget_ns;          /* start of the reclaim budget of what
                                     the last applied assignment took */
+    uint64_t grant_ns;           /* its publication date (the slot's) */
     uint64_t start_time;         /* ours */
     uint64_t last_try_ms;
     int warned;                  /* a refused segment is reported once */
@@ -197,7 +198,7 @@ static int seq_stuck(uint32_t q)
 static int read_assignment(void)
 {
     struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
-    uint64_t m[NTH_CPUMGR_MASK_WORDS], g;
+    uint64_t m[NTH_CPUMGR_MASK_WORDS], g, pub;
     uint32_t q1, q2;
     for (int tries = 0;; tries++) {
         q1 = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
@@ -212,6 +213,7 @@ static int read_assignment(void)
         for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
             m[w] = __atomic_load_n(&s->assigned[w], __ATOMIC_ACQUIRE);
         g = __atomic_load_n(&s->budget_ns, __ATOMIC_ACQUIRE);
+        pub = __atomic_load_n(&s->grant_ns, __ATOMIC_ACQUIRE);
         q2 = __atomic_load_n(&s->aseq, __ATOMIC_RELAXED);
         if (q1 == q2)
             break;
@@ -248,8 +250,10 @@ static int read_assignment(void)
     hwloc_bitmap_or(C.tmp, C.tmp, C.handed);
     /* Defensive: never run outside our own affinity mask. */
     hwloc_bitmap_and(C.tmp, C.tmp, C.affinity);
-    if (!hwloc_bitmap_isequal(C.tmp, C.assigned))
+    if (!hwloc_bitmap_isequal(C.tmp, C.assigned)) {
         __atomic_store_n(&C.budget_ns, g, __ATOMIC_RELAXED);
+        __atomic_store_n(&C.grant_ns, pub, __ATOMIC_RELAXED);
+    }
     int changed = apply(C.tmp);
     /* The first answer is news even when it equals the standalone set:
      * the runtime holds its lazy VPs back until it (cpumgr_rt.c). */
@@ -849,6 +853,12 @@ int nth_cpumgr_client_daemon_up(void)
     }
     unlock();
     return up;
+}
+
+uint64_t nth_cpumgr_grant_ns(void)
+{
+    return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
+           __atomic_load_n(&C.grant_ns, __ATOMIC_RELAXED) : 0;
 }
 
 int nth_cpumgr_client_attached(void)

@@ -116,6 +116,12 @@ int nth_cpumgr_client_answered(void);
  * segment (kept for the attach). For nth_init's lazy VPs. Thread-safe. */
 int nth_cpumgr_client_daemon_up(void);
 
+/* CLOCK_MONOTONIC ns of the daemon's publication of the assignment last
+ * applied (the slot's grant_ns, read with it under the seqlock), 0 when
+ * not attached: a late notice counts the reclaim budget from there, not
+ * from the notice (cpumgr_reclaim.h). Same caveats as budget_ns. */
+uint64_t nth_cpumgr_grant_ns(void);
+
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);
 

@@ -20,6 +20,14 @@ struct nth_cpumgr_probe {
     uint64_t move_ns;    /* bounded reclaim: the watcher starts a move */
     uint64_t moved_ns;   /* and its sched_setaffinity returned */
     uint64_t handoff_ns; /* a CPU handed off by its releaser was taken */
+    /* Finer stamps of the grant's path on the receiving VP (realloc
+     * breakdown): its futex wait in park_wait() returned, on which CPU;
+     * the stall monitor's wake-up after the unpark was done; whether the
+     * rebind made a system call (sched_setaffinity) or was skipped. */
+    uint64_t vp_woke_ns;
+    int vp_woke_cpu;
+    uint64_t wd_ns;
+    int bind_syscall;
     /* Bounded reclaim: the watcher's last pass that left a disabled VP
      * where it was, and why (NTH_PROBE_SKIP_*): a reclaim with no move
      * stamp of its own says here what the watcher saw instead. */

@@ -30,6 +30,7 @@
 #include "libc_real.h"
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
+#include "cpumgr_reclaim.h"
 #include "cpumgr_wait.h"
 #include "sched_slice.h"
 #include <dlfcn.h>
@@ -66,6 +67,8 @@ static struct {
     int hooked;              /* on_sched_point registered (atomic) */
     int stop, stopped;       /* at exit: the watcher leaves the segment first */
     unsigned long nreclaims; /* atomic */
+    unsigned long nrebinds;  /* of which moves of an enabled VP bound
+                                to a CPU taken away (atomic) */
     int64_t cost_ns;         /* margin a move starts before its deadline:
                                 the largest due-to-moved time of the
                                 last COST_WINDOW moves (their ~p97) */
@@ -117,6 +120,18 @@ static void disable_all(void)
     nth_futex_unlock(&nth_rt.vps_lock);
 }
 
+/* Is vp, enabled, still bound to a CPU no longer ours, its rebind to
+ * vp->cpu pending (cpumgr_reclaim.h, NTH_OVERSTAY_REBIND)? A VP running
+ * the caller is at a scheduling point: it rebinds itself. R.lock held. */
+static int stale_binding(struct nth_vp *vp, int watcher)
+{
+    int b1 = __atomic_load_n(&vp->bound_cpu1, __ATOMIC_ACQUIRE);
+    int ours = b1 > 0 && hwloc_bitmap_isset(R.assigned, (unsigned)(b1 - 1));
+    return nth_cpumgr_overstays(0, __atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE),
+                                __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED), b1, ours,
+                                !watcher && vp == nth_vp_self()) == NTH_OVERSTAY_REBIND;
+}
+
 /* Bookkeeping after a change, R.lock held: start the reclaim clock of newly
  * disabled VPs; give a moved VP that has its CPU again its binding back.
  * Returns nonzero if a clock started (the watcher has a new deadline). */
@@ -140,8 +155,8 @@ static int note_vps(int64_t t)
             }
             continue;
         }
-        s->since = 0;
         if (s->moved) {
+            s->since = 0;
             s->moved = 0;
             if (nth_rt.cfg.bind && vp->cpu >= 0) {
                 hwloc_bitmap_t one = hwloc_bitmap_alloc();
@@ -153,6 +168,17 @@ static int note_vps(int64_t t)
                 }
             }
         }
+        /* Enabled on another CPU while its kernel thread, bound to one
+         * taken away, has not reached the scheduling point that rebinds
+         * it: it overstays there as a disabled VP would. */
+        if (stale_binding(vp, 0)) {
+            if (!s->since) {
+                s->since = t;
+                started = 1;
+            }
+            continue;
+        }
+        s->since = 0;
     }
     return started;
 }
@@ -190,8 +216,9 @@ static void on_assign(hwloc_const_bitmap_t all, void *arg)
     /* The reclaim budget runs from the new owner's request (budget_ns): by
      * the time we see it, part of it is spent (the daemon's wake-up and
      * pass, ours). */
-    int64_t t = now_ns(), g = (int64_t)nth_cpumgr_budget_ns();
-    int started = note_vps(g > 0 && g <= t && t - g < R.reclaim_ns ? g : t);
+    int64_t t = now_ns();
+    int started = note_vps(nth_cpumgr_budget_start(t, (int64_t)nth_cpumgr_budget_ns(),
+                                                   (int64_t)nth_cpumgr_grant_ns(), R.reclaim_ns));
     nth_futex_unlock(&R.lock);
     /* Only a new reclaim deadline needs the watcher now (the daemon wakes
      * it at every grant anyway): each wake is a system call on the path of
@@ -230,6 +257,10 @@ static void park_wait(struct nth_vp *vp)
             __atomic_load_n(&nth_cpumgr_watch_seen, __ATOMIC_RELAXED))
         /* Shared futex: the daemon, another process, wakes it. */
         syscall(SYS_futex, w, FUTEX_WAIT_BITSET, v, NULL, NULL, vp_bit(vp));
+    if (__builtin_expect(__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED), 0)) {
+        __atomic_store_n(&nth_cpumgr_probe.vp_woke_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+        nth_cpumgr_stamp(&nth_cpumgr_probe.vp_woke_ns);
+    }
     /* Woken by a grant or a hand-off: read it on this thread, no other
      * hop (a hand-off bumps no word the poll watches). */
     nth_cpumgr_refresh_handoff();
@@ -310,7 +341,11 @@ static int64_t reclaim_pass(void)
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
         struct vp_state *s = &R.vps[i];
-        if (!s->since || s->moved || !__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE)) {
+        int dis = __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE);
+        int stale = !dis && s->since && !s->moved && stale_binding(vp, 1);
+        if (!dis && !stale)
+            s->since = 0; /* it rebound itself, or has its CPU back */
+        if (!stale && (!s->since || s->moved || !dis)) {
             if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                 nth_cpumgr_probe_skip(s->moved ? NTH_PROBE_SKIP_MOVED : NTH_PROBE_SKIP_NO_CLOCK, 0, i,
                                       vp_cpu(vp));
@@ -328,6 +363,28 @@ static int64_t reclaim_pass(void)
             nth_cpumgr_probe_skip(NTH_PROBE_SKIP_NOT_DUE, due - t, i, vp_cpu(vp));
             if (due < next)
                 next = due;
+            continue;
+        }
+        if (stale) {
+            /* To its own CPU, where its pending rebind would put it. */
+            int c = vp_cpu(vp);
+            hwloc_bitmap_t one = hwloc_bitmap_alloc();
+            if (R.no_reclaim || !one || c < 0) {
+                hwloc_bitmap_free(one);
+                continue;
+            }
+            hwloc_bitmap_only(one, (unsigned)c);
+            nth_cpumgr_stamp(&nth_cpumgr_probe.move_ns);
+            bind_tid(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), one);
+            nth_cpumgr_stamp(&nth_cpumgr_probe.moved_ns);
+            hwloc_bitmap_free(one);
+            /* Its own rebind still runs (a system call, at its next
+             * scheduling point): what bound it is not known to it. */
+            __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
+            s->since = 0;
+            note_move_cost(now_ns() - due);
+            __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&R.nrebinds, 1, __ATOMIC_RELAXED);
             continue;
         }
         if (hwloc_bitmap_iszero(R.assigned)) {

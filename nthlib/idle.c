@@ -105,8 +105,19 @@ static void park(struct nth_vp *vp, int was_spinning)
             nth_cpumgr_stamp(&nth_cpumgr_probe.unpark_ns);
     }
     __atomic_store_n(&vp->parked, 0, __ATOMIC_SEQ_CST);
-    __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
-    nth_watchdog_unparked();   /* a running VP may stall: watch it again */
+    int was_parked = __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
+    /* A running VP may stall: watch it again -- but a VP given a CPU back
+     * (it parked disabled) while another VP runs leaves a dozing monitor
+     * asleep. The monitor sleeps for good only while every VP is parked,
+     * and the first VP out of that state wakes it (was_parked == nvps);
+     * otherwise it dozes, woken by the enqueues that wake idle VPs and at
+     * DOZE_NS, as after a yield. The wake was a system call (~20 us on
+     * this VM) and a helper thread woken onto the CPU just granted, on
+     * every cpumgr grant: bench/RESULTS.md "realloc". */
+    if (!disabled || was_parked >= __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE))
+        nth_watchdog_unparked();
+    if (disabled)
+        nth_cpumgr_stamp(&nth_cpumgr_probe.wd_ns);
 }
 
 void nth_idle_loop(struct nth_vp *vp)

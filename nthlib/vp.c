@@ -106,6 +106,8 @@ void nth_vp_bind(struct nth_vp *vp)
     /* Best effort: a failed binding leaves the VP running unbound, which is
      * slower but correct (e.g. in a sandbox that forbids sched_setaffinity). */
     int rc = hwloc_set_cpubind(nth_rt.topo, set, HWLOC_CPUBIND_THREAD);
+    if (__builtin_expect(__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED), 0))
+        __atomic_add_fetch(&nth_cpumgr_probe.bind_syscall, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&vp->bound_cpu1, rc == 0 ? cpu + 1 : 0, __ATOMIC_RELEASE);
     hwloc_bitmap_free(set);
 }

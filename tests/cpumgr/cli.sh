@@ -8,7 +8,8 @@
 # file names are taken from the starting directory although the daemon
 # runs in /; `status --watch MS` as well as `--watch=MS`; a watch on a
 # running daemon refreshes, writes no escape codes to a file, and ends
-# when the daemon is stopped.
+# when the daemon is stopped; a watch survives the segment shrinking under
+# it and says so.
 set -uo pipefail
 top_builddir=${top_builddir:-$(pwd)}
 cm=$top_builddir/cpumgr/cpumgr
@@ -143,4 +144,40 @@ if grep -q "$(printf '\033')" "$tmp/watch"; then bad "status --watch to a file: 
 wait "$wpid"; wrc=$?
 [ "$wrc" = 1 ] && ok "status --watch ends with status 1 when the daemon stops" || bad "status --watch after stop: status $wrc"
 grep -q "no daemon" "$tmp/watch.err" && ok "status --watch after stop: says no daemon" || bad "status --watch after stop: $(cat "$tmp/watch.err")"
+# status --watch while the segment shrinks (issue 5): a read past the new
+# end of the file was SIGBUS, which killed status. It must live on and say
+# what it saw. CPUMGR_TEST_STATUS_PAUSE makes its first table wait, once
+# the segment is mapped, until the test has truncated it (a handshake).
+run 0 "daemon for status on a shrinking segment" "$cm" --name "$seg"
+# The daemon is stopped (SIGSTOP) meanwhile: its own guard would grow the
+# file back at its next access, before status reads it.
+dpid=$("$cm" status --name "$seg" 2>/dev/null | sed -n 's/.*daemon pid \([0-9]*\).*/\1/p' | head -n1)
+[ -n "$dpid" ] && kill -STOP "$dpid"
+pause=$tmp/status-pause
+CPUMGR_TEST_STATUS_PAUSE=$pause timeout -s KILL 120 "$cm" status --name "$seg" --watch 20 \
+  >"$tmp/shrink" 2>"$tmp/shrink.err" &
+spid=$!
+for _ in $(seq 1200); do [ -e "$pause" ] && break; sleep 0.05; done
+if [ -e "$pause" ]; then
+  truncate -s 0 "/dev/shm$seg"
+  rm -f "$pause"
+  for _ in $(seq 1200); do
+    grep -q "shrank" "$tmp/shrink.err" && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.05
+  done
+  # Continued, the daemon repairs its header within a period; then stop
+  # it, which ends the watch.
+  [ -n "$dpid" ] && kill -CONT "$dpid"
+  for _ in $(seq 100); do "$cm" stop --name "$seg" >/dev/null 2>&1 && break; sleep 0.1; done
+  wait "$spid"; src=$?
+  [ "$src" -lt 128 ] && ok "status --watch on a shrunk segment: not killed (status $src)" \
+    || bad "status --watch on a shrunk segment: died of signal $((src - 128)): $(cat "$tmp/shrink.err")"
+  grep -q "the segment shrank while this table was read" "$tmp/shrink.err" \
+    && ok "status --watch on a shrunk segment: says so" || bad "status on a shrunk segment: $(cat "$tmp/shrink.err")"
+else
+  bad "status --watch never reached its test pause"
+  kill "$spid" 2>/dev/null
+  [ -n "$dpid" ] && kill -CONT "$dpid"
+fi
 exit $fail

@@ -19,6 +19,7 @@
 #include "nth/cpumgr_shm.h"
 #include "cpumgr_client.h"
 #include "cpumgr_wait.h"
+#include "cpumgr_reclaim.h"
 #include "libc_real.h"
 #include <pthread.h>
 #include <linux/futex.h>
@@ -329,10 +330,68 @@ static void test_claim_adopts_own_slot(void **state)
     munmap(s, sizeof *s);
 }
 
+/* Bounded reclaim's budget start (cpumgr_reclaim.h), 1 ms budget: the
+ * request date while the budget has not run out at the notice; a later
+ * notice keeps the daemon's publication date (it restarted at the notice,
+ * so a thread noticed 1.5 ms late stayed up to 2.5 ms); a publication
+ * date that cannot be this change's falls back to the notice. */
+static void test_budget_start_late_notice(void **state)
+{
+    (void)state;
+    const int64_t ms = 1000000, now = 10000 * ms, budget = ms;
+    static const struct { int64_t req_ago, pub_ago, want_ago; } t[] = {
+        {  300000,  200000,  300000 }, /* in time: the request */
+        { 1500000, 1200000, 1200000 }, /* late: the publication, not the notice */
+        { 5000000, 4900000, 4900000 }, /* later still: due at once */
+        { 1500000,      -1,       0 }, /* no publication date */
+        { 1500000, -500000,       0 }, /* one in the future */
+        { 1500000, 2000000000,    0 }, /* one 2 s old: stale (re-attach) */
+        {      -1,  400000,  400000 }, /* no request date: the publication */
+        {       0,       0,       0 }, /* noticed at once */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int64_t req = t[i].req_ago < 0 ? 0 : now - t[i].req_ago;
+        int64_t pub = t[i].pub_ago == -1 ? 0 : now - t[i].pub_ago;
+        int64_t got = nth_cpumgr_budget_start(now, req, pub, budget);
+        if (got != now - t[i].want_ago)
+            fail_msg("row %zu: budget starts %lld ns before the notice, want %lld", i,
+                     (long long)(now - got), (long long)t[i].want_ago);
+    }
+}
+
+/* Which VP's kernel thread bounded reclaim moves (cpumgr_reclaim.h):
+ * besides a disabled VP still running, an enabled VP given another CPU
+ * whose thread is still bound to one taken away (its rebind pending until
+ * a scheduling point it may never reach) -- that one was left for the
+ * daemon's enforcement pass, 2 ms later. */
+static void test_overstays(void **state)
+{
+    (void)state;
+    static const struct { int dis, parked, cpu, bound1, ours, self, want; } t[] = {
+        { 1, 0, 1, 2, 0, 0, NTH_OVERSTAY_DISABLED }, /* disabled, running */
+        { 1, 1, 1, 2, 0, 0, NTH_OVERSTAY_NONE },     /* disabled, parked */
+        { 0, 0, 0, 2, 0, 0, NTH_OVERSTAY_REBIND },   /* on CPU 1 (taken), to go to 0 */
+        { 0, 0, 0, 2, 0, 1, NTH_OVERSTAY_NONE },     /* the caller's VP: rebinds itself */
+        { 0, 1, 0, 2, 0, 0, NTH_OVERSTAY_NONE },     /* parked: binds when it wakes */
+        { 0, 0, 0, 2, 1, 0, NTH_OVERSTAY_NONE },     /* CPU 1 still ours */
+        { 0, 0, 0, 0, 0, 0, NTH_OVERSTAY_NONE },     /* binding unknown */
+        { 0, 0, 1, 2, 0, 0, NTH_OVERSTAY_NONE },     /* bound where it belongs */
+        { 0, 0, -1, 2, 0, 0, NTH_OVERSTAY_NONE },    /* no CPU recorded */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int got = nth_cpumgr_overstays(t[i].dis, t[i].parked, t[i].cpu, t[i].bound1, t[i].ours,
+                                       t[i].self);
+        if (got != t[i].want)
+            fail_msg("row %zu: %d, want %d", i, got, t[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_standalone_off),
+        cmocka_unit_test(test_budget_start_late_notice),
+        cmocka_unit_test(test_overstays),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_no_daemon),
         cmocka_unit_test(test_bad_env),

@@ -342,6 +342,66 @@ static void test_wake_idle_spares_dozing_monitor(void **st)
     case_ok(wake_idle_spares_dozing_monitor, 1, 0, 30);
 }
 
+/* A VP given its CPU back (it parked disabled, nth_vps_set_allowed) while
+ * another VP runs leaves a dozing monitor asleep: that wake was a system
+ * call and a helper thread woken onto the granted CPU on every cpumgr
+ * grant (idle.c, park). Two VPs, no monitor thread (NTH_STALL_US=0), so
+ * the word is this case's alone. Fails without the change: the unpark
+ * clears the word. */
+static int gu_running, gu_stop;
+
+static void *gu_spinner(void *p)
+{
+    (void)p;
+    __atomic_store_n(&gu_running, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&gu_stop, __ATOMIC_SEQ_CST))
+        ;
+    return NULL;
+}
+
+static void grant_unpark_spares_dozing_monitor(void)
+{
+    T_EQ(nth_num_vps(), 2);
+    struct nth_vp *v0 = nth_rt.vps[0], *v1 = nth_rt.vps[1];
+    if (v0->cpu < 0 || v1->cpu < 0 || v0->cpu == v1->cpu)
+        return; /* one CPU: no VP to disable */
+    T_TRUE(nth_vp_self() == v0);
+    hwloc_bitmap_t only0 = hwloc_bitmap_alloc(), both = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only0, (unsigned)v0->cpu);
+    hwloc_bitmap_copy(both, only0);
+    hwloc_bitmap_set(both, (unsigned)v1->cpu);
+    /* VP 1 is disabled while it runs, so that its next park is the
+     * disabled one (an idle park from before would be left by the enable
+     * as an ordinary unpark, which wakes the monitor). */
+    nth_attr_t a;
+    T_EQ(nth_attr_init(&a), 0);
+    T_EQ(nth_attr_setvp(&a, 1), 0);
+    nth_t sp;
+    T_EQ(nth_create(&sp, &a, gu_spinner, NULL), 0);
+    while (!__atomic_load_n(&gu_running, __ATOMIC_SEQ_CST))
+        sched_yield();
+    T_EQ(nth_vps_set_allowed(only0), 0);
+    __atomic_store_n(&gu_stop, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&v1->parked, __ATOMIC_SEQ_CST))
+        sched_yield();
+    __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
+    T_EQ(nth_vps_set_allowed(both), 0);
+    /* enable() asks for a rebind, which the VP takes after its unpark. */
+    while (__atomic_load_n(&v1->rebind, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&v1->disabled, __ATOMIC_SEQ_CST))
+        sched_yield();
+    T_EQ(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST), 1);
+    __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+    hwloc_bitmap_free(only0);
+    hwloc_bitmap_free(both);
+}
+
+static void test_grant_unpark_spares_dozing_monitor(void **st)
+{
+    (void)st;
+    expect_ok(run_case(grant_unpark_spares_dozing_monitor, 2, 0, 30));
+}
+
 /* Work queued on a VP that keeps switching is not work waiting behind a
  * stalled VP, and must let the monitor doze: three nano-threads yield to
  * one another on one VP, so its ready queue is never empty when the
@@ -515,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_stuck_read_rescued_by_backstop),
         cmocka_unit_test(test_monitor_is_sched_batch),
         cmocka_unit_test(test_wake_idle_spares_dozing_monitor),
+        cmocka_unit_test(test_grant_unpark_spares_dozing_monitor),
         cmocka_unit_test(test_switching_vp_lets_monitor_doze),
         cmocka_unit_test(test_futex_waiters_each_get_a_standin),
         cmocka_unit_test(test_futex_waiters_capped),
