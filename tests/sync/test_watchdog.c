@@ -399,7 +399,7 @@ static void grant_unpark_spares_dozing_monitor(void)
 static void test_grant_unpark_spares_dozing_monitor(void **st)
 {
     (void)st;
-    expect_ok(run_case(grant_unpark_spares_dozing_monitor, 2, 0, 30));
+    case_ok(grant_unpark_spares_dozing_monitor, 2, 0, 30);
 }
 
 /* Work queued on a VP that keeps switching is not work waiting behind a
