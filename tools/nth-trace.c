@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "trace_convert.h"
+#include "input_kind.h"
 
 static void report(const char *out, const char **in, int nin);
 
@@ -83,6 +84,8 @@ static int run(int argc, char **argv, const char **in)
         unsigned w = 0;
         for (int i = 0; i < nin; i++) {
             struct nth_tr_file f;
+            if (nth_trace_viewer_file(in[i], stderr))
+                return 3;
             int rc = nth_tr_load(in[i], &f, stderr);
             if (rc) {
                 if (rc != EINVAL)   /* EINVAL: nth_tr_load said why */
@@ -130,6 +133,8 @@ static int run(int argc, char **argv, const char **in)
             return 3;
         }
         fclose(f);
+        if (nth_trace_viewer_file(in[i], stderr))
+            return 3;
     }
     unsigned warnings = 0;
     int rc = nth_trace_convert(in, nin, out, stderr, &warnings);
