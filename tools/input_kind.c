@@ -67,7 +67,8 @@ int nth_trace_viewer_file(const char *path, FILE *err)
         size_t el = strlen(e->d_name);
         if (el > bl + 5 && !strncmp(e->d_name, base, bl) && e->d_name[bl] == '.' &&
             !strcmp(e->d_name + el - 4, ".bin") && strspn(e->d_name + bl + 1, "0123456789") == el - bl - 5) {
-            fprintf(err, "%s%s%s%s", found++ ? ", " : " (here: ", slash ? dir : "", slash ? "/" : "", e->d_name);
+            /* the directory as the user wrote it ("/" stays "/", not "//") */
+            fprintf(err, "%s%.*s%s", found++ ? ", " : " (here: ", (int)(slash ? slash - path + 1 : 0), path, e->d_name);
         }
     }
     if (d)
