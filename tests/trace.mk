@@ -24,7 +24,7 @@ TESTS += tests/trace/test_trace_clock
 TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trace/paraver.sh \
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \
-	tests/trace/loan.sh tests/trace/probes_c.sh tests/trace/probes_shim.sh tests/trace/full_disk.sh \
+	tests/trace/loan.sh tests/trace/probes_c.sh tests/trace/probes_min_ns.sh tests/trace/probes_shim.sh tests/trace/full_disk.sh \
 	tests/trace/nthrun_trace.sh tests/trace/malloc_children.sh tests/trace/prv_stream.sh
 TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
 dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
@@ -58,6 +58,9 @@ tests_trace_sync_demo_CFLAGS = $(TEST_CFLAGS)
 tests_trace_sync_demo_LDADD = libnth.la
 TESTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
 dist_check_SCRIPTS += tests/trace/runtime_sync.sh tests/trace/runtime_regions.sh tests/trace/synch_names.sh
+# Values of the trace: ts relative with ns kept, stats' sums against the JSON.
+TESTS += tests/trace/stats_values.sh
+dist_check_SCRIPTS += tests/trace/stats_values.sh
 
 # Names that are not UTF-8 or hold control characters (trace_text.c): valid
 # JSON and one-line Paraver names.

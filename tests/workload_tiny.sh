@@ -4,7 +4,10 @@
 # fraction of CPU time left idle, the driver's and the kernels' CPU
 # seconds), migrations (null when not counted) and one degradation per
 # instance, with sane values; the sequential build's reference mixes run
-# with one thread per instance.
+# with one thread per instance. Its figures are recomputed from the JSON's
+# own numbers (degradation, efficiency, the sweep's speedups); restarts end
+# when one instance has N runs; plot.sh draws the data (with gnuplot); a
+# time cap that ends a mix early shows in the JSON and the table.
 set -u
 src=${top_srcdir:-..}
 b=${top_builddir:-.}/bench
@@ -46,8 +49,8 @@ check "degradation per named instance, positive" \
   'all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")'
 check "three glibc instances in lu+sor+lu" \
   '([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3'
-check "exactly the four record kinds" \
-  '(map(.bench) | unique) == (["degradation", "migrations_per_s", "workload_efficiency", "workload_makespan"])'
+check "exactly the five record kinds" \
+  '(map(.bench) | unique) == (["degradation", "migrations_per_s", "speedup", "workload_efficiency", "workload_makespan"])'
 # The libnth builds run when built: the fixed team, and the malleable one
 # under the CPU manager daemon the driver starts.
 if [ -x "$b/lu-nth" ] && [ -x "$b/sor-nth" ]; then
@@ -56,7 +59,65 @@ if [ -x "$b/lu-nth" ] && [ -x "$b/sor-nth" ]; then
             "$out/stdout" >/dev/null || { echo "FAIL: no $impl mixes"; exit 1; }
     done
 fi
+# The figures, recomputed from the JSON's own numbers (rounded to 4-6
+# decimals there, hence the tolerances): degradation = best standalone /
+# mean in the mix; efficiency = (sum over instances of the sequential best
+# x its runs) / (CPUs x makespan); every mix's makespan record agrees with
+# the efficiency record's makespan_s.
+check "degradation = standalone_s / mean_s" \
+  'all(.[] | select(.bench == "degradation"); ((.value - .standalone_s / .mean_s) | fabs) <= 0.0001 + 0.002 * .value)'
+check "efficiency = sum(seq best x runs) / (CPUs x makespan)" \
+  '. as $all | all($all[] | select(.bench == "workload_efficiency"); . as $e
+    | (([$all[] | select(.bench == "degradation" and .impl == $e.impl and .params.mix == $e.params.mix)
+        | $e.seq_best_s[.params.kernel] * .runs] | add) / ($e.params.cpus * $e.makespan_s)) as $want
+    | (($e.value - $want) | fabs) <= 0.0001 + 0.002 * $want)'
+check "makespan record = efficiency record's makespan_s" \
+  '. as $all | all($all[] | select(.bench == "workload_efficiency"); . as $e
+    | [$all[] | select(.bench == "workload_makespan" and .impl == $e.impl and .params.mix == $e.params.mix)
+       | ((.value - $e.makespan_s) | fabs) <= 0.00006] == [true])'
+# Restarts stop when the first instance reaches N: no instance has more than
+# N runs, one has exactly N (the tiny preset has no time cap).
+check "no mix capped in --tiny" \
+  'all(.[] | select(.bench != "speedup"); .capped == false or .params.capped == false)'
+check "restarts end when one instance has N runs" \
+  '. as $all | all($all[] | select(.bench == "workload_makespan"); . as $m
+    | [$all[] | select(.bench == "degradation" and .impl == $m.impl and .params.mix == $m.params.mix) | .runs]
+    | length >= 2 and max == $m.params.runs and min >= 1)'
+# The speedup sweep: threads 1 .. 2 x CPUs for every build and kernel, each
+# the sequential median over the build's median.
+check "speedup sweep in the JSON" \
+  '[.[] | select(.bench == "speedup")] as $s | ($s | length) > 0
+    and all($s[]; ((.value - .seq_median_s / .median_s) | fabs) <= 0.0001 + 0.002 * .value)
+    and ($s | group_by([.impl, .params.kernel]) | all(.[]; (map(.params.threads) | sort) == [range(1; 2 * .[0].params.cpus + 1)]))
+    and ($s | map(.params.kernel) | unique) == ["lu", "sor"]'
 [ -s "$out/results/workload.jsonl" ] && [ -s "$out/results/mixes.dat" ] || { echo "FAIL: data files missing from results/"; exit 1; }
+# The plots, from these data files, when gnuplot is here.
+if command -v gnuplot >/dev/null; then
+    sh "$src/bench/plot.sh" "$out/results" 2>"$out/plot.err" || { echo "FAIL: plot.sh: $(cat "$out/plot.err")"; exit 1; }
+    for p in speedup efficiency degradation; do
+        head -c 8 "$out/results/$p.png" | od -An -tx1 | grep -q "89 50 4e 47" || { echo "FAIL: $p.png is no PNG"; exit 1; }
+        grep -q "<svg" "$out/results/$p.svg" || { echo "FAIL: $p.svg is no SVG"; exit 1; }
+    done
+    echo "ok: plot.sh"
+else
+    echo "gnuplot not installed: plot.sh not run (scripts/install-deps.sh installs gnuplot-nox)"
+fi
+# The time cap: when it ends a mix before any instance has N runs, the
+# records say capped (with the cap), the table marks the rows and names the
+# mix under it.
+python3 "$out/workload" --tiny --json --no-plot --quiet --no-sweep --no-seq-mix --builds glibc --runs 1000 \
+    --max-mix-seconds 0.001 --bindir "$b" --out "$out/capped" >"$out/capped.json" 2>"$out/capped.err" || {
+    echo "FAIL: capped run exited non-zero: $(cat "$out/capped.err")"; exit 1; }
+jq -e -s 'map(select(.bench != "degradation")) | length == 6 and all(.[]; .params.capped == true and .params.cap_s == 0.001)' \
+    "$out/capped.json" >/dev/null || { echo "FAIL: capped mixes not marked in JSON: $(cat "$out/capped.json")"; exit 1; }
+jq -e -s 'map(select(.bench == "degradation")) | length == 5 and all(.[]; .capped == true and .runs < 1000)' \
+    "$out/capped.json" >/dev/null || { echo "FAIL: capped instances not marked in JSON"; exit 1; }
+grep -q "time cap (0.001 s) reached" "$out/capped.err" || { echo "FAIL: no stderr line for the cap: $(cat "$out/capped.err")"; exit 1; }
+python3 "$out/workload" --tiny --no-plot --quiet --no-sweep --no-seq-mix --builds glibc --runs 1000 \
+    --max-mix-seconds 0.001 --bindir "$b" --out "$out/capped" >"$out/capped.txt" 2>/dev/null || {
+    echo "FAIL: capped run (table) exited non-zero"; exit 1; }
+grep -Eq '^glibc +lu\+sor +lu#0 +[0-9]+\* ' "$out/capped.txt" && grep -q '^\* time cap hit (0.001 s.*glibc lu+sor, glibc lu+sor+lu' "$out/capped.txt" \
+    || { echo "FAIL: the table does not show the cap:"; cat "$out/capped.txt"; exit 1; }
 for f in workload.jsonl speedup.dat mixes.dat degradation.dat; do
     [ ! -e "$out/$f" ] || { echo "FAIL: $f written beside the driver, not in results/"; exit 1; }
 done

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "trace_convert.h"
+#include "input_kind.h"
 
 static void report(const char *out, const char **in, int nin);
 
@@ -83,6 +84,8 @@ static int run(int argc, char **argv, const char **in)
         unsigned w = 0;
         for (int i = 0; i < nin; i++) {
             struct nth_tr_file f;
+            if (nth_trace_viewer_file(in[i], stderr))
+                return 3;
             int rc = nth_tr_load(in[i], &f, stderr);
             if (rc) {
                 if (rc != EINVAL)   /* EINVAL: nth_tr_load said why */
@@ -150,6 +153,10 @@ static int run(int argc, char **argv, const char **in)
                         in[j], in[i]);
                 break;
             }
+        if (nth_trace_viewer_file(in[i], stderr)) {
+            free(seen);
+            return 3;
+        }
     }
     free(seen);
     unsigned warnings = 0;

@@ -1,7 +1,8 @@
 /*
  * test_parallel.c -- parallel regions (include/nth.h, "Parallel regions"):
  * team size and ids, the caller as member 0, the team barrier over many
- * rounds, every loop schedule covering [lo, hi) exactly once, n = 0
+ * rounds, every loop schedule covering [lo, hi) exactly once, GUIDED's
+ * block sizes (remaining / (2 x team), not below the chunk), n = 0
  * following nth_cpus_assigned(), the nested-region rule, and the errors.
  *
  * Each case runs in a forked child with its own runtime (tests/core/child.h),
@@ -552,6 +553,66 @@ static void case_for_limits(void *arg)
 
 static void test_for_limits(void **state) { (void)state; assert_child_ok(case_for_limits, NULL); }
 
+/* GUIDED's block sizes, not only its tiling: a GUIDED that handed out fixed
+ * chunks like DYNAMIC would tile [lo, hi) too. Blocks are claimed in order
+ * of their start (one shared counter), so sorted by start each block must
+ * be what the rule in include/nth.h gives for the iterations left when it
+ * was taken: remaining / (2 x team), never below the chunk (a chunk of 0
+ * counts as 1), never past hi. Deterministic whatever the interleaving. */
+static void check_guided(long chunk, int team)
+{
+    static long pairs[MAXBLK][2];
+    int n = blk.n;
+    for (int i = 0; i < n; i++) {
+        pairs[i][0] = blk.b[i];
+        pairs[i][1] = blk.e[i];
+    }
+    qsort(pairs, (size_t)n, sizeof(pairs[0]), cmp_block);
+    long c = chunk > 0 ? chunk : 1, at = blk.lo, shrank = 0;
+    for (int i = 0; i < n; i++) {
+        long left = blk.hi - at, want = left / (2L * team);
+        if (want < c)
+            want = c;
+        if (want > left)
+            want = left;
+        if (pairs[i][0] != at || pairs[i][1] - pairs[i][0] != want) {
+            fprintf(stderr, "GUIDED [%ld,%ld) chunk %ld team %d: block %d is [%ld,%ld), expected [%ld,%ld)\n",
+                    blk.lo, blk.hi, chunk, team, i, pairs[i][0], pairs[i][1], at, at + want);
+            CHECK(0);
+        }
+        if (i > 0 && pairs[i][1] - pairs[i][0] < pairs[i - 1][1] - pairs[i - 1][0])
+            shrank++;
+        at = pairs[i][1];
+    }
+    CHECK_EQ(at, blk.hi);
+    /* The first block is remaining / (2 x team) of a range far wider than
+     * the chunk, and the sizes went down more than once on the way. */
+    CHECK_EQ(pairs[0][1] - pairs[0][0], (blk.hi - blk.lo) / (2L * team));
+    CHECK(shrank >= 5);
+}
+
+static void case_guided_sizes(void *arg)
+{
+    (void)arg;
+    start(2);
+    static const long r[][2] = { { 0, 100000 }, { -5000, 95001 }, { LONG_MIN, LONG_MIN + 77777 } };
+    static const long ch[] = { 0, 1, 10, 97 };
+    static const int team[] = { 2, 3, 5 };
+    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+        for (size_t k = 0; k < sizeof(ch) / sizeof(ch[0]); k++)
+            for (size_t t = 0; t < sizeof(team) / sizeof(team[0]); t++) {
+                memset(&blk, 0, sizeof(blk));
+                blk.lo = r[i][0];
+                blk.hi = r[i][1];
+                limit_sched = NTH_SCHED_GUIDED;
+                limit_chunk = ch[k];
+                CHECK_EQ(nth_parallel(team[t], limit_loop, NULL), 0);
+                check_guided(ch[k], team[t]);
+            }
+}
+
+static void test_guided_sizes(void **state) { (void)state; assert_child_ok(case_guided_sizes, NULL); }
+
 /* ---- n = 0 follows the assignment ---------------------------------------- */
 
 static void size_body(int id, int n, void *p)
@@ -694,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_for_outside),
         cmocka_unit_test(test_for_inside),
         cmocka_unit_test(test_for_limits),
+        cmocka_unit_test(test_guided_sizes),
         cmocka_unit_test(test_assigned),
         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_errors),
