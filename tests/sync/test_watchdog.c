@@ -359,20 +359,18 @@ static void *gu_spinner(void *p)
     return NULL;
 }
 
-static void grant_unpark_spares_dozing_monitor(void)
+/* One disable/enable cycle of VP 1 with the monitor marked dozing: 1 when
+ * the mark survived the grant (nobody woke the monitor). Other wake-ups
+ * (any enqueue that finds no VP spinning) may clear the mark too, rarely,
+ * in a loaded or sanitized run: the case retries, while a grant that
+ * wakes the monitor clears it every time. */
+static int grant_cycle_spares_monitor(struct nth_vp *v1, hwloc_bitmap_t only0, hwloc_bitmap_t both)
 {
-    T_EQ(nth_num_vps(), 2);
-    struct nth_vp *v0 = nth_rt.vps[0], *v1 = nth_rt.vps[1];
-    if (v0->cpu < 0 || v1->cpu < 0 || v0->cpu == v1->cpu)
-        return; /* one CPU: no VP to disable */
-    T_TRUE(nth_vp_self() == v0);
-    hwloc_bitmap_t only0 = hwloc_bitmap_alloc(), both = hwloc_bitmap_alloc();
-    hwloc_bitmap_only(only0, (unsigned)v0->cpu);
-    hwloc_bitmap_copy(both, only0);
-    hwloc_bitmap_set(both, (unsigned)v1->cpu);
     /* VP 1 is disabled while it runs, so that its next park is the
      * disabled one (an idle park from before would be left by the enable
      * as an ordinary unpark, which wakes the monitor). */
+    __atomic_store_n(&gu_running, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gu_stop, 0, __ATOMIC_SEQ_CST);
     nth_attr_t a;
     T_EQ(nth_attr_init(&a), 0);
     T_EQ(nth_attr_setvp(&a, 1), 0);
@@ -390,8 +388,27 @@ static void grant_unpark_spares_dozing_monitor(void)
     while (__atomic_load_n(&v1->rebind, __ATOMIC_SEQ_CST) ||
            __atomic_load_n(&v1->disabled, __ATOMIC_SEQ_CST))
         sched_yield();
-    T_EQ(__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST), 1);
+    int spared = __atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST) == 1;
     __atomic_store_n(&nth_watchdog_sleeping, 0, __ATOMIC_SEQ_CST);
+    T_EQ(nth_join(sp, NULL), 0);
+    return spared;
+}
+
+static void grant_unpark_spares_dozing_monitor(void)
+{
+    T_EQ(nth_num_vps(), 2);
+    struct nth_vp *v0 = nth_rt.vps[0], *v1 = nth_rt.vps[1];
+    if (v0->cpu < 0 || v1->cpu < 0 || v0->cpu == v1->cpu)
+        return; /* one CPU: no VP to disable */
+    T_TRUE(nth_vp_self() == v0);
+    hwloc_bitmap_t only0 = hwloc_bitmap_alloc(), both = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(only0, (unsigned)v0->cpu);
+    hwloc_bitmap_copy(both, only0);
+    hwloc_bitmap_set(both, (unsigned)v1->cpu);
+    int spared = 0;
+    for (int i = 0; i < 5 && !spared; i++)
+        spared = grant_cycle_spares_monitor(v1, only0, both);
+    T_TRUE(spared);
     hwloc_bitmap_free(only0);
     hwloc_bitmap_free(both);
 }
