@@ -6,7 +6,7 @@
 # in bench/results/ (beside bench/RESULTS.md, not tracked: the plots
 # committed in bench/ are the reference run RESULTS.md describes, and a
 # run leaves git status clean). A progress line runs on stderr meanwhile.
-#   ./run-demo.sh              the short demo (17 min at load 17-32 on 2 CPUs: README)
+#   ./run-demo.sh              the short demo (1 min quiet, 17 min at load 17-32, on 2 CPUs: README)
 #   ./run-demo.sh --full       the thesis's four workloads (much longer)
 #   ./run-demo.sh --json       JSON lines instead of the table
 # Other options go to bench/workload unchanged (see bench/workload --help).
