@@ -390,7 +390,7 @@ tests_shim_posix_forkrelock_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_forkrelock_LDADD =
 
 check_PROGRAMS += tests/shim/posix-sigwrite
-tests_shim_posix_sigwrite_SOURCES = tests/shim/sigwrite.c tests/shim/check.h
+tests_shim_posix_sigwrite_SOURCES = tests/shim/sigwrite.c tests/shim/check.h tests/shim/malloc_count.h
 tests_shim_posix_sigwrite_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_sigwrite_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigwrite_LDFLAGS = $(AX_PTHREAD_CFLAGS)
@@ -413,7 +413,7 @@ tests_shim_posix_sigjmp_LDADD =
 # Async-signal-safe calls from handlers under signal storms: sem_post
 # (pthread-shim/sigdefer.c), pthread_self and pthread_kill to the caller.
 check_PROGRAMS += tests/shim/posix-sigsafe
-tests_shim_posix_sigsafe_SOURCES = tests/shim/sigsafe.c tests/shim/check.h
+tests_shim_posix_sigsafe_SOURCES = tests/shim/sigsafe.c tests/shim/check.h tests/shim/malloc_count.h
 tests_shim_posix_sigsafe_CPPFLAGS = $(shim_posix_cppflags)
 tests_shim_posix_sigsafe_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sigsafe_LDFLAGS = $(AX_PTHREAD_CFLAGS)

@@ -38,32 +38,7 @@
 #include "check.h"
 
 /* ---- allocation counting (per thread, as in sigwrite.c) ---- */
-static __thread int counting;
-static __thread int counted;
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t k, size_t n);
-extern void *__libc_realloc(void *p, size_t n);
-
-void *malloc(size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t k, size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_calloc(k, n);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_realloc(p, n);
-}
+#include "malloc_count.h"
 
 static timer_t start_storm(int sig)
 {

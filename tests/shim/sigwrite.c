@@ -43,32 +43,7 @@ static volatile sig_atomic_t grew, ran;
 /* Allocations by the calling thread while its flag is set. Per thread
  * (__thread): under the shim a handler runs on the thread it interrupted,
  * which does not switch inside it. */
-static __thread int counting;
-static __thread int counted;
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t k, size_t n);
-extern void *__libc_realloc(void *p, size_t n);
-
-void *malloc(size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t k, size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_calloc(k, n);
-}
-
-void *realloc(void *p, size_t n)
-{
-    if (counting)
-        counted++;
-    return __libc_realloc(p, n);
-}
+#include "malloc_count.h"
 
 static void on_usr1(int sig)
 {
