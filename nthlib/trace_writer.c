@@ -103,6 +103,23 @@ static void drain_unlock(void)
 
 static int wr_err;                       /* errno of the first failed append, 0 if none */
 
+/* Writes the concatenation of parts to stderr as one line (cut to 1 KiB,
+ * still ending in a newline). Signal-safe: no stdio, no malloc. */
+static void say_parts(const char *const *parts, size_t nparts)
+{
+    char line[1024];
+    size_t n = 0;
+    for (size_t i = 0; i < nparts; i++)
+        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++)
+            line[n++] = *c;
+    if (n == 0)
+        return;
+    if (line[n - 1] != '\n')
+        line[n - 1] = '\n';
+    ssize_t w = nth_sys_write(2, line, n);
+    (void)w;
+}
+
 /* The first failed append, said once (one line naming the file and the
  * cause) and marked in the file's header, so that a converter blames the
  * missing records on it rather than on a kill. Signal-safe: write(2),
@@ -113,19 +130,11 @@ static void report_write_error(int e)
         return;
     wr_err = e ? e : EIO;
     const char *why = strerrordesc_np(wr_err);
-    char line[1024];
-    size_t n = 0;
     const char *parts[] = { "nthlib: trace: cannot write ", wr_bin_path ? wr_bin_path : "the trace file", ": ",
                             why ? why : "unknown error", "; events from now on are counted as lost\n" };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++)
-            line[n++] = *c;
-    if (line[n - 1] != '\n')
-        line[n - 1] = '\n';
-    ssize_t w = nth_sys_write(2, line, n);
-    (void)w;
+    say_parts(parts, sizeof parts / sizeof parts[0]);
     uint32_t flags = NTH_TRACE_FLAG_WRITE_ERROR | (uint32_t)wr_err << 16;
-    w = pwrite(wr_fd, &flags, sizeof flags, offsetof(struct nth_trace_file_header, flags));
+    ssize_t w = pwrite(wr_fd, &flags, sizeof flags, offsetof(struct nth_trace_file_header, flags));
     (void)w;
 }
 
@@ -611,26 +620,18 @@ void nth_trace_say_lost(const struct nth_trace_finished *f)
 {
     if (!f->lost && !f->write_error)
         return;
-    char num[24], line[1024];
+    char rev[24], num[24];
     int k = 0;
     uint64_t v = f->lost;
-    do { num[k++] = (char)('0' + v % 10); v /= 10; } while (v);
-    size_t n = 0;
+    do { rev[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (int i = 0; i < k; i++)
+        num[i] = rev[k - 1 - i];
+    num[k] = 0;
     const char *why = f->write_error ? strerrordesc_np(f->write_error) : NULL;
-    const char *parts[] = { "nthlib: trace: ", "", " events lost (",
+    const char *parts[] = { "nthlib: trace: ", num, " events lost (",
                             f->write_error ? (why ? why : "write error") : "buffers full or NTH_TRACE_LIMIT reached",
                             f->write_error ? " writing " : "", f->write_error ? f->bin : "", ")\n" };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (i == 1)
-            while (k > 0 && n < sizeof line - 1)
-                line[n++] = num[--k];
-        for (const char *c = parts[i]; *c && n < sizeof line - 1; c++)
-            line[n++] = *c;
-    }
-    if (line[n - 1] != '\n')
-        line[n - 1] = '\n';
-    ssize_t w = nth_sys_write(2, line, n);
-    (void)w;
+    say_parts(parts, sizeof parts / sizeof parts[0]);
 }
 
 int nth_trace_finish(void)
