@@ -760,11 +760,22 @@ void nth_wait(void)
     nth_sched_block(vp, NTH_PS_NONE);
 }
 
+/* make_ready's home: 0 the waker's choice (next_local), 1 t's last VP
+ * with a grace, 2 t's last VP without, WAKE_FIFO the tail of the waker's
+ * local queue (nth__wake_fifo). */
+#define WAKE_FIFO 3
+
 /* Where a nano-thread made ready goes. Called once its state is READY. */
 static void make_ready(struct nth_thread *t, int home)
 {
     nth_trace_state(t->id, NTH_TRACE_READY, NULL);
     struct nth_vp *vp = nth_vp_self();
+    if (home == WAKE_FIFO) {
+        /* Behind what is ready already (nth__wake_fifo says why); no VP
+         * (the backstop firing held alarms): the global queue. */
+        nth_sched_enqueue(vp && vp->id >= 0 ? vp : NULL, t);
+        return;
+    }
     if (home) {
         /* Back to the VP it last ran on (parallel.c: a team member keeps
          * its VP and the data it touched there), if that VP may run. */
@@ -875,6 +886,12 @@ int nth__to_rq_last_vp(nth_t th)
 void nth__wake(nth_t t)
 {
     to_rq(t, 0);
+}
+
+/* sync_core.h. The same liveness argument as nth__wake. */
+void nth__wake_fifo(nth_t t)
+{
+    to_rq(t, WAKE_FIFO);
 }
 
 int nth_move_to_vp(int id)

@@ -20,7 +20,7 @@ static int sleep_alarm(struct nth_alarm *a, uint64_t now)
         return 1;
     }
     atomic_store_explicit(&w->state, NTH_W_CLAIMED_TIMEOUT, memory_order_relaxed);
-    nth__wake_any(w->t);
+    nth__wake_any_fifo(w->t);    /* behind the ready ones, as waiter_alarm's */
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }

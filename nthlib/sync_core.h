@@ -38,6 +38,17 @@ NTH_HIDDEN void nth__keys_exit_hook_install(void);
  * skips the handle check (a slab lookup per wake-up). Any kernel thread;
  * same permit semantics as nth_to_rq. */
 NTH_HIDDEN void nth__wake(nth_t t);
+/* nth__wake, but at the tail of the calling VP's local ready queue (the
+ * global queue from a kernel thread that is no VP), never in its
+ * next_local slot, which runs before that queue. For wake-ups made by an
+ * alarm (a timed wait that timed out, a sleep that ended): those are due at
+ * every scheduling point while timed waiters retry with short deadlines,
+ * and put in next_local they kept it full, so that the local queue -- a
+ * nano-thread that yielded holding a mutex those waiters want -- never ran
+ * (issue 4: test_sync's timed mutex stress, 1-3 s without a critical
+ * section). next_local is for a waker handing work to the nano-thread it
+ * woke (Go's runnext); an alarm hands nothing. */
+NTH_HIDDEN void nth__wake_fifo(nth_t t);
 
 /* Foreign waiters (foreign.c): a kernel thread that is no VP waits on a
  * futex word of its own, named in waiter records and owner fields by a
@@ -68,6 +79,14 @@ static inline void nth__wake_any(nth_t t)
         nth__foreign_wake(t);
     else
         nth__wake(t);
+}
+/* nth__wake_fifo for any waiter record's owner: the alarms' wake-up. */
+static inline void nth__wake_any_fifo(nth_t t)
+{
+    if (nth_is_foreign(t))
+        nth__foreign_wake(t);
+    else
+        nth__wake_fifo(t);
 }
 
 /* Tracing: nonzero while recording (trace_record.c; the mock's is 0). */

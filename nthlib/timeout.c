@@ -65,7 +65,10 @@ static int waiter_alarm(struct nth_alarm *a, uint64_t now)
         nth_ounlock_biased(w->olock, b);
     else
         nth_ounlock(w->olock);
-    nth__wake_any(w->t);
+    /* At the tail of the ready queue, not in next_local: a due alarm at
+     * every switch would otherwise keep that queue from running
+     * (sync_core.h, nth__wake_fifo). */
+    nth__wake_any_fifo(w->t);
     atomic_store_explicit(&w->state, NTH_W_TIMEDOUT, memory_order_release);
     return 0;
 }

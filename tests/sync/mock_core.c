@@ -94,6 +94,12 @@ void nth__wake(nth_t t)
     nth_to_rq(t);
 }
 
+/* Kernel threads have no ready queue to jump. */
+void nth__wake_fifo(nth_t t)
+{
+    nth_to_rq(t);
+}
+
 int nth_yield(void)
 {
     nth__timers_poll(NULL);
