@@ -123,6 +123,10 @@ struct shim_thread {
     } sigq[SHIM_SIGQ_MAX];
     nth_sem_t sig_bell;
     int sig_unreported;          /* a queued signal was delivered: EINTR */
+    unsigned handlers_ran;       /* the program's handlers that interrupted
+                                    this thread (sighand.c's trampoline;
+                                    atomic, only ever grows) */
+    unsigned sleep_ran0;         /* handlers_ran when its sleep began */
 };
 
 /* m as an nth mutex, after the static-initialiser fix-up (mutex.c). */
@@ -195,7 +199,11 @@ int shim_signals(void);
  * shim_sleep_guard_begin blocks every signal on the caller for the sleep
  * and returns its mask; shim_sleep_guard_check (each slice) 1 when a
  * signal that mask leaves open and that has a handler was pending -- the
- * handlers have run then, with the mask restored; shim_sleep_guard_end
+ * handlers have run then, with the mask restored, or when a handler
+ * interrupted the caller since shim_sleep_guard_begin was entered (its
+ * first call installs the switch-in hook, which may wait seconds for a
+ * VP on a loaded machine: an alarm due meanwhile ran its handler on the
+ * caller, before the sleep had blocked anything); shim_sleep_guard_end
  * restores the mask. Called on a VP, by a nano-thread. */
 uint64_t shim_sleep_guard_begin(void);
 int shim_sleep_guard_check(uint64_t old);

@@ -184,6 +184,11 @@ static void trampoline(int sig, siginfo_t *si, void *ucv)
         r->nt = current_nt();
         r->in_call = nth_vp_id() < 0 && !nth_on_standin();
     }
+    /* For a sleep that began before its guard was up (signal.c,
+     * shim_sleep_guard_begin): a handler ran on the thread it interrupted. */
+    struct shim_thread *me = shim_self_in_handler_peek();
+    if (me)
+        __atomic_add_fetch(&me->handlers_ran, 1, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     shim_sig_depth = d + 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

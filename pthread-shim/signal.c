@@ -446,6 +446,13 @@ void shim_signals_begin(void)
 uint64_t shim_sleep_guard_begin(void)
 {
     struct shim_thread *self = shim_self();
+    /* Before hook_ensure: its first call waits for every idle VP to
+     * take the hook (nth_switch_hook_set, up to seconds per VP that gets
+     * no CPU), and a handler that interrupts us meanwhile -- alarm(1);
+     * sleep(30) -- ran inside this sleep: it must end it, as a handler
+     * run in the kernel's nanosleep does. Missed before, the sleep ran its
+     * full 30 s (sleepint, 1 run in 20 at load 20). */
+    self->sleep_ran0 = __atomic_load_n(&self->handlers_ran, __ATOMIC_RELAXED);
     uint64_t old = __atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
     hook_ensure();
     __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
@@ -468,8 +475,9 @@ int shim_sleep_guard_check(uint64_t old)
     sigset_t kp;
     REAL(sigpending)(&kp);
     uint64_t p = (set_bits(&kp) | __atomic_load_n(&self->pending, __ATOMIC_ACQUIRE)) & open;
+    int ran = __atomic_load_n(&self->handlers_ran, __ATOMIC_RELAXED) != self->sleep_ran0;
     if (!p)
-        return 0;
+        return ran;
     int handled = 0;
     for (int sig = 1; sig <= 64; sig++)
         if ((p & BIT(sig)) && valid_sig(sig) && has_handler(sig))
@@ -479,11 +487,11 @@ int shim_sleep_guard_check(uint64_t old)
     __atomic_store_n(&self->sigmask, old, __ATOMIC_RELEASE);
     kmask_apply(old);
     deliver_queued(self);
-    if (!handled) {
+    if (!handled && !ran) {
         __atomic_store_n(&self->sigmask, ~UNBLOCKABLE, __ATOMIC_RELEASE);
         kmask_apply(~UNBLOCKABLE);
     }
-    return handled;
+    return handled || ran;
 }
 
 void shim_sleep_guard_end(uint64_t old)

@@ -5,8 +5,11 @@
 # runs longer sees the team grow back once the other has gone.
 # Ordered by events, not sleeps (0.3 s sleeps let B start before the
 # daemon or A were up on a loaded machine): the daemon answers `status`,
-# A says it is attached, then B runs until it has had a share, then A
-# runs until its team is whole again. Every wait is bounded.
+# A says it is attached, then B runs until both have said they ran a team
+# smaller than every CPU ("# shared"), then A runs until its team is whole
+# again. Every wait is bounded. (B used to end 300 ms after its own share:
+# at load 20-30 A ran no region in that window, "A never ran a team
+# smaller than 2", though the daemon had shared.)
 set -u
 b=${top_builddir:-.}
 probe=$b/tests/parallel/malleable_probe
@@ -18,8 +21,8 @@ seg=/nth-ptest-$$
 out=$(mktemp -d)
 "$cpumgr" run --foreground --name "$seg" >"$out/daemon" 2>&1 &
 dpid=$!
-apid=
-trap 'kill $dpid $apid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$out"' EXIT
+apid= bpid=
+trap 'kill $dpid $apid $bpid 2>/dev/null; wait $dpid 2>/dev/null; rm -rf "$out"' EXIT
 i=0
 until "$cpumgr" status --name "$seg" >/dev/null 2>&1; do
     i=$((i + 1))
@@ -37,8 +40,19 @@ until grep -q "^# attached" "$out/a"; do
     kill -0 $apid 2>/dev/null || { echo "FAIL: A ended before attaching: $(cat "$out/a")"; exit 1; }
     sleep 0.1
 done
-"$probe" "$cpus" 300 share >"$out/b" 2>&1
+"$probe" "$cpus" 300 "until:$out/stopb" >"$out/b" 2>&1 &
+bpid=$!
+i=0
+until grep -q "^# shared" "$out/a" && grep -q "^# shared" "$out/b"; do
+    i=$((i + 1))
+    [ $i -le 600 ] || { echo "no share for both in 60 s"; break; }
+    kill -0 $bpid 2>/dev/null || { echo "B ended early"; break; }
+    sleep 0.1
+done
+touch "$out/stopb"
+wait $bpid
 brc=$?
+bpid=
 touch "$out/stop"
 wait $apid
 arc=$?
@@ -52,7 +66,7 @@ has_share() { for s in $(sizes "$1"); do [ "$s" -lt "$cpus" ] && return 0; done;
 grep -q "^attached 1 " "$out/a" && grep -q "^attached 1 " "$out/b" || { echo "FAIL: not attached"; fail=1; }
 # While both run, each gets a share of the CPUs, and its teams that size.
 has_share "$out/a" || { echo "FAIL: A never ran a team smaller than $cpus"; fail=1; }
-has_share "$out/b" || { echo "FAIL: B never ran a team smaller than $cpus in 30 s"; fail=1; }
+has_share "$out/b" || { echo "FAIL: B never ran a team smaller than $cpus"; fail=1; }
 # A outlives B: its team grows back to every CPU (after B is gone, not
 # before B came).
 grep -q "^# full team after the stop file: 1" "$out/a" || { echo "FAIL: A's team never grew back to $cpus in 30 s after B ended"; fail=1; }

@@ -188,6 +188,13 @@ tests_shim_posix_sleepint_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_sleepint_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_sleepint_LDADD =
 
+check_PROGRAMS += tests/shim/posix-sleephook
+tests_shim_posix_sleephook_SOURCES = tests/shim/sleephook.c tests/shim/check.h
+tests_shim_posix_sleephook_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sleephook_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sleephook_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sleephook_LDADD =
+
 check_PROGRAMS += tests/shim/posix-restart
 tests_shim_posix_restart_SOURCES = tests/shim/restart.c tests/shim/check.h
 tests_shim_posix_restart_CPPFLAGS = $(shim_posix_cppflags)

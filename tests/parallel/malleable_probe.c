@@ -11,9 +11,15 @@
  *   share      after `ms`, go on until a team smaller than `want` ran
  *              while attached (at most 30 s more);
  *   file:PATH  after `ms`, go on until PATH exists (at most 120 s), then
- *              until a team of `want` members ran after it (30 s).
+ *              until a team of `want` members ran after it (30 s);
+ *   until:PATH after `ms`, go on until PATH exists (at most 120 s).
  * The first attachment is said at once on stdout ("# attached"), so the
- * test can start the second application when the first holds CPUs.
+ * test can start the second application when the first holds CPUs; so is
+ * the first team smaller than `want` run while attached ("# shared"), so
+ * the test can keep the second running until both have had a share. (B
+ * in `share` mode ended 300 ms after its own share: on a loaded machine A
+ * ran no region in that window and the test failed, "A never ran a team
+ * smaller than 2".)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,8 +62,13 @@ int main(int argc, char **argv)
     double ms = atof(argv[2]);
     const char *until = argc == 4 ? argv[3] : "";
     const char *stop = strncmp(until, "file:", 5) == 0 ? until + 5 : NULL;
+    int stop_only = 0;           /* until:PATH: no full team wanted after it */
+    if (strncmp(until, "until:", 6) == 0) {
+        stop = until + 6;
+        stop_only = 1;
+    }
     if (*until && !stop && strcmp(until, "share") != 0) {
-        fprintf(stderr, "malleable_probe: '%s': expected share or file:PATH\n", until);
+        fprintf(stderr, "malleable_probe: '%s': expected share, file:PATH or until:PATH\n", until);
         return 2;
     }
     int err = nth_cpus_request(want);
@@ -82,7 +93,7 @@ int main(int argc, char **argv)
                 break;
             if (stop && !stopped && now >= end + 120e3)
                 break;
-            if (stopped && (full_after || now >= stop_seen + 30e3))
+            if (stopped && (stop_only || full_after || now >= stop_seen + 30e3))
                 break;
         }
         struct seen s;
@@ -101,12 +112,16 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         attached |= a;
+        if (a && s.n < want && !shared) {
+            printf("# shared\n");
+            fflush(stdout);
+        }
         shared |= a && s.n < want;
         full_after |= stopped && s.n == want;
         struct timespec d = { 0, 2000000 }; /* 2 ms between regions */
         nanosleep(&d, NULL);
     }
-    if (stop)
+    if (stop && !stop_only)
         printf("# full team after the stop file: %d\n", full_after);
     printf("attached %d sizes", attached);
     const char *sep = " ";
