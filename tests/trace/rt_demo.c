@@ -3,7 +3,8 @@
  * simulator): the runtime's own trace call sites produce the trace.
  *
  *   rt_demo MODE [CPUMGR_NAME]
- *   MODE: return | exit | sigterm | abort | overflow | cpumgr | recycle
+ *   MODE: return | exit | sigterm | abort | overflow | segv-raise | segv-kill |
+ *         segv-wait | cpumgr | recycle
  *
  * Every mode except cpumgr: main creates "sleeper" and joins it before it
  * can run (with NTH_VPS=1 the join is sure to block: cooperative scheduling),
@@ -14,6 +15,11 @@
  *   return    main returns            exit      exit(0)
  *   sigterm   kill(getpid(), SIGTERM) abort     abort()
  *   overflow  unbounded recursion on a small stack (guard page, SIGSEGV)
+ *   segv-raise raise(SIGSEGV)          segv-kill kill(getpid(), SIGSEGV)
+ *   segv-wait prints "leaver waiting" and naps for another process's
+ *             kill -SEGV
+ * (the segv modes: a signal that was swallowed leaves "survived" on stderr
+ * and exit status 3)
  * cpumgr: attach to the daemon's segment CPUMGR_NAME, request 1 CPU, wait
  * until it is assigned, then 2, then leave (the assigned-CPUs counter).
  * recycle: only four "cycler" nano-threads, each created once the last is
@@ -136,6 +142,20 @@ static void *leaver(void *arg)
     if (!strcmp(mode, "sigterm")) kill(getpid(), SIGTERM);
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "overflow")) recurse(0);
+    if (!strncmp(mode, "segv-", 5)) {
+        if (!strcmp(mode, "segv-raise"))
+            raise(SIGSEGV);
+        else if (!strcmp(mode, "segv-kill"))
+            kill(getpid(), SIGSEGV);
+        else {
+            printf("leaver waiting\n");
+            fflush(stdout);
+        }
+        for (int i = 0; i < (strcmp(mode, "segv-wait") ? 10 : 300); i++)
+            nth_sleep_ns(100 * 1000 * 1000);
+        fprintf(stderr, "survived\n");
+        exit(3);
+    }
     /* A process-directed signal may be handled by another kernel thread:
      * never return (main would exit meanwhile). */
     for (;;)
@@ -189,7 +209,7 @@ static int recycle(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr|recycle|request-first [NAME]\n");
+        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|segv-raise|segv-kill|segv-wait|cpumgr|recycle|request-first [NAME]\n");
         return 2;
     }
     mode = argv[1];
