@@ -39,6 +39,9 @@ static int start(const nth_config_t *cfg)
     m->tsan_fiber = __tsan_get_current_fiber();
 #endif
     nth_trace_rt_start(cfg);
+    /* A grant applied before the trace started (the cpumgr API called
+     * before nth_init) would otherwise be missing from it. */
+    nth_cpumgr_client_trace_start();
     /* Before any nano-thread can wait inside a constructor: not found,
      * waits there switch as before (the README's limit). */
     (void)nth_ldso_locks_find();
