@@ -9,7 +9,7 @@
 # runs in /; `status --watch MS` as well as `--watch=MS`; a watch on a
 # running daemon refreshes, writes no escape codes to a file, and ends
 # when the daemon is stopped; a watch survives the segment shrinking under
-# it and says so.
+# it and says so; `cpumgr stop` returns only once the daemon's pid is gone.
 set -uo pipefail
 top_builddir=${top_builddir:-$(pwd)}
 cm=$top_builddir/cpumgr/cpumgr
@@ -73,6 +73,22 @@ if grep -q "ready on" "$tmp/bg.err" && ! grep -q "stopped" "$tmp/bg.err"; then
 else
   bad "background daemon's stderr: $(cat "$tmp/bg.err")"
 fi
+
+# `cpumgr stop` returns once the daemon's process is gone (fresh13 trial:
+# 5 of 5 times its pid was still alive right after "stopped").
+alive_after=0
+for _ in 1 2 3 4 5; do
+  pid=$(timeout -s KILL 60 "$cm" --name "$seg" 2>/dev/null)
+  [ -n "$pid" ] || { bad "stop: the daemon did not start"; break; }
+  timeout -s KILL 60 "$cm" stop --name "$seg" >"$tmp/out" 2>"$tmp/err" || bad "stop: status $?: $(cat "$tmp/err")"
+  if kill -0 "$pid" 2>/dev/null; then
+    alive_after=$((alive_after + 1))
+    timeout -s KILL 20 tail --pid="$pid" -f /dev/null
+  fi
+done
+[ "$alive_after" = 0 ] && ok "stop: the daemon's pid is gone when stop returns (5 tries)" \
+  || bad "stop: the daemon's pid still alive right after stop in $alive_after of 5 tries"
+grep -q "^cpumgr stop: daemon $pid stopped$" "$tmp/out" && ok "stop: says which daemon stopped" || bad "stop's output: $(cat "$tmp/out")"
 
 # --trace that cannot be opened: status 1, one line, no segment
 run 1 "--trace /nonexistent/dir/t.bin" "$cm" --name "$seg" --trace /nonexistent/dir/t.bin
