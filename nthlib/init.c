@@ -81,8 +81,13 @@ int nth_init(const nth_config_t *cfg)
     } else {
         nth_config_from_env(&c);   /* bad variables: told on stderr, default kept */
     }
-    if (nth_config_check(&c))
+    /* Running already: EBUSY whatever the config says (nth.h). */
+    if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE))
+        return EBUSY;
+    if (nth_config_check(&c)) {
+        nth_config_say_bad(&c);
         return EINVAL;
+    }
     int zero = 0;
     if (!__atomic_compare_exchange_n(&nth_rt.starting, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return EBUSY;
