@@ -49,8 +49,18 @@ int cm_seg_open_fd(const char *name, struct nth_cpumgr_shm **out, int *keep_fd, 
 {
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
-        snprintf(msg, msglen, "%s", strerror(errno));
-        return errno;
+        int e = errno;
+        /* glibc's shm_open says EINVAL for a directory ("Invalid
+         * argument"): name it, as the runtime's client does. */
+        char path[300];
+        struct stat ds;
+        if (e == EINVAL && (size_t)snprintf(path, sizeof path, "/dev/shm%s", name) < sizeof path &&
+            stat(path, &ds) == 0 && S_ISDIR(ds.st_mode)) {
+            snprintf(msg, msglen, "/dev/shm%s is a directory, not a cpumgr segment", name);
+            return EISDIR;
+        }
+        snprintf(msg, msglen, "%s", strerror(e));
+        return e;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(uint64_t) + sizeof(uint32_t)) {

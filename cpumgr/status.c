@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,6 +150,89 @@ int cm_status(const char *name, unsigned watch_ms)
     }
 }
 
+/* How long `cpumgr stop` waits for the daemon to say STOPPED and unlink
+ * its segment, then for its process to end (it writes its trace and
+ * accounting files between the two). */
+#define STOP_STOPPED_MS 5000
+#define STOP_EXIT_MS 10000
+/* Once it has exited, how long for its parent to reap it, so that the pid
+ * is gone too: init, for a daemon that detached itself, which here took
+ * up to 1.7 s (its reaping is not immediate). */
+#define STOP_REAP_MS 5000
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* The parent of process pid (field 4 of /proc/PID/stat), or -1. */
+static int32_t proc_ppid(int32_t pid)
+{
+    char path[40], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');   /* the command name may hold ')' */
+    int ppid;
+    char state;
+    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (int32_t)ppid : -1;
+}
+
+/* Whether the exited pid's parent is one of our ancestors: a program that
+ * started the daemon in the foreground and runs `cpumgr stop` (system(3),
+ * a script's child) reaps it only after we return, so waiting for that
+ * would only delay it. */
+static int reaped_after_us(int32_t pid)
+{
+    int32_t parent = proc_ppid(pid);
+    if (parent <= 1)
+        return 0;
+    int32_t a = (int32_t)getppid();
+    for (int depth = 0; a > 1 && depth < 64; depth++, a = proc_ppid(a))
+        if (a == parent)
+            return 1;
+    return 0;
+}
+
+/* Wait until process pid (started at start time st) has exited: its pidfd
+ * (pfd, -1 if none) readable, else /proc no longer showing it alive; then
+ * until the pid itself is gone (STOP_REAP_MS at most), unless our own
+ * caller is the one to reap it. Returns 0 once exited, ETIMEDOUT after
+ * timeout_ms. */
+static int wait_exit(int32_t pid, uint64_t st, int pfd, long timeout_ms)
+{
+    int exited = 0;
+    if (pfd >= 0) {
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        for (;;) {
+            int r = poll(&p, 1, (int)timeout_ms);
+            if (r >= 0 || errno != EINTR) {
+                exited = r > 0;
+                break;
+            }
+        }
+    } else {
+        /* No pidfd (before Linux 5.3): 0 means gone or a zombie. */
+        for (long waited = 0; waited < timeout_ms && !exited; waited += 10) {
+            exited = nth_cpumgr_proc_start_time(pid) != st;
+            if (!exited)
+                nap_ms(10);
+        }
+    }
+    if (!exited)
+        return ETIMEDOUT;
+    if (kill(pid, 0) == 0 && reaped_after_us(pid))
+        return 0;
+    for (long waited = 0; waited < STOP_REAP_MS && kill(pid, 0) == 0; waited += 5)
+        nap_ms(5);
+    return 0;
+}
+
 int cm_stop(const char *name)
 {
     char msg[200];
@@ -157,19 +242,27 @@ int cm_stop(const char *name)
         fprintf(stderr, "cpumgr stop: %s: %s\n", name, rc == ENOENT ? "no daemon (no segment)" : msg);
         return 1;
     }
+    int32_t pid = s->daemon_pid;
+    uint64_t st = s->daemon_start_time;
+    /* The pidfd before the liveness check: if the check then says our
+     * daemon, the pidfd is that process's, not a later one's with its pid. */
+    int pfd = pid > 0 ? (int)syscall(SYS_pidfd_open, (long)pid, 0L) : -1;
     if (!cm_seg_daemon_alive(s)) {
         cm_seg_unmap(s);
         shm_unlink(name);
+        if (pfd >= 0)
+            close(pfd);
         fprintf(stderr, "cpumgr stop: %s: no daemon running; stale segment removed\n", name);
         return 0;
     }
-    int32_t pid = s->daemon_pid;
     if (kill(pid, SIGTERM) != 0) {
         fprintf(stderr, "cpumgr stop: cannot signal pid %d: %s\n", (int)pid, strerror(errno));
         cm_seg_unmap(s);
+        if (pfd >= 0)
+            close(pfd);
         return 1;
     }
-    for (int i = 0; i < 500; i++) {
+    for (int i = 0; i < STOP_STOPPED_MS / 10; i++) {
         if (!cm_seg_daemon_alive(s) ||
             __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_STOPPED) {
             cm_seg_unmap(s);
@@ -179,16 +272,26 @@ int cm_stop(const char *name)
                 if (cm_seg_open(name, &again, msg, sizeof msg) == ENOENT)
                     break;
                 cm_seg_unmap(again);
-                struct timespec ts = { 0, 10 * 1000000L };
-                nanosleep(&ts, NULL);
+                nap_ms(10);
+            }
+            /* "stopped" once the process is gone, not only the service:
+             * a script or service manager may look at the pid next. */
+            int w = wait_exit(pid, st, pfd, STOP_EXIT_MS);
+            if (pfd >= 0)
+                close(pfd);
+            if (w) {
+                fprintf(stderr, "cpumgr stop: daemon %d stopped (segment %s removed) but its process "
+                        "has not exited within %d s\n", (int)pid, name, STOP_EXIT_MS / 1000);
+                return 1;
             }
             printf("cpumgr stop: daemon %d stopped\n", (int)pid);
             return 0;
         }
-        struct timespec ts = { 0, 10 * 1000000L };
-        nanosleep(&ts, NULL);
+        nap_ms(10);
     }
     cm_seg_unmap(s);
-    fprintf(stderr, "cpumgr stop: daemon %d did not stop within 5 s\n", (int)pid);
+    if (pfd >= 0)
+        close(pfd);
+    fprintf(stderr, "cpumgr stop: daemon %d did not stop within %d s\n", (int)pid, STOP_STOPPED_MS / 1000);
     return 1;
 }

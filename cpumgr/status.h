@@ -13,8 +13,14 @@
  * is not running. Reads the segment only; one caller per process. */
 int cm_status(const char *name, unsigned watch_ms);
 
-/* Stop the daemon of segment name and wait (up to 5 s) for it to end; a
- * segment left by a dead daemon is removed. Exit status 0, or 1. */
+/* Stop the daemon of segment name (SIGTERM) and wait for it to end: up to
+ * 5 s for it to say STOPPED and unlink the segment, then up to 10 s for its
+ * process to exit (pidfd_open(2) and poll(2); /proc before Linux 5.3) and
+ * up to 5 s more for the pid to be reaped, so that `kill -0 PID` right after
+ * fails (not when the daemon's parent is one of our ancestors, which reaps
+ * it after we return). "daemon N stopped" is printed only then. A segment left by a dead
+ * daemon is removed. Exit status 0; 1 with one line on stderr when there is
+ * no segment, the signal cannot be sent, or either wait times out. */
 int cm_stop(const char *name);
 
 #endif

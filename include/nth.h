@@ -78,9 +78,14 @@ NTH_API int nth_config_from_env(nth_config_t *cfg);
 
 /* Start the runtime with *cfg (NULL: nth_config_from_env()). The calling
  * kernel thread becomes VP 0 and the caller becomes a nano-thread.
+ * Start *cfg from nth_config_default() (or nth_config_from_env()) and
+ * change the fields you set: a zero-filled struct is not the defaults
+ * (stack_size 0 is out of range, bind 0 means no binding).
  * Returns 0; EBUSY if the runtime already runs (lazily started or a second
- * nth_init); EINVAL for a bad field (vps > 4096, stack_size below 16 KiB or
- * above 1 GiB, ...); EAGAIN if kernel threads or memory cannot be had.
+ * nth_init), whatever *cfg holds; EINVAL for a bad field (vps > 4096,
+ * stack_size below 16 KiB or above 1 GiB, ...), with one line on stderr
+ * naming the field, its value and the accepted ones; EAGAIN if kernel
+ * threads or memory cannot be had.
  * Call it from one thread before others use the runtime. */
 NTH_API int nth_init(const nth_config_t *cfg);
 

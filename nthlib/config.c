@@ -215,6 +215,46 @@ int nth_config_from_env(nth_config_t *cfg)
     return r;
 }
 
+/* One line naming the first field of *cfg out of range, its value and the
+ * accepted ones: nth_init()'s EINVAL said the way a bad NTH_* variable is
+ * (a zeroed nth_config_t has stack_size 0; nothing named it). Says
+ * nothing for a good *cfg. */
+void nth_config_say_bad(const nth_config_t *cfg)
+{
+    char val[32], acc[96];
+    const char *field = NULL;
+    if (!cfg)
+        return;
+    if (cfg->vps > VPS_MAX) {
+        field = "vps";
+        snprintf(val, sizeof val, "%u", cfg->vps);
+        snprintf(acc, sizeof acc, "0 (one per CPU) to %u", VPS_MAX);
+    } else if (cfg->bind != 0 && cfg->bind != 1) {
+        field = "bind";
+        snprintf(val, sizeof val, "%d", cfg->bind);
+        snprintf(acc, sizeof acc, "0 or 1");
+    } else if (cfg->stack_size < NTH_STACK_MIN || cfg->stack_size > STACK_MAX) {
+        field = "stack_size";
+        snprintf(val, sizeof val, "%zu", cfg->stack_size);
+        snprintf(acc, sizeof acc, "%zu to %zu bytes", (size_t)NTH_STACK_MIN, STACK_MAX);
+    } else if (cfg->spin_us > SPIN_MAX || cfg->team_spin_us > SPIN_MAX) {
+        field = cfg->spin_us > SPIN_MAX ? "spin_us" : "team_spin_us";
+        snprintf(val, sizeof val, "%u", cfg->spin_us > SPIN_MAX ? cfg->spin_us : cfg->team_spin_us);
+        snprintf(acc, sizeof acc, "0 to %u", SPIN_MAX);
+    } else if (cfg->reclaim_us > RECLAIM_MAX) {
+        field = "reclaim_us";
+        snprintf(val, sizeof val, "%u", cfg->reclaim_us);
+        snprintf(acc, sizeof acc, "0 to %u", RECLAIM_MAX);
+    } else if (cfg->standins_max > STANDINS_MAX_MAX) {
+        field = "standins_max";
+        snprintf(val, sizeof val, "%u", cfg->standins_max);
+        snprintf(acc, sizeof acc, "0 (the default) to %u", STANDINS_MAX_MAX);
+    }
+    if (field)
+        fprintf(stderr, "nthlib: nth_init: %s = %s is not valid; accepted values: %s "
+                "(start from nth_config_default() and change the fields you set)\n", field, val, acc);
+}
+
 int nth_config_check(const nth_config_t *cfg)
 {
     if (!cfg || cfg->vps > VPS_MAX || (cfg->bind != 0 && cfg->bind != 1) ||

@@ -46,6 +46,9 @@ static struct {
     int slot;                    /* claimed slot, or -1 */
     int attached;                /* atomic: daemon running and our slot live */
     int waiting_first;           /* claimed, the daemon has not answered yet */
+    int answered;                /* a daemon has answered us once: from then
+                                    on the trace's "CPUs assigned" counter
+                                    follows the assignment (trace_count) */
     uint32_t claim_aseq;
     uint64_t budget_ns;          /* start of the reclaim budget of what
                                     the last applied assignment took */
@@ -111,6 +114,18 @@ static int effective_request(void)
     return C.request < 0 || C.request > C.naff ? C.naff : C.request;
 }
 
+/* The assignment as the trace's "CPUs assigned" counter (README
+ * "Tracing": each change of the cpumgr assignment): from the daemon's
+ * first answer on, the daemon's later ones and running alone again when
+ * it goes; before that first answer the process runs alone and the trace
+ * has no such counter (`nth-trace stats` then prints no cpumgr section).
+ * Lock held. */
+static void trace_count(void)
+{
+    if (C.answered)
+        nth_trace_cpus((uint64_t)__atomic_load_n(&C.count, __ATOMIC_RELAXED));
+}
+
 /* Set the assignment; tell the runtime if it changed. Lock held. */
 static int apply(hwloc_const_bitmap_t set)
 {
@@ -123,7 +138,7 @@ static int apply(hwloc_const_bitmap_t set)
     }
     hwloc_bitmap_copy(C.assigned, set);
     __atomic_store_n(&C.count, hwloc_bitmap_weight(set), __ATOMIC_RELEASE);
-    nth_trace_cpus((uint64_t)hwloc_bitmap_weight(set));
+    trace_count();
     if (C.cb)
         C.cb(C.assigned, C.cbarg);
     return 1;
@@ -227,6 +242,9 @@ static int read_assignment(void)
         C.waiting_first = 0;
         first = 1;
     }
+    /* The first answer is recorded even when it changes nothing (below). */
+    int first_answer = !C.answered;
+    C.answered = 1;
     hwloc_bitmap_zero(C.tmp);
     for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS; c++)
         if (nth_cpumgr_mask_test(m, c))
@@ -256,7 +274,10 @@ static int read_assignment(void)
     }
     int changed = apply(C.tmp);
     /* The first answer is news even when it equals the standalone set:
-     * the runtime holds its lazy VPs back until it (cpumgr_rt.c). */
+     * the runtime holds its lazy VPs back until it (cpumgr_rt.c), and the
+     * trace's counter starts with it. */
+    if (!changed && first_answer)
+        trace_count();
     if (!changed && first && C.cb) {
         C.cb(C.assigned, C.cbarg);
         changed = 1;
@@ -683,6 +704,16 @@ int nth_cpumgr_client_init(const char *name) { return client_init(name, 1); }
 
 int nth_cpumgr_client_init_held(const char *name) { return client_init(name, 0); }
 
+void nth_cpumgr_client_trace_start(void)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;   /* not started: no daemon has answered yet */
+    lock();
+    if (C.inited)
+        trace_count();
+    unlock();
+}
+
 void nth_cpumgr_client_set_home(int cpu)
 {
     lock();
@@ -755,6 +786,7 @@ void nth_cpumgr_client_fini(void)
     C.off = 0;
     C.held = 0;
     C.ever_attached = 0;
+    C.answered = 0;
     C.request = -1;
     C.priority = NTH_CPUMGR_PRIO_DEFAULT;
     __atomic_store_n(&C.count, 0, __ATOMIC_RELAXED);
@@ -889,6 +921,7 @@ void nth_cpumgr_client_fork_child(void)
     C.shm = NULL;
     C.slot = -1;
     C.waiting_first = 0;
+    C.answered = 0;
     C.held = 0;
     C.cb = NULL;
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);

@@ -33,6 +33,14 @@ int nth_cpumgr_client_init(const char *name);
  * own included. Same return values. */
 int nth_cpumgr_client_init_held(const char *name);
 
+/* Record the current assignment in the trace ("CPUs assigned" counter)
+ * if a daemon has answered us: for the runtime's start, right after the
+ * trace's, since an application that attached first (nth_cpus_request()
+ * or nth_set_priority() before nth_init()) may have had its grant applied
+ * while tracing was off, and the counter records only changes. Nothing
+ * before the client starts. Thread-safe (client lock). */
+void nth_cpumgr_client_trace_start(void);
+
 /* The CPU (OS index, or -1 for unknown) our main VP is bound to, written
  * to the slot at every claim (home_cpu1) so that the daemon's first
  * assignment to us is that CPU when it is free: VP 0 runs the program's

@@ -39,6 +39,9 @@ static int start(const nth_config_t *cfg)
     m->tsan_fiber = __tsan_get_current_fiber();
 #endif
     nth_trace_rt_start(cfg);
+    /* A grant applied before the trace started (the cpumgr API called
+     * before nth_init) would otherwise be missing from it. */
+    nth_cpumgr_client_trace_start();
     /* Before any nano-thread can wait inside a constructor: not found,
      * waits there switch as before (the README's limit). */
     (void)nth_ldso_locks_find();
@@ -78,8 +81,13 @@ int nth_init(const nth_config_t *cfg)
     } else {
         nth_config_from_env(&c);   /* bad variables: told on stderr, default kept */
     }
-    if (nth_config_check(&c))
+    /* Running already: EBUSY whatever the config says (nth.h). */
+    if (__atomic_load_n(&nth_rt.starting, __ATOMIC_ACQUIRE))
+        return EBUSY;
+    if (nth_config_check(&c)) {
+        nth_config_say_bad(&c);
         return EINVAL;
+    }
     int zero = 0;
     if (!__atomic_compare_exchange_n(&nth_rt.starting, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return EBUSY;

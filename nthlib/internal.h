@@ -567,6 +567,7 @@ NTH_HIDDEN int nth_guard_uses_madvise(void);
 /* ---- configuration (config.c), cgroup (cgroup.c) ---------------------- */
 
 NTH_HIDDEN int nth_config_check(const nth_config_t *cfg);
+NTH_HIDDEN void nth_config_say_bad(const nth_config_t *cfg);
 /* Parse a byte size: digits with an optional k/K/m/M/g/G suffix. 0 or EINVAL. */
 NTH_HIDDEN int nth_parse_size(const char *s, size_t *out);
 /* What NTH_CPUMGR accepts: "off", or a POSIX shared-memory name as

@@ -9,15 +9,24 @@
  * with write(2) only (async-signal-safe), restores the previous action and
  * returns: the faulting instruction runs again under it. Tracing installs
  * its handler before this one, so an overflow under NTH_TRACE prints the
- * line, then flushes the trace, then dies of SIGSEGV by the default action;
- * untraced, the process dies as it would have without us. Faults elsewhere
- * go to the previous handler the same way.
+ * line, then flushes the trace, then dies of SIGSEGV; untraced, the process
+ * dies as it would have without us.
+ *
+ * A SIGSEGV is not always a fault: kill(2), raise(3), tgkill(2) and
+ * sigqueue(3) send one too (si_code <= 0, the kernel's SI_FROMUSER), and
+ * nothing repeats it if the handler just returns. Such a signal (and any
+ * fault that is not an overflow) gets what the previous action would have
+ * done with it, and the overflow report stays armed where that action lets
+ * the process go on (ignored, or a handler that returns): sigaction(2),
+ * signal(7) "Signal dispositions".
  */
 #include "internal.h"
 #include "libc_real.h"
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define ALTSTACK_SIZE (64 * 1024)
@@ -31,10 +40,58 @@ static size_t put(char *buf, size_t at, const char *s)
     return at;
 }
 
+/* Whether the kernel raised this SIGSEGV for the thread's own access
+ * (SEGV_MAPERR, SEGV_ACCERR, SI_KERNEL, ...: positive codes), which runs
+ * again when the handler returns, rather than a process or thread sending
+ * it (SI_USER, SI_TKILL, SI_QUEUE, ...: zero or negative). */
+static int is_fault(const siginfo_t *si)
+{
+    return si->si_code > 0;
+}
+
+static void sys_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    /* The system call: under the pthread shim sigprocmask is the shim's. */
+    syscall(SYS_rt_sigprocmask, how, set, old, (size_t)(_NSIG / 8));
+}
+
+/* Give the signal to the action that was there before ours, as the kernel
+ * would have. A handler (the trace's flush, or the program's) is called
+ * from here, under its own mask, so that ours stays installed: a sent
+ * SIGSEGV the program handles and goes on from, or a fault its handler
+ * repairs (mprotect), leaves a later overflow still reported. Otherwise
+ * the previous action is put back: a fault then repeats under it; a sent
+ * signal is sent again (pending, since SIGSEGV is blocked in this handler,
+ * it is delivered when we return), unless it was ignored. */
+static void chain(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction prev = old_segv;
+    int is_handler = (prev.sa_flags & SA_SIGINFO) ||
+                     (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+    /* SA_RESETHAND: the kernel would have put SIG_DFL back on delivery;
+     * let the kernel do it (below), at the cost of our handler. */
+    if (is_handler && !(prev.sa_flags & SA_RESETHAND)) {
+        sigset_t saved;
+        sys_sigmask(SIG_BLOCK, &prev.sa_mask, &saved);
+        if (prev.sa_flags & SA_SIGINFO)
+            prev.sa_sigaction(sig, si, uc);
+        else
+            prev.sa_handler(sig);
+        sys_sigmask(SIG_SETMASK, &saved, NULL);
+        return;
+    }
+    if (!is_fault(si) && !is_handler && prev.sa_handler == SIG_IGN)
+        return;   /* ignored, as it would have been without us */
+    sigaction(sig, &prev, NULL);
+    if (!is_fault(si))
+        syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
-    (void)uc;
-    struct nth_thread *t = nth_guard_owner(si->si_addr);
+    int saved_errno = errno;
+    /* si_addr means nothing for a sent signal (it overlays si_pid). */
+    struct nth_thread *t = is_fault(si) ? nth_guard_owner(si->si_addr) : NULL;
     if (t) {
         char buf[256], num[24];
         size_t at = put(buf, 0, "nthlib: stack overflow in nano-thread ");
@@ -51,10 +108,14 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         at = put(buf, at, ")\n");
         ssize_t w = nth_sys_write(2, buf, at);
         (void)w;
-        /* Fall through: the fault repeats under the previous handler (the
-         * trace's flush when NTH_TRACE is set, else the default action). */
+        /* No going on from an overflowed stack: the previous action takes
+         * the repeated fault (a handler that returned from it would have
+         * the line printed again on every repeat). */
+        sigaction(sig, &old_segv, NULL);
+    } else {
+        chain(sig, si, uc);
     }
-    sigaction(sig, &old_segv, NULL);
+    errno = saved_errno;
 }
 
 int nth_overflow_install(void)

@@ -38,6 +38,7 @@ tests_trace_rt_demo_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/nthlib
 tests_trace_rt_demo_LDFLAGS = -static
 tests_trace_rt_demo_LDADD = libnth.la $(HWLOC_LIBS) -lrt -lpthread
 TRACE_RT_TESTS = tests/trace/runtime.sh tests/trace/runtime_exit.sh tests/trace/runtime_cpumgr.sh \
+	tests/trace/runtime_cpumgr_early.sh \
 	tests/trace/env_messages.sh \
 	tests/trace/runtime_grouped.sh tests/trace/trace_paths.sh
 TESTS += $(TRACE_RT_TESTS)

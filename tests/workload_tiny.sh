@@ -7,7 +7,8 @@
 # with one thread per instance. Its figures are recomputed from the JSON's
 # own numbers (degradation, efficiency, the sweep's speedups); restarts end
 # when one instance has N runs; plot.sh draws the data (with gnuplot); a
-# time cap that ends a mix early shows in the JSON and the table.
+# time cap that ends a mix early shows in the JSON and the table; the sweep
+# table lines up, progress lines count k/n, an efficiency above 1 is told.
 set -u
 src=${top_srcdir:-..}
 b=${top_builddir:-.}/bench
@@ -121,4 +122,33 @@ grep -Eq '^glibc +lu\+sor +lu#0 +[0-9]+\* ' "$out/capped.txt" && grep -q '^\* ti
 for f in workload.jsonl speedup.dat mixes.dat degradation.dat; do
     [ ! -e "$out/$f" ] || { echo "FAIL: $f written beside the driver, not in results/"; exit 1; }
 done
+# The human output (fresh13 trial): the sweep table's rows line up also for
+# the 17-character "nth-malleable sor"; off a terminal each progress line
+# says "k/n" and the elapsed time, k counting 1 .. n exactly.
+sb=glibc
+[ -x "$b/lu-nth" ] && [ -x "$b/sor-nth" ] && sb=nth-malleable
+python3 "$out/workload" --tiny --no-plot --no-seq-mix --builds $sb --bindir "$b" --out "$out/table" \
+    >"$out/table.txt" 2>"$out/table.err" || { echo "FAIL: table run exited non-zero: $(cat "$out/table.err")"; exit 1; }
+awk '/^speedup over seq/ {t = 1; next} t && /^$/ {exit} t {print length($0)}' "$out/table.txt" | sort -u | wc -l | grep -qx 1 \
+    || { echo "FAIL: the sweep table's rows are not all as wide:"; cat "$out/table.txt"; exit 1; }
+grep '^\[workload' "$out/table.err" | awk '
+    { if (!match($0, /^\[workload [0-9]+\/[0-9]+, [0-9]+:[0-9][0-9]\] /)) { print "no k/n: " $0; bad = 1; exit }
+      split(substr($0, 11), f, /[\/,]/); k = f[1] + 0; n = f[2] + 0
+      if (k != last + 1 || (total && n != total)) { print "step " k "/" n " after " last "/" total; bad = 1; exit }
+      last = k; total = n }
+    END { if (!bad && (last == 0 || last != total)) { print "ended at " last "/" total; bad = 1 } exit bad }' \
+    || { echo "FAIL: progress lines:"; cat "$out/table.err"; exit 1; }
+# An efficiency above 1 is explained under the tables (the sequential
+# reference ran under load), and nothing is said on a quiet run.
+python3 - "$out/workload" <<'PY' || { echo "FAIL: quiet_warning"; exit 1; }
+import importlib.machinery, importlib.util, sys
+loader = importlib.machinery.SourceFileLoader("workload", sys.argv[1])
+m = importlib.util.module_from_spec(importlib.util.spec_from_loader("workload", loader))
+loader.exec_module(m)
+quiet = (0.1, 0.1, 0.1)
+lines = m.quiet_warning(2, quiet, quiet, {}, [("glibc", "lu+sor+lu", None, None, None, 1.158)])
+assert any("efficiency above 1" in l and "glibc lu+sor+lu: 1.158" in l and "loaded" in l for l in lines), lines
+assert any(l.startswith("WARNING: the machine was not quiet") for l in lines), lines
+assert m.quiet_warning(2, quiet, quiet, {("glibc", "lu"): [(1, 0.9, 1.0)]}, [("glibc", "lu+sor", None, None, None, 0.9)]) == []
+PY
 echo "ok: workload --tiny"

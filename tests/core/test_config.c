@@ -153,6 +153,41 @@ static void test_env_good(void **s)
     assert_int_equal(nth_config_check(&c), EINVAL);
 }
 
+/* A zero-filled nth_config_t (fresh13 trial): EINVAL with one line naming
+ * stack_size and pointing at nth_config_default(); once the runtime runs,
+ * EBUSY whatever the config (it was EINVAL, the check came first). */
+static void c_zeroed_config(void *a)
+{
+    (void)a;
+    nth_config_t zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    zeroed.vps = 2;
+    zeroed.cpumgr = "off";
+    CHECK_EQ(nth_init(&zeroed), EINVAL);
+    nth_config_t good = child_config_alone(2);
+    CHECK_EQ(nth_init(&good), 0);
+    CHECK_EQ(nth_init(&zeroed), EBUSY);
+    CHECK_EQ(nth_init(&good), EBUSY);
+}
+
+static void test_init_zeroed_config(void **s)
+{
+    (void)s;
+    char path[] = "/tmp/nth-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    int st = run_child(c_zeroed_config, NULL, path, 30);
+    char err[2048] = {0};
+    assert_true(pread(fd, err, sizeof err - 1, 0) >= 0);
+    close(fd);
+    unlink(path);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("child: wait status %#x: %s", st, err);
+    if (lines(err) != 1 || !strstr(err, "nthlib: nth_init: stack_size = 0 is not valid; accepted values: 16384 to ") ||
+        !strstr(err, "nth_config_default()"))
+        fail_msg("not one line naming stack_size and nth_config_default(): '%s'", err);
+}
+
 static void test_parse_size(void **s)
 {
     (void)s;
@@ -265,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_env_bad),
         cmocka_unit_test(test_env_bad_ranges),
         cmocka_unit_test(test_env_good),
+        cmocka_unit_test(test_init_zeroed_config),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_cpu_max_line),
         cmocka_unit_test(test_cgroup_path),

@@ -9,7 +9,8 @@
 # runs in /; `status --watch MS` as well as `--watch=MS`; a watch on a
 # running daemon refreshes, writes no escape codes to a file, and ends
 # when the daemon is stopped; a watch survives the segment shrinking under
-# it and says so.
+# it and says so; `cpumgr stop` returns only once the daemon's pid is gone;
+# SIGHUP, SIGQUIT and SIGUSR1 stop the daemon as cleanly as SIGTERM.
 set -uo pipefail
 top_builddir=${top_builddir:-$(pwd)}
 cm=$top_builddir/cpumgr/cpumgr
@@ -72,6 +73,59 @@ if grep -q "ready on" "$tmp/bg.err" && ! grep -q "stopped" "$tmp/bg.err"; then
   ok "background daemon: ready line on the terminal, nothing after it returned"
 else
   bad "background daemon's stderr: $(cat "$tmp/bg.err")"
+fi
+
+# `cpumgr stop` returns once the daemon's process is gone (fresh13 trial:
+# 5 of 5 times its pid was still alive right after "stopped").
+alive_after=0
+for _ in 1 2 3 4 5; do
+  pid=$(timeout -s KILL 60 "$cm" --name "$seg" 2>/dev/null)
+  [ -n "$pid" ] || { bad "stop: the daemon did not start"; break; }
+  timeout -s KILL 60 "$cm" stop --name "$seg" >"$tmp/out" 2>"$tmp/err" || bad "stop: status $?: $(cat "$tmp/err")"
+  if kill -0 "$pid" 2>/dev/null; then
+    alive_after=$((alive_after + 1))
+    timeout -s KILL 20 tail --pid="$pid" -f /dev/null
+  fi
+done
+[ "$alive_after" = 0 ] && ok "stop: the daemon's pid is gone when stop returns (5 tries)" \
+  || bad "stop: the daemon's pid still alive right after stop in $alive_after of 5 tries"
+grep -q "^cpumgr stop: daemon $pid stopped$" "$tmp/out" && ok "stop: says which daemon stopped" || bad "stop's output: $(cat "$tmp/out")"
+
+# SIGHUP (a foreground daemon's terminal closing), SIGQUIT and SIGUSR1 stop
+# the daemon as SIGTERM does: status 0, the attached application's
+# accounting line written, the segment removed (fresh13 trial: killed by
+# the default action, segment left, accounting line lost).
+app=$top_builddir/tests/cpumgr/client_app
+if [ -x "$app" ]; then
+  for sig in HUP QUIT USR1; do
+    rm -f "$tmp/acc.csv" "$tmp/app.in"; mkfifo "$tmp/app.in"
+    exec 3<>"$tmp/app.in"   # read-write: never blocks, whether or not the application runs
+    "$cm" run --foreground --name "$seg" --accounting "$tmp/acc.csv" 2>"$tmp/fg.err" &
+    d=$!
+    for _ in $(seq 600); do grep -q "ready on" "$tmp/fg.err" && break; sleep 0.1; done
+    "$app" "$seg" 1 <"$tmp/app.in" >"$tmp/app.out" 2>&1 &
+    a=$!
+    for _ in $(seq 600); do grep -q "A=1" "$tmp/app.out" && break; sleep 0.1; done
+    grep -q "A=1" "$tmp/app.out" || bad "SIG$sig: the application never attached: $(cat "$tmp/app.out" "$tmp/fg.err")"
+    kill -"$sig" "$d"
+    wait "$d"; st=$?
+    [ "$st" = 0 ] && ok "SIG$sig stops the daemon cleanly: status 0" || bad "SIG$sig: daemon status $st, want 0"
+    no_segment "SIG$sig"
+    grep -q ",stop" "$tmp/acc.csv" 2>/dev/null && ok "SIG$sig: the application's accounting line written" \
+      || bad "SIG$sig: no accounting line for the attached application: $(cat "$tmp/acc.csv" 2>&1)"
+    echo exit >&3; exec 3>&-
+    timeout -s KILL 20 tail --pid="$a" -f /dev/null
+  done
+fi
+
+# A directory in /dev/shm under the name: status and stop say it is one
+# (fresh13 trial: "Invalid argument", glibc's shm_open error for it).
+if mkdir "/dev/shm$seg-dir" 2>/dev/null; then
+  run 1 "status on a directory" "$cm" status --name "$seg-dir"
+  one_line "status on a directory: says it is one" "^cpumgr: $seg-dir: /dev/shm$seg-dir is a directory, not a cpumgr segment$"
+  run 1 "stop on a directory" "$cm" stop --name "$seg-dir"
+  one_line "stop on a directory: says it is one" "is a directory, not a cpumgr segment$"
+  rmdir "/dev/shm$seg-dir"
 fi
 
 # --trace that cannot be opened: status 1, one line, no segment

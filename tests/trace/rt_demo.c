@@ -3,9 +3,10 @@
  * simulator): the runtime's own trace call sites produce the trace.
  *
  *   rt_demo MODE [CPUMGR_NAME]
- *   MODE: return | exit | sigterm | abort | overflow | cpumgr | recycle
+ *   MODE: return | exit | sigterm | abort | overflow | segv-raise | segv-kill |
+ *         segv-wait | cpumgr | cpumgr-early | recycle
  *
- * Every mode except cpumgr: main creates "sleeper" and joins it before it
+ * Every mode but cpumgr and cpumgr-early: main creates "sleeper" and joins it before it
  * can run (with NTH_VPS=1 the join is sure to block: cooperative scheduling),
  * then "migrant": it blocks in nth_wait and a kernel thread (no VP) makes it
  * ready, until it has been seen on two VPs (bounded; with one VP it cannot
@@ -14,8 +15,18 @@
  *   return    main returns            exit      exit(0)
  *   sigterm   kill(getpid(), SIGTERM) abort     abort()
  *   overflow  unbounded recursion on a small stack (guard page, SIGSEGV)
+ *   segv-raise raise(SIGSEGV)          segv-kill kill(getpid(), SIGSEGV)
+ *   segv-wait prints "leaver waiting" and naps for another process's
+ *             kill -SEGV
+ * (the segv modes: a signal that was swallowed leaves "survived" on stderr
+ * and exit status 3)
  * cpumgr: attach to the daemon's segment CPUMGR_NAME, request 1 CPU, wait
  * until it is assigned, then 2, then leave (the assigned-CPUs counter).
+ * cpumgr-early: request 1 CPU of CPUMGR_NAME before nth_init() and wait
+ * until it is assigned, so that the grant is applied before the trace
+ * starts; then start the runtime (NTH_TRACE), nap 200 ms and leave.
+ * Prints "before N" and "assigned N": what nth_cpus_assigned() said just
+ * before nth_init() and just before leaving.
  * recycle: only four "cycler" nano-threads, each created once the last is
  * joined; prints "recycled=0|1 ids=A,B,C,D" (1: some nth_t came back).
  * Prints "migrant=ID moved=0|1" before leaving. With RT_DEMO_CHDIR=DIR it
@@ -136,6 +147,20 @@ static void *leaver(void *arg)
     if (!strcmp(mode, "sigterm")) kill(getpid(), SIGTERM);
     if (!strcmp(mode, "abort")) abort();
     if (!strcmp(mode, "overflow")) recurse(0);
+    if (!strncmp(mode, "segv-", 5)) {
+        if (!strcmp(mode, "segv-raise"))
+            raise(SIGSEGV);
+        else if (!strcmp(mode, "segv-kill"))
+            kill(getpid(), SIGSEGV);
+        else {
+            printf("leaver waiting\n");
+            fflush(stdout);
+        }
+        for (int i = 0; i < (strcmp(mode, "segv-wait") ? 10 : 300); i++)
+            nth_sleep_ns(100 * 1000 * 1000);
+        fprintf(stderr, "survived\n");
+        exit(3);
+    }
     /* A process-directed signal may be handled by another kernel thread:
      * never return (main would exit meanwhile). */
     for (;;)
@@ -189,7 +214,7 @@ static int recycle(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|cpumgr|recycle|request-first [NAME]\n");
+        fprintf(stderr, "usage: rt_demo return|exit|sigterm|abort|overflow|segv-raise|segv-kill|segv-wait|cpumgr|cpumgr-early|recycle|request-first [NAME]\n");
         return 2;
     }
     mode = argv[1];
@@ -207,6 +232,24 @@ int main(int argc, char **argv)
             return 3;
         }
         printf("cpus 1 then 2\n");
+        return 0;
+    }
+    if (!strcmp(mode, "cpumgr-early")) {
+        if (argc < 3 || setenv("NTH_CPUMGR", argv[2], 1) != 0)
+            return 2;
+        for (int i = 0; i < 5000 && !nth_cpumgr_attached(); i++) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        if (!nth_cpumgr_attached() || nth_cpus_request(1) || wait_assigned(1)) {
+            fprintf(stderr, "rt_demo: attached=%d assigned=%d\n", nth_cpumgr_attached(), nth_cpus_assigned());
+            return 3;
+        }
+        printf("before %d\n", nth_cpus_assigned());
+        if (nth_init(NULL) != 0)
+            return 2;
+        nth_sleep_ns(200 * 1000 * 1000);
+        printf("assigned %d\n", nth_cpus_assigned());
         return 0;
     }
     if (!strcmp(mode, "request-first")) {

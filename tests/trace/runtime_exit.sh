@@ -2,19 +2,33 @@
 # Ways out of a real nthlib program under NTH_TRACE: exit() and SIGTERM and
 # abort() from a nano-thread each leave a JSON file that parses, and a
 # nano-thread's stack overflow prints the core's overflow line, then the
-# trace is written, then the process dies of SIGSEGV.
+# trace is written, then the process dies of SIGSEGV. So does a SIGSEGV
+# sent by raise(), by kill(getpid()) and by another process (kill -SEGV):
+# no fault, but the same trace and the same death.
 . "$top_srcdir/tests/trace/lib.sh"
 DEMO=$top_builddir/tests/trace/rt_demo
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:detect_stack_use_after_return=0"
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_signal_unsafe=0:handle_segv=0"
-for mode in exit sigterm abort overflow; do
-    ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err
+for mode in exit sigterm abort overflow segv-raise segv-kill segv-wait; do
+    if [ $mode = segv-wait ]; then
+        ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err &
+        pid=$!
+        for _ in $(seq 600); do   # up to 60 s for the demo's first phases
+            grep -q 'leaver waiting' $mode.out && break
+            sleep 0.1
+        done
+        grep -q 'leaver waiting' $mode.out || { kill -KILL $pid; fail "segv-wait: the leaver never waited: $(cat $mode.err)"; }
+        kill -SEGV $pid
+        wait $pid
+    else
+        ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err
+    fi
     st=$?
     case $mode in
         exit) want=0 ;;
         sigterm) want=$((128 + 15)) ;;
         abort) want=$((128 + 6)) ;;
-        overflow) want=$((128 + 11)) ;;
+        overflow|segv-*) want=$((128 + 11)) ;;
     esac
     [ "$st" = "$want" ] || fail "$mode: exit status $st, expected $want: $(cat $mode.err)"
     [ -s $mode.json ] || fail "$mode: no JSON written: $(cat $mode.err)"
