@@ -37,12 +37,24 @@
  *                      nth_trace_rt_clock (0)
  *   rq_atomic          the ready-queue length's relaxed atomic add
  *                      (nth_trace_rt_rq, twice per queued nano-thread) (0)
+ *   rq_atomic_shared   the same add while another kernel thread keeps
+ *                      writing the same cache line, as the queue's other
+ *                      end does (the count shares the head's line): each
+ *                      add may wait for a line transfer. How often the
+ *                      two meet depends on the other thread getting a CPU
+ *                      (under load it often does not): a lower bound of
+ *                      the contended cost, not a figure for LU.
  *   yield_pair         in context: two nano-threads on one VP (NTH_VPS=1)
  *                      yield to each other; per switch, with every hook of
  *                      the switch path (rt_leave's clock, the queue count,
  *                      the switch records); its "off" row is the untraced
  *                      switch, and on - off is what tracing adds to one.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* pthread_attr_setaffinity_np, sched_getcpu */
+#endif
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +97,17 @@ static volatile uint64_t sink;
 static struct nth_rq scratch_rq;
 static volatile int pong_stop;
 
+/* rq_atomic_shared: a kernel thread writing the scratch queue's head line
+ * (its lock word, beside the count) for as long as that row runs. */
+static int share_quit;
+static void *line_writer(void *a)
+{
+    (void)a;
+    while (!__atomic_load_n(&share_quit, __ATOMIC_RELAXED))
+        __atomic_store_n(&scratch_rq.lock.v, 0, __ATOMIC_RELAXED);
+    return NULL;
+}
+
 static void *pong(void *a)
 {
     (void)a;
@@ -94,11 +117,11 @@ static void *pong(void *a)
 }
 
 enum { API_EVENT, API_PUSH_POP, PROBE, RT_REC, RT_REGION, RT_OVERHEAD, RT_SWITCH1, RT_SWITCH3,
-       RT_CREATE, CLOCK, RQ_ATOMIC, YIELD_PAIR, NROWS };
+       RT_CREATE, CLOCK, RQ_ATOMIC, RQ_SHARED, YIELD_PAIR, NROWS };
 static const char *const row_name[NROWS] = {
     "api_event", "api_state_push_pop", "probe_enter_exit", "rt_rec", "rt_region", "rt_overhead",
-    "rt_switch_1", "rt_switch_3", "rt_create", "clock", "rq_atomic", "yield_pair" };
-static const double row_records[NROWS] = { 1, 1, 1, 1, 1, 2, 1, 3, 0 /* set below */, 0, 0, 0 };
+    "rt_switch_1", "rt_switch_3", "rt_create", "clock", "rq_atomic", "rq_atomic_shared", "yield_pair" };
+static const double row_records[NROWS] = { 1, 1, 1, 1, 1, 2, 1, 3, 0 /* set below */, 0, 0, 0, 0 };
 
 /* n calls of row r; the hooks that test the flag themselves do so here
  * too, so that the "off" loop is the one branch a call site pays. */
@@ -135,7 +158,8 @@ static void loop(int r, long n)
         for (long i = 0; i < n; i++) { NTH_TRACE_IF_ON nth_trace__create_rt(id + 2 + (uint64_t)i, id, "team-member", nth_trace_now() - 100); }
         break;
     case CLOCK: for (long i = 0; i < n; i++) sink += nth_trace_rt_clock(); break;
-    case RQ_ATOMIC: for (long i = 0; i < n; i++) nth_trace_rt_rq(&scratch_rq, (i & 1) ? -1 : 1); break;
+    case RQ_ATOMIC:
+    case RQ_SHARED: for (long i = 0; i < n; i++) nth_trace_rt_rq(&scratch_rq, (i & 1) ? -1 : 1); break;
     case YIELD_PAIR: for (long i = 0; i < n; i += 2) nth_yield(); break;
     }
     /* A switch record names `to` as running: put this one back. */
@@ -181,6 +205,22 @@ int main(int argc, char **argv)
     if (!json)
         printf("%-20s %8s %10s %10s %12s\n", "call", "records", "on ns", "off ns", "drain ns/rec");
     for (int r = 0; r < NROWS; r++) {
+        pthread_t lw;
+        /* on another CPU than this VP's (a thread inherits its creator's binding) */
+        pthread_attr_t la;
+        cpu_set_t cs;
+        int me = sched_getcpu();
+        CPU_ZERO(&cs);
+        for (int c = 0; c < CPU_SETSIZE && c < 1024; c++)
+            if (c != me)
+                CPU_SET(c, &cs);
+        pthread_attr_init(&la);
+        pthread_attr_setaffinity_np(&la, sizeof cs, &cs);
+        if (r == RQ_SHARED && (err = pthread_create(&lw, &la, line_writer, NULL)) != 0) {
+            fprintf(stderr, "trace-hook-cost: pthread_create: %s\n", strerror(err));
+            return 1;
+        }
+        pthread_attr_destroy(&la);
         double recs = r == RT_CREATE ? create_recs : row_records[r];
         long nd = 0;
         /* at most `calls` records per batch: a batch must fit the ring
@@ -205,6 +245,10 @@ int main(int argc, char **argv)
                 if (traced && recs > 0)
                     drain[nd++] = c / (recs * (double)n);
             }
+        }
+        if (r == RQ_SHARED) {
+            __atomic_store_n(&share_quit, 1, __ATOMIC_RELAXED);
+            pthread_join(lw, NULL);
         }
         double m_on = median(on, batches), m_off = median(off, batches), m_dr = nd ? median(drain, nd) : 0;
         if (json)
