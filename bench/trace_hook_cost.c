@@ -53,6 +53,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* pthread_attr_setaffinity_np, sched_getcpu */
 #endif
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -200,8 +201,10 @@ int main(int argc, char **argv)
     double create_recs = 1 + (strlen("team-member") + 31) / 32 + 3;
     double *on = malloc(sizeof(double) * (size_t)batches), *off = malloc(sizeof(double) * (size_t)batches);
     double *drain = malloc(sizeof(double) * (size_t)batches);
-    if (!on || !off || !drain)
+    if (!on || !off || !drain) {
+        fprintf(stderr, "trace-hook-cost: %s\n", strerror(ENOMEM));
         return 1;
+    }
     if (!json)
         printf("%-20s %8s %10s %10s %12s\n", "call", "records", "on ns", "off ns", "drain ns/rec");
     for (int r = 0; r < NROWS; r++) {
@@ -259,6 +262,9 @@ int main(int argc, char **argv)
         else
             printf("%-20s %8.2f %10.2f %10.2f %12.2f\n", row_name[r], recs, m_on, m_off, m_dr);
     }
+    free(on);
+    free(off);
+    free(drain);
     pong_stop = 1;
     nth_join(p, NULL);
     uint64_t lost = lost_total();
