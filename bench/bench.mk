@@ -151,6 +151,15 @@ bench_programs += bench/trace-record-cost
 noinst_PROGRAMS += bench/trace-record-cost
 bench_trace_record_cost_SOURCES = bench/trace_record_cost.c
 bench_trace_record_cost_LDADD = libnth.la
+# Each record-path entry's cost per call, tracing on and off, and the drain's
+# per record (bench/trace_hook_cost.c, for bench/trace_cost.sh's bound).
+bench_programs += bench/trace-hook-cost
+noinst_PROGRAMS += bench/trace-hook-cost
+bench_trace_hook_cost_SOURCES = bench/trace_hook_cost.c
+bench_trace_hook_cost_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(URCU_CFLAGS) -I$(top_srcdir)/nthlib
+bench_trace_hook_cost_LDFLAGS = -static
+bench_trace_hook_cost_LDADD = libnth.la $(HWLOC_LIBS) $(URCU_LIBS) $(ZLIB_LIBS)
+EXTRA_DIST += bench/trace_cost.sh
 
 # ---- the pthread shim against glibc (bench/shim.sh): a plain pthread
 # program, never linked with nthlib, timed natively and under the shim. ----

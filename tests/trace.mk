@@ -72,3 +72,13 @@ tests_trace_names_demo_LDADD = libnth.la
 TESTS += tests/trace/utf8_names.sh
 dist_check_SCRIPTS += tests/trace/utf8_names.sh
 EXTRA_DIST += tests/trace/data/fuzz-badutf8.bin
+
+# Records per scheduling operation against a stated budget (issue 7's
+# overhead bound without timing, bench/trace_cost.sh). Static: it drains
+# the buffers through libnth's hidden nth_trace_drain_now.
+check_PROGRAMS += tests/trace/test_trace_volume
+tests_trace_test_trace_volume_SOURCES = tests/trace/test_trace_volume.c
+tests_trace_test_trace_volume_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/nthlib
+tests_trace_test_trace_volume_LDFLAGS = -static
+tests_trace_test_trace_volume_LDADD = libnth.la $(HWLOC_LIBS) $(CMOCKA_LIBS) -lrt -lpthread
+TESTS += tests/trace/test_trace_volume
