@@ -70,7 +70,7 @@ timeout -s KILL 120 "$nthrun" --trace "$work/a.json" -- ./demo exit >out.txt 2>e
 [ -f a.json ] || fail "a.json not written after _exit(): $(ls) $(cat err.txt)"
 check_json a.json
 one_line err.txt a.json "demo (pid [0-9]*) left through _exit()"
-jq -e '[.traceEvents[] | select(.ph == "B" and .cat == "vp")] | length > 0' a.json >/dev/null ||
+jq -e '[.traceEvents[] | select(.ph=="X" and .cat == "vp")] | length > 0' a.json >/dev/null ||
     fail "a.json has no VP slice"
 
 # 2. The README's example: the shell leaves through _exit(); it gets FILE,
