@@ -205,7 +205,7 @@ static size_t track_of(const struct nth_tr_file *f, const struct nth_tr_thread *
 
 static void se_begin(struct slice_ends *e, size_t track)
 {
-    if (!e->end || track >= e->ntracks)
+    if (!e->end)
         return;
     if (e->n == e->cap) {
         size_t nc = e->cap * 2;
@@ -217,6 +217,10 @@ static void se_begin(struct slice_ends *e, size_t track)
         }
         e->end = a;
         e->cap = nc;
+    }
+    if (track >= e->ntracks) {   /* no such track (a guard): a slot all the same, so the */
+        e->end[e->n++] = 0;        /* second replay stays in step; it shows with dur 0 */
+        return;
     }
     e->end[e->n] = e->top[track];
     e->top[track] = ++e->n;
