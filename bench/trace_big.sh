@@ -9,12 +9,15 @@
 #   trace_big_record   records in the binary file, its bytes, bytes/record
 #   trace_big_convert  per format: output bytes, bytes per record, seconds
 #                      and peak RSS (KiB) of the conversion, events found
-#                      in the output (JSON: B/E/i/C objects; .prv: lines),
-#                      and "parsed_events": with TRACE_BIG_PARSE=1, the
-#                      gunzipped JSON read back by python3's json module
-#                      (its traceEvents count; "timeout" past 20 min, false
-#                      if it does not parse). Off by default: at 10 M
-#                      records it takes > 5 GB and > 20 min on 2 loaded CPUs.
+#                      in the output (JSON: X/B/E/i/C objects, one a line;
+#                      .prv: lines), and "parsed_events": the JSON read back
+#                      whole by bench/trace_big_read.py (a streaming parser,
+#                      python3-ijson, that checks the structure in bounded
+#                      memory), which also prints its own trace_big_read
+#                      line; null if /usr/bin/python3 has no ijson, false if
+#                      the trace does not parse or is not well formed.
+#                      TRACE_BIG_READ=0 skips it. (python3's json.load of
+#                      the 10 M-record trace took > 5 GB and > 20 min.)
 # usage: bench/trace_big.sh [BUILDDIR [PAIRS]]   (default build 1000000)
 set -euo pipefail
 bdir=${1:-build}; pairs=${2:-1000000}
@@ -36,17 +39,19 @@ for out in big.json.gz big.prv; do
     ob=$(stat -c %s "$tmp/$out")
     parses=null
     if [ "$out" = big.json.gz ]; then
-        events=$(gzip -dc "$tmp/$out" | grep -c '^,\?{"ph":"[BEiC]"' || true)
-        if [ "${TRACE_BIG_PARSE:-0}" = 1 ] && command -v python3 >/dev/null; then
-            parses=$(gzip -dc "$tmp/$out" | timeout -s KILL 1200 python3 -c \
-                'import json,sys; d=json.load(sys.stdin); print(len(d["traceEvents"]))' 2>/dev/null) \
-                || { [ $? = 137 ] && parses='"timeout"' || parses=false; }
+        events=$(gzip -dc "$tmp/$out" | grep -c '^,\?{"ph":"[XBEiC]"' || true)
+        if [ "${TRACE_BIG_READ:-1}" = 1 ] && /usr/bin/python3 -c 'import ijson' 2>/dev/null; then
+            /usr/bin/time -f '%e %M' -o "$tmp/rtime" timeout -s KILL 1800 /usr/bin/python3 \
+                "$(dirname "$0")/trace_big_read.py" "$tmp/$out" > "$tmp/read.out" || true
+            cat "$tmp/read.out"
+            parses=$(sed -n 's/.*"events": \([0-9]*\),.*"problems": 0,.*/\1/p' "$tmp/read.out")
+            [ -n "$parses" ] || parses=false
         fi
         jb=$(gzip -dc "$tmp/$out" | wc -c)
     else
         events=$(($(wc -l < "$tmp/$out") - 1)); jb=$ob
     fi
-    printf '{"bench":"trace_big_convert","impl":"%s","value":%s,"unit":"s","bytes":%d,"uncompressed_bytes":%d,"bytes_per_record":%.1f,"peak_rss_kib":%d,"events_out":%d,"parsed_events":%s,"params":{"records":%d,"load":"%s"},"tool":"%s"}\n' \
-        "${out#big.}" "$secs" "$ob" "$jb" "$(echo "$ob / $recs" | bc -l)" "$rss" "$events" "$parses" "$recs" "$(load)" \
+    printf '{"bench":"trace_big_convert","impl":"%s","value":%s,"unit":"s","bytes":%d,"uncompressed_bytes":%d,"bytes_per_record":%.1f,"uncompressed_bytes_per_record":%.1f,"peak_rss_kib":%d,"events_out":%d,"parsed_events":%s,"params":{"records":%d,"load":"%s"},"tool":"%s"}\n' \
+        "${out#big.}" "$secs" "$ob" "$jb" "$(echo "$ob / $recs" | bc -l)" "$(echo "$jb / $recs" | bc -l)" "$rss" "$events" "$parses" "$recs" "$(load)" \
         "$(sed -n 's/^nth-trace: //p' "$tmp/conv.err" | tr -d '"' | head -n1)"
 done

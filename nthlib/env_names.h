@@ -12,7 +12,8 @@
 #include <string.h>
 
 /* The accepted values of NTH_TRACE, for the one-line message. */
-#define NTH_TRACE_ACCEPTED "a file name ending in .json, .json.gz (Perfetto), .prv (Paraver) or .bin"
+#define NTH_TRACE_ACCEPTED "a file name ending in .json, .json.gz (Perfetto), .prv (Paraver) or .bin, " \
+                           "or without a suffix (NAME.json, NAME.json.gz past NTH_TRACE_JSON_MAX)"
 
 /* The accepted values of NTH_CPUMGR, for the one-line message. */
 #define NTH_CPUMGR_ACCEPTED "off, or a shared-memory name: '/' then 1..199 bytes without '/' " \
@@ -29,11 +30,19 @@ static inline int nth_name_has_suffix(const char *s, const char *suf)
 }
 
 /* 1 if path names a trace format the writer knows (by its suffix, with at
- * least one character before it), else 0. Pure; any thread. */
+ * least one character before it), or no format at all (no '.' in its last
+ * component, which is not empty: the converter then picks .json or, for a
+ * big run, .json.gz; nth_trace_name_auto), else 0. "run.txt" stays an
+ * error: a suffix that is no format is more likely a slip than a wish.
+ * Pure; any thread. */
 static inline int nth_trace_name_ok(const char *path)
 {
-    return path && (nth_name_has_suffix(path, ".json") || nth_name_has_suffix(path, ".json.gz") ||
-                    nth_name_has_suffix(path, ".prv") || nth_name_has_suffix(path, ".bin"));
+    if (!path)
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return nth_name_has_suffix(path, ".json") || nth_name_has_suffix(path, ".json.gz") ||
+           nth_name_has_suffix(path, ".prv") || nth_name_has_suffix(path, ".bin") || (*base && !strchr(base, '.'));
 }
 
 /* 1 if v is what NTH_CPUMGR accepts: "off", or a POSIX shared-memory name

@@ -126,7 +126,11 @@ void nth_tr_replay_close(struct nth_tr_replay *p);
 
 /* Writers. base_ns is the CLOCK_MONOTONIC time written as 0. Return 0 or an
  * error code (errno of the output file). */
-int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz);
+/* JSON: gzip if gz; else plain, moved to out.gz once it passes gz_above
+ * bytes (0: never; nth_out_open_auto). The name written goes to wrote
+ * (wn bytes; may be NULL). */
+int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz, uint64_t gz_above, char *wrote,
+                      size_t wn);
 int nth_tr_write_prv(struct nth_tr_file *files, int n, const char *out);
 int nth_tr_write_stats(struct nth_tr_file *f, FILE *out);
 
@@ -150,5 +154,26 @@ extern int nth_tr_no_end_ok;
  * (a missing .bin was reported as "cannot write OUT: ENOENT"). */
 int nth_trace_convert(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings,
                       const char **failed);
+
+/* Plain JSON bigger than this is written gzipped for a name without a
+ * suffix, and said to be big for an explicit .json: 256 MiB, the JSON
+ * chrome://tracing loads at most, and with Perfetto's 2-4x in-memory
+ * expansion well inside the ~2 GB of its in-browser engine (a 900 MB JSON
+ * has crashed its UI). NTH_TRACE_JSON_MAX sets another (bytes, K/M/G). */
+#define NTH_TRACE_JSON_MAX_DEFAULT (256ull << 20)
+
+/* 1 if out names no format (its last path component has no '.'; not
+ * empty, not a directory name ending in '/'): nth_trace_convert_to then
+ * writes OUT.json, or OUT.json.gz past the JSON size limit. Pure. */
+int nth_trace_name_auto(const char *out);
+
+/* nth_trace_convert, and the name of the file written into wrote (wn bytes,
+ * may be NULL): out itself, or for a name without a suffix OUT.json or
+ * OUT.json.gz. The size limit is NTH_TRACE_JSON_MAX if set (a bad value
+ * is said on `warn` in one line and the default used). An explicit .json
+ * past the limit is written, and said on `warn` in one line with its size
+ * and the smaller choices. Same errors as nth_trace_convert; one thread. */
+int nth_trace_convert_to(const char *const *bins, int n, const char *out, FILE *warn, unsigned *warnings,
+                         const char **failed, char *wrote, size_t wn);
 
 #endif

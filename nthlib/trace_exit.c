@@ -40,6 +40,7 @@
 #include "trace_rt.h"
 #include "libc_real.h"
 #include "trace_tool.h"
+#include "trace_convert.h"
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS,
                                       SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT };
@@ -179,14 +180,25 @@ static void convert_in_fresh_process(const struct nth_trace_finished *f)
                  w < 0 ? UINT64_MAX : WIFEXITED(st) ? (uint64_t)WEXITSTATUS(st) : 128u + (uint64_t)WTERMSIG(st));
         return;
     }
+    /* A name without a suffix became NAME.json or NAME.json.gz (the
+     * converter removed the other one, a previous run's). */
     struct stat sb;
-    if (stat(f->out, &sb) != 0) {
+    struct line name = { .n = 0 };
+    put(&name, f->out);
+    if (nth_trace_name_auto(f->out)) {
+        put(&name, ".json");
+        name.buf[name.n] = 0;
+        if (stat(name.buf, &sb) != 0)
+            put(&name, ".gz");
+    }
+    name.buf[name.n] = 0;
+    if (stat(name.buf, &sb) != 0) {
         say_kept(f, "nth-trace convert left no file, status ", (uint64_t)WEXITSTATUS(st));
         return;
     }
     struct line l = { .n = 0 };
     put(&l, "nthlib: trace: wrote ");
-    put(&l, f->out);
+    put(&l, name.buf);
     put(&l, " (");
     put_u(&l, (uint64_t)sb.st_size);
     put(&l, " bytes from ");
@@ -247,7 +259,8 @@ static const char *find_tool(void)
 
 /* The tool's environment: ours without LD_PRELOAD and LD_AUDIT (a
  * preloaded pthread shim or malloc counter would start a runtime in it)
- * and without NTH_* (NTH_TRACE would have it trace itself over our file). */
+ * and without NTH_* (NTH_TRACE would have it trace itself over our file),
+ * but for NTH_TRACE_JSON_MAX, which the conversion itself reads. */
 static char **tool_environment(void)
 {
     extern char **environ;
@@ -259,7 +272,8 @@ static char **tool_environment(void)
         return NULL;
     size_t k = 0;
     for (char **e = environ; e && *e; e++) {
-        if (!strncmp(*e, "LD_PRELOAD=", 11) || !strncmp(*e, "LD_AUDIT=", 9) || !strncmp(*e, "NTH_", 4))
+        if (!strncmp(*e, "LD_PRELOAD=", 11) || !strncmp(*e, "LD_AUDIT=", 9) ||
+            (!strncmp(*e, "NTH_", 4) && strncmp(*e, "NTH_TRACE_JSON_MAX=", 19)))   /* the size rule is the run's */
             continue;
         if (!(envp[k++] = strdup(*e))) {
             for (size_t i = 0; i < k; i++)

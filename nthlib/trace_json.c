@@ -1,7 +1,17 @@
 /*
  * trace_json.c -- Chrome trace-event JSON, as Perfetto's UI and
- * chrome://tracing load it ("Trace Event Format": B/E duration events, i
+ * chrome://tracing load it ("Trace Event Format": X complete events, i
  * instant events, C counter events, M metadata).
+ *
+ * Every slice is one X event, "ts" its begin and "dur" its length: the
+ * converter sees the whole run, and a slice still open where the records
+ * stop (a crash, a kill) is closed at the last timestamp by the replay, as
+ * it was when slices were B/E pairs. One object a slice instead of two
+ * halves the JSON (bench/RESULTS.md "trbig"). Since X events are written
+ * at their begin, in begin order, and the replay closes slices on one
+ * track innermost first, a child always ends before its parent ends
+ * (tests/trace/check_json.jq checks it). The end of each slice comes from
+ * a first replay of the file (slice_ends): 8 bytes a slice.
  *
  * Tracks, per process (pid = the traced process): tid 1+v is VP v, showing
  * which nano-thread runs; tid 8192+4i is nano-thread i (index of first
@@ -31,8 +41,20 @@ struct pend {
     size_t len;
 };
 
+/* The end time of every slice of one file, in the order the replay begins
+ * them. While a slice is open its slot holds the track's previous open
+ * slice + 1 (a stack threaded through the array), then its end. */
+struct slice_ends {
+    uint64_t *end;
+    size_t n, cap;
+    size_t *top;                 /* per track: open slice + 1, 0 = none */
+    size_t ntracks;
+    size_t next;                 /* the second replay: next slice to begin */
+};
+
 struct jctx {
     struct nth_out o;
+    struct slice_ends *se;       /* the file being replayed */
     uint64_t base;
     long pid;
     int first;
@@ -173,6 +195,132 @@ static void release(struct jctx *j, uint64_t upto)
     }
 }
 
+/* Tracks of one file, as slice_ends indexes them: VP v, then per
+ * nano-thread its states, regions and functions. */
+static size_t track_vp(unsigned vp) { return vp; }
+static size_t track_of(const struct nth_tr_file *f, const struct nth_tr_thread *t, unsigned which)
+{
+    return f->nvps + 3 * (size_t)(t->index - 1) + which;
+}
+
+static void se_begin(struct slice_ends *e, size_t track)
+{
+    if (!e->end)
+        return;
+    if (e->n == e->cap) {
+        size_t nc = e->cap * 2;
+        uint64_t *a = realloc(e->end, nc * sizeof *a);
+        if (!a) {
+            free(e->end);   /* the caller sees end == NULL: ENOMEM */
+            e->end = NULL;
+            return;
+        }
+        e->end = a;
+        e->cap = nc;
+    }
+    if (track >= e->ntracks) {   /* no such track (a guard): a slot all the same, so the */
+        e->end[e->n++] = 0;        /* second replay stays in step; it shows with dur 0 */
+        return;
+    }
+    e->end[e->n] = e->top[track];
+    e->top[track] = ++e->n;
+}
+
+static void se_end(struct slice_ends *e, size_t track, uint64_t ts)
+{
+    if (!e->end || track >= e->ntracks || !e->top[track])
+        return;
+    size_t s = e->top[track] - 1;
+    e->top[track] = (size_t)e->end[s];
+    e->end[s] = ts;
+}
+
+static void p_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
+{
+    (void)ts; (void)l;
+    se_begin(c, track_of(f, t, 0));
+}
+static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
+{
+    (void)l;
+    se_end(c, track_of(f, t, 0), ts);
+}
+static void p_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
+{
+    (void)f; (void)ts; (void)t;
+    se_begin(c, track_vp(vp));
+}
+static void p_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *t)
+{
+    (void)f; (void)since; (void)t;
+    se_end(c, track_vp(vp), ts);
+}
+static void p_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t region,
+                           unsigned team, unsigned member)
+{
+    (void)ts; (void)region; (void)team; (void)member;
+    se_begin(c, track_of(f, t, 1));
+}
+static void p_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t region)
+{
+    (void)since; (void)region;
+    se_end(c, track_of(f, t, 1), ts);
+}
+static void p_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)ts; (void)fn;
+    se_begin(c, track_of(f, t, 2));
+}
+static void p_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
+{
+    (void)since; (void)fn;
+    se_end(c, track_of(f, t, 2), ts);
+}
+
+/* The first replay of f: the end of every slice. 0 or ENOMEM. A slice the
+ * replay left open (it closes them all; a guard, not a case) ends at
+ * f->last_ts. */
+static int slice_ends_find(struct nth_tr_file *f, struct slice_ends *e)
+{
+    memset(e, 0, sizeof *e);
+    e->ntracks = f->nvps + 3 * f->nthreads;
+    e->cap = f->nrecs / 2 + 16;
+    e->end = malloc(e->cap * sizeof *e->end);
+    e->top = calloc(e->ntracks ? e->ntracks : 1, sizeof *e->top);
+    static const struct nth_tr_sink pre = {
+        NULL, p_state_begin, p_state_end, p_run_begin, p_run_end, p_region_begin, p_region_end,
+        NULL, NULL, NULL, p_func_begin, p_func_end,
+    };
+    struct nth_tr_sink s = pre;
+    s.ctx = e;
+    struct nth_tr_replay *p = e->end && e->top ? nth_tr_replay_open(f, &s) : NULL;
+    if (!p) {
+        free(e->end);
+        free(e->top);
+        e->end = NULL;
+        e->top = NULL;
+        return ENOMEM;
+    }
+    while (e->end && nth_tr_replay_step(p))
+        ;
+    nth_tr_replay_close(p);
+    if (e->end)
+        for (size_t t = 0; t < e->ntracks; t++)
+            while (e->top[t])
+                se_end(e, t, f->last_ts);
+    free(e->top);
+    e->top = NULL;
+    return e->end ? 0 : ENOMEM;
+}
+
+/* The second replay: the end of the slice that begins now (at ts). */
+static uint64_t slice_end(struct jctx *j, uint64_t ts)
+{
+    struct slice_ends *e = j->se;
+    uint64_t end = e && e->next < e->n ? e->end[e->next++] : ts;
+    return end > ts ? end : ts;
+}
+
 /* A timed event: its text goes to a pending buffer until every event that
  * sorts before it has been written (release). */
 static void ev(struct jctx *j, const char *ph, uint64_t ts, long tid)
@@ -183,6 +331,14 @@ static void ev(struct jctx *j, const char *ph, uint64_t ts, long tid)
     uint64_t d = ts - j->base;
     jp(j, "{\"ph\":\"%s\",\"ts\":%" PRIu64 ".%03u,\"pid\":%ld,\"tid\":%ld", ph,
        d / 1000, (unsigned)(d % 1000), j->pid, tid);
+}
+
+/* A slice beginning at ts: an X event with its duration (exact ns, as ts). */
+static void ev_x(struct jctx *j, uint64_t ts, long tid)
+{
+    uint64_t dur = slice_end(j, ts) - ts;
+    ev(j, "X", ts, tid);
+    jp(j, ",\"dur\":%" PRIu64 ".%03u", dur / 1000, (unsigned)(dur % 1000));
 }
 
 static const char *state_name(struct nth_tr_file *f, unsigned st, char *buf, size_t n)
@@ -205,7 +361,7 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
     struct jctx *j = c;
     char b[48], full[400];
     const char *s = state_name(f, l->state, b, sizeof b);
-    ev(j, "B", ts, THREAD_TID(t));
+    ev_x(j, ts, THREAD_TID(t));
     jp(j, ",\"cat\":\"state\",\"name\":");
     if (l->obj) {
         char lab[320], addr[24];
@@ -227,39 +383,21 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
             jp(j, "}}");
         else
             jp(j, ",\"address\":\"%s\"}}", addr);
-    } else {
+    } else {   /* the name is the state: an args.state would repeat it */
         jstr(j, s);
-        jp(j, ",\"args\":{\"state\":");
-        jstr(j, s);
-        jp(j, "}}");
+        jp(j, "}");
     }
-}
-
-static void j_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
-{
-    (void)f; (void)l;
-    struct jctx *j = c;
-    ev(j, "E", ts, THREAD_TID(t));
-    jp(j, "}");
 }
 
 static void j_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)
 {
     struct jctx *j = c;
     char b[300];
-    ev(j, "B", ts, VP_TID(vp));
+    ev_x(j, ts, VP_TID(vp));
     jp(j, ",\"cat\":\"vp\",\"name\":");
     jstr(j, t ? thread_name(f, t, b, sizeof b) : "IDLE");
     if (t)
         jp(j, ",\"args\":{\"nano_thread\":%" PRIu64 "}", t->id);
-    jp(j, "}");
-}
-
-static void j_run_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, unsigned vp, struct nth_tr_thread *t)
-{
-    (void)f; (void)since; (void)t;
-    struct jctx *j = c;
-    ev(j, "E", ts, VP_TID(vp));
     jp(j, "}");
 }
 
@@ -268,17 +406,9 @@ static void j_region_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct n
 {
     (void)f;
     struct jctx *j = c;
-    ev(j, "B", ts, REGION_TID(t));
+    ev_x(j, ts, REGION_TID(t));
     jp(j, ",\"cat\":\"region\",\"name\":\"parallel region %" PRIu64 "\",\"args\":{\"region\":%" PRIu64
                    ",\"member\":%u,\"team\":%u}}", region, region, member, team);
-}
-
-static void j_region_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t region)
-{
-    (void)f; (void)since; (void)region;
-    struct jctx *j = c;
-    ev(j, "E", ts, REGION_TID(t));
-    jp(j, "}");
 }
 
 static void j_event(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, int vp, uint32_t type, uint64_t value)
@@ -329,17 +459,12 @@ static void j_func_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nth
     const char *n = nth_tr_name(f, NTH_NAME_FUNCTION, fn, 0);
     char b[24];
     if (!n) { snprintf(b, sizeof b, "0x%" PRIx64, fn); n = b; }
-    ev(j, "B", ts, FUNC_TID(t));
-    jp(j, ",\"cat\":\"function\",\"name\":");
+    /* The most frequent slice of a probed run, so the shortest: no "cat"
+     * (its track says "functions") and no args.address (an unresolved
+     * name is the address itself). */
+    ev_x(j, ts, FUNC_TID(t));
+    jp(j, ",\"name\":");
     jstr(j, n);
-    jp(j, ",\"args\":{\"address\":\"0x%" PRIx64 "\"}}", fn);
-}
-
-static void j_func_end(void *c, struct nth_tr_file *f, uint64_t ts, uint64_t since, struct nth_tr_thread *t, uint64_t fn)
-{
-    (void)f; (void)since; (void)fn;
-    struct jctx *j = c;
-    ev(j, "E", ts, FUNC_TID(t));
     jp(j, "}");
 }
 
@@ -381,23 +506,35 @@ static void meta(struct jctx *j, long tid, const char *what, const char *name, l
  * together, the one with the earliest next record first (a k-way merge of
  * files already sorted by time; ties in file order), and each event waits
  * in a heap only until no replay can report an earlier one (a switch's
- * OVERHEAD slice is dated before its record). Memory: the loaded records
- * plus the events of that overlap window, never the whole output. Sorted
- * by ts, stable: each track keeps its order, so every B still precedes
- * its E. */
-int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
+ * OVERHEAD slice is dated before its record). Memory: the loaded records,
+ * 8 bytes a slice (its end, from a first replay) and the events of that
+ * overlap window, never the whole output. Sorted by ts, stable: each track
+ * keeps its order, so a parent slice precedes the children that begin
+ * with it. */
+int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz, uint64_t gz_above, char *wrote,
+                      size_t wn)
 {
     static struct jctx j;   /* 64 KiB buffer: not on a crashing stack */
     memset(&j, 0, sizeof j);
     long *pids = calloc((size_t)(n > 0 ? n : 1), sizeof *pids);
     struct nth_tr_replay **rp = calloc((size_t)(n > 0 ? n : 1), sizeof *rp);
-    if (!pids || !rp) {
+    struct slice_ends *ses = calloc((size_t)(n > 0 ? n : 1), sizeof *ses);
+    int nomem = !pids || !rp || !ses;
+    for (int i = 0; !nomem && i < n; i++)   /* the first replay: where each slice ends */
+        nomem = slice_ends_find(&files[i], &ses[i]) != 0;
+    if (nomem) {
+        for (int i = 0; ses && i < n; i++)
+            free(ses[i].end);
+        free(ses);
         free(pids);
         free(rp);
         return ENOMEM;
     }
-    int rc = nth_out_open(&j.o, out, gz);
+    int rc = gz || !gz_above ? nth_out_open(&j.o, out, gz) : nth_out_open_auto(&j.o, out, gz_above);
     if (rc) {
+        for (int i = 0; i < n; i++)
+            free(ses[i].end);
+        free(ses);
         free(pids);
         free(rp);
         return rc;
@@ -423,9 +560,9 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
             nth_out_printf(&j.o, "}");
         }
     nth_out_printf(&j.o, "%s},\"traceEvents\":[", cut ? "]" : "");
-    static const struct nth_tr_sink sink = {
-        NULL, j_state_begin, j_state_end, j_run_begin, j_run_end, j_region_begin, j_region_end,
-        j_event, j_counter, j_lost, j_func_begin, j_func_end,
+    static const struct nth_tr_sink sink = {   /* ends are in the begins' dur */
+        NULL, j_state_begin, NULL, j_run_begin, NULL, j_region_begin, NULL,
+        j_event, j_counter, j_lost, j_func_begin, NULL,
     };
     struct nth_tr_sink s = sink;
     s.ctx = &j;
@@ -497,6 +634,7 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         release(&j, low);
         j.direct = low;
         j.pid = pids[next];
+        j.se = &ses[next];
         nth_tr_replay_step(rp[next]);
         if ((files[next].hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR) && nth_tr_replay_next_ts(rp[next]) == UINT64_MAX)
             j_cut(&j, &files[next]);   /* after its last slice closed */
@@ -509,13 +647,20 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz)
         free(j.heap[--j.hn].text);
     free(j.heap);
     free(j.cur);
+    for (int i = 0; i < n; i++)
+        free(ses[i].end);
+    free(ses);
     free(pids);
     free(rp);
+    j.se = NULL;
     j.heap = NULL;
     j.cur = NULL;
     j.hcap = j.cur_cap = 0;
     nth_out_printf(&j.o, "\n]}\n");
     rc = nth_out_close(&j.o);
+    out = j.o.path;   /* out, or out.gz if it grew past gz_above */
+    if (wrote && wn)
+        snprintf(wrote, wn, "%s", out);
     if (j.nomem && !rc) {
         unlink(out);   /* an incomplete trace hides what is missing */
         rc = ENOMEM;

@@ -15,6 +15,8 @@ int nth_out_open(struct nth_out *o, const char *path, int gz)
     o->gz = NULL;
     o->err = 0;
     o->n = 0;
+    o->written = 0;
+    o->gz_above = 0;
     snprintf(o->path, sizeof o->path, "%s", path);
     if (gz) {
         o->gz = gzopen(path, "wb6");
@@ -34,12 +36,65 @@ static int gz_errno(gzFile gz)
     return zerr == Z_MEM_ERROR ? ENOMEM : EIO;
 }
 
+int nth_out_open_auto(struct nth_out *o, const char *path, uint64_t gz_above)
+{
+    if (strlen(path) + 4 > sizeof o->path)
+        return ENAMETOOLONG;
+    int rc = nth_out_open(o, path, 0);
+    o->gz_above = gz_above;
+    return rc;
+}
+
+/* The plain file grew past gz_above: its text so far goes to path.gz,
+ * which takes over. On an error the plain file stays (nth_out_close
+ * removes it) and o->err says why. */
+static void to_gzip(struct nth_out *o)
+{
+    o->gz_above = 0;
+    static char plain[sizeof o->path];   /* exit() may run on a nano-thread's small stack */
+    memcpy(plain, o->path, sizeof plain);
+    if (fflush(o->fp)) {
+        o->err = errno ? errno : EIO;
+        return;
+    }
+    FILE *in = fopen(plain, "rb");
+    strcat(o->path, ".gz");
+    errno = 0;
+    gzFile gz = in ? gzopen(o->path, "wb6") : NULL;
+    if (!gz) {
+        o->err = errno ? errno : ENOMEM;
+        if (in)
+            fclose(in);
+        memcpy(o->path, plain, sizeof plain);
+        return;
+    }
+    static char chunk[1 << 16];   /* o->buf holds the pending text; one converter at a time */
+    size_t k;
+    while (!o->err && (k = fread(chunk, 1, sizeof chunk, in)) > 0)
+        if (gzwrite(gz, chunk, (unsigned)k) != (int)k)
+            o->err = gz_errno(gz);
+    if (!o->err && ferror(in))
+        o->err = EIO;
+    fclose(in);
+    fclose(o->fp);
+    o->fp = NULL;
+    o->gz = gz;       /* closed (and on an error removed) by nth_out_close */
+    unlink(plain);
+}
+
 static void flush(struct nth_out *o)
 {
     if (!o->n || o->err) {
         o->n = 0;
         return;
     }
+    if (o->gz_above && o->written + o->n > o->gz_above)
+        to_gzip(o);
+    if (o->err) {
+        o->n = 0;
+        return;
+    }
+    o->written += o->n;
     errno = 0;
     if (o->gz) {
         if (gzwrite(o->gz, o->buf, (unsigned)o->n) != (int)o->n)

@@ -648,7 +648,10 @@ int nth_trace_finish(void)
     const char *failed = NULL;
     unsigned warnings = 0;
     nth_tr_msg_prefix = "nthlib";
-    rc = nth_trace_convert(in, 1, wr_out_path, stderr, &warnings, &failed);
+    /* wr_out_path, or for a name without a suffix PATH.json[.gz]. Static:
+     * exit() may run on a nano-thread's small stack. */
+    static char wrote[4096];
+    rc = nth_trace_convert_to(in, 1, wr_out_path, stderr, &warnings, &failed, wrote, sizeof wrote);
     struct stat st;
     if (rc && failed && failed != wr_out_path && rc != EINVAL)
         /* EINVAL: the loader said what is wrong with the file */
@@ -658,9 +661,9 @@ int nth_trace_finish(void)
                 wr_out_path, strerror(rc), wr_bin_path);
     if (rc)
         nth_trace_say_lost(&f);
-    else if (stat(wr_out_path, &st) == 0)
+    else if (stat(wrote, &st) == 0)
         fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
-                wr_out_path, (long long)st.st_size, (unsigned long long)f.record_bytes, (unsigned long long)f.lost,
+                wrote, (long long)st.st_size, (unsigned long long)f.record_bytes, (unsigned long long)f.lost,
                 warnings ? ", with warnings" : "");
     return rc;
 }

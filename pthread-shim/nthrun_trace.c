@@ -138,18 +138,26 @@ static void convert_left_over(const char *prog, pid_t pid, int status, const cha
         while (waitpid(t, &st, 0) < 0 && errno == EINTR)
             ;
     int rc = t > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    /* A name without a suffix became FILE.json, or FILE.json.gz for a big
+     * run (nth-trace convert's rule, env_names.h). */
+    char wrote[4096 + 8];
+    const char *base = strrchr(trace, '/');
+    base = base ? base + 1 : trace;
     struct stat os;
-    long long bytes = stat(trace, &os) == 0 ? (long long)os.st_size : 0;
+    snprintf(wrote, sizeof wrote, "%s%s", trace, strchr(base, '.') ? "" : ".json");
+    if (!strchr(base, '.') && stat(wrote, &os) != 0)
+        snprintf(wrote, sizeof wrote, "%s.json.gz", trace);
+    long long bytes = stat(wrote, &os) == 0 ? (long long)os.st_size : 0;
     if (rc == 0) {
         /* The .bin stays, as every other process's of the run does, so
          * that `nth-trace merge FILE.*.bin` still has this process. */
         fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record; records up to "
                 "its last flush): wrote %s from %s (%lld bytes; that file kept for merge)\n",
-                prog, (long)pid, how, trace, trace, bin, bytes);
+                prog, (long)pid, how, trace, wrote, bin, bytes);
     } else if (rc == 1) {   /* done; the warnings above say what was skipped */
         fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record): wrote %s "
                 "from %s (%lld bytes, with the warnings above; that file kept)\n",
-                prog, (long)pid, how, trace, trace, bin, bytes);
+                prog, (long)pid, how, trace, wrote, bin, bytes);
     } else {
         fprintf(stderr, "nthrun: trace: %s (pid %ld) %s without writing %s (no end record), and converting "
                 "%s failed (nth-trace status %d, said above): the records stay there\n",

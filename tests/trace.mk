@@ -25,7 +25,8 @@ TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trac
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \
 	tests/trace/loan.sh tests/trace/probes_c.sh tests/trace/probes_min_ns.sh tests/trace/probes_shim.sh tests/trace/full_disk.sh \
-	tests/trace/nthrun_trace.sh tests/trace/malloc_children.sh tests/trace/prv_stream.sh
+	tests/trace/nthrun_trace.sh tests/trace/malloc_children.sh tests/trace/prv_stream.sh \
+	tests/trace/big_runs.sh
 TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
 dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
 EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90

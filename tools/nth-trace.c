@@ -2,7 +2,9 @@
  * nth-trace -- convert, merge and summarise nthlib binary traces.
  *
  *   nth-trace convert [-q] FILE.bin [-o OUT] OUT: .json, .json.gz (default:
- *                                            FILE with .bin replaced), .prv
+ *                                            FILE with .bin replaced), .prv,
+ *                                            or no suffix: OUT.json, or
+ *                                            OUT.json.gz past NTH_TRACE_JSON_MAX
  *   nth-trace merge [-q] A.bin B.bin ... -o OUT   several processes, one timeline
  *                                            (CLOCK_MONOTONIC of one boot)
  *   nth-trace stats FILE.bin...              per file: time per state per
@@ -34,10 +36,12 @@ static void report(const char *out, const char **in, int nin);
 
 static void usage_to(FILE *f)
 {
-    fprintf(f, "usage: nth-trace convert [-q] FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv]\n"
-               "       nth-trace merge [-q] A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv\n"
+    fprintf(f, "usage: nth-trace convert [-q] FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv|OUT]\n"
+               "       nth-trace merge [-q] A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv|OUT\n"
                "       nth-trace stats FILE.bin [FILE.bin ...]\n"
                "       nth-trace --help\n"
+               "OUT without a suffix: OUT.json, or OUT.json.gz if the JSON passes\n"
+               "NTH_TRACE_JSON_MAX bytes (default 256M).\n"
                "-q: no \"wrote\" line (warnings and errors are still printed).\n"
                "--no-end-ok: no warning for a file without its end record (its process left\n"
                "through _exit() or was killed, and the caller knows it).\n"
@@ -57,7 +61,7 @@ static int valid_out(const char *o)
 {
     size_t n = strlen(o);
     return (n > 5 && !strcmp(o + n - 5, ".json")) || (n > 8 && !strcmp(o + n - 8, ".json.gz")) ||
-           (n > 4 && !strcmp(o + n - 4, ".prv"));
+           (n > 4 && !strcmp(o + n - 4, ".prv")) || nth_trace_name_auto(o);
 }
 
 static int run(int argc, char **argv, const char **in)
@@ -121,7 +125,8 @@ static int run(int argc, char **argv, const char **in)
         return usage();
     }
     if (!valid_out(out)) {
-        fprintf(stderr, "nth-trace: %s: unknown output format (accepted: .json, .json.gz, .prv)\n", out);
+        fprintf(stderr, "nth-trace: %s: unknown output format (accepted: .json, .json.gz, .prv, or no suffix: "
+                        ".json, .json.gz past NTH_TRACE_JSON_MAX)\n", out);
         return 2;
     }
     /* An input that cannot be read is named here, before any output is
@@ -161,13 +166,14 @@ static int run(int argc, char **argv, const char **in)
     free(seen);
     unsigned warnings = 0;
     const char *failed = NULL;
-    int rc = nth_trace_convert(in, nin, out, stderr, &warnings, &failed);
+    char wrote[4096];
+    int rc = nth_trace_convert_to(in, nin, out, stderr, &warnings, &failed, wrote, sizeof wrote);
     if (rc && rc != EINVAL && failed && failed != out)   /* EINVAL: an input is no trace, and the loader said why */
         fprintf(stderr, "nth-trace: %s: cannot read: %s\n", failed, strerror(rc));
     else if (rc && rc != EINVAL)
         fprintf(stderr, "nth-trace: cannot convert to %s: %s\n", out, strerror(rc));
     else if (!rc && !quiet)
-        report(out, in, nin);
+        report(wrote, in, nin);
     return rc ? 3 : warnings ? 1 : 0;
 }
 

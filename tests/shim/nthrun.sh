@@ -118,7 +118,7 @@ elif [ "${NTH_SHIM_BUILT:-no}" = yes ]; then
       >/dev/null 2>/tmp/nthrun-test.$$.err; st=$?
   n=0
   for f in "$d"/run.[0-9]*.json; do
-    [ -f "$f" ] && jq -e '[.traceEvents[] | select(.ph == "X" or .ph == "B")] | length > 0' "$f" >/dev/null 2>&1 && n=$((n + 1))
+    [ -f "$f" ] && jq -e '[.traceEvents[] | select(.ph == "X" or .ph=="X")] | length > 0' "$f" >/dev/null 2>&1 && n=$((n + 1))
   done
   w=$(grep -c "^nthlib: trace: wrote $d/run\.[0-9]*\.json " /tmp/nthrun-test.$$.err)
   if [ "$st" = 0 ] && [ "$n" = 2 ] && [ "$w" = 2 ]; then

@@ -41,7 +41,7 @@ for mode in return exit sigterm sigint sighup sigquit abort segv sigbus sigfpe f
                || fail "$mode: no line saying the trace was written: $(cat $mode.err)" ;;
     esac
     # the fatal modes died with slices open: they were closed at the last timestamp
-    [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' $mode.json)" = 1 ] \
+    [ "$(jq '[.traceEvents[]|select(.ph=="X" and .args.object=="b1")]|length' $mode.json)" = 1 ] \
         || fail "$mode: worker-b's SYNCH on b1 missing"
 done
 # SIGINT ignored on entry (how a shell starts a background job): tracing
@@ -66,7 +66,7 @@ for mode in _exit sigkill; do
     grep -q "no end record" err.txt || fail "$mode: no warning about the missing end: $(cat err.txt)"
     check_json x$mode.json
     # everything up to phase 3 was flushed (flush interval 20 ms, 300 ms before the end)
-    [ "$(jq '[.traceEvents[]|select(.ph=="B" and .args.object=="b1")]|length' x$mode.json)" = 1 ] \
+    [ "$(jq '[.traceEvents[]|select(.ph=="X" and .args.object=="b1")]|length' x$mode.json)" = 1 ] \
         || fail "$mode: phase 3 not flushed"
 done
 exit 0

@@ -6,5 +6,5 @@
 gzip -t t.json.gz || fail "not a valid gzip file"
 gzip -dc t.json.gz > t.json
 check_json t.json
-[ "$(jq '[.traceEvents[]|select(.ph=="B")]|length' t.json)" -gt 10 ] || fail "too few slices"
+[ "$(jq '[.traceEvents[]|select(.ph=="X")]|length' t.json)" -gt 10 ] || fail "too few slices"
 exit 0

@@ -70,8 +70,17 @@ timeout -s KILL 120 "$nthrun" --trace "$work/a.json" -- ./demo exit >out.txt 2>e
 [ -f a.json ] || fail "a.json not written after _exit(): $(ls) $(cat err.txt)"
 check_json a.json
 one_line err.txt a.json "demo (pid [0-9]*) left through _exit()"
-jq -e '[.traceEvents[] | select(.ph == "B" and .cat == "vp")] | length > 0' a.json >/dev/null ||
+jq -e '[.traceEvents[] | select(.ph=="X" and .cat == "vp")] | length > 0' a.json >/dev/null ||
     fail "a.json has no VP slice"
+
+# 1b. The same with a name without a suffix: FILE.json (a small run), named
+# in nthrun's line.
+timeout -s KILL 120 "$nthrun" --trace "$work/auto" -- ./demo exit >out.txt 2>err.txt; st=$?
+[ "$st" = 3 ] || fail "_exit(3) program (auto): status $st: $(cat err.txt)"
+[ -f auto.json ] && [ ! -e auto ] || fail "auto.json not written after _exit(): $(ls) $(cat err.txt)"
+check_json auto.json
+grep -q "^nthrun: trace: .* without writing $work/auto (.*): wrote $work/auto.json from $work/auto\.[0-9]*\.bin ([1-9][0-9]* bytes" err.txt ||
+    fail "nthrun's line for auto: $(cat err.txt)"
 
 # 2. The README's example: the shell leaves through _exit(); it gets FILE,
 # each program it starts FILE with its pid before the suffix, named on

@@ -32,7 +32,7 @@ NTH_TRACE=c.json ./demo >/dev/null || fail "demo exited $?"
 check_json c.json
 fns=$(tid_of c.json "main #1 functions")
 [ -n "$fns" ] || fail "no function track for main"
-count() { jq --argjson t "$fns" --arg re "$1" '[.traceEvents[]|select(.tid==$t and .ph=="B" and (.name|test($re)))]|length' c.json; }
-[ "$(count '^hidden_step \(demo\.c:2\)$')" = 6 ] || fail "hidden_step: $(count hidden_step) slices named $(jq -r --argjson t "$fns" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]|unique|join(", ")' c.json), 6 calls expected as 'hidden_step (demo.c:2)'"
+count() { jq --argjson t "$fns" --arg re "$1" '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.name|test($re)))]|length' c.json; }
+[ "$(count '^hidden_step \(demo\.c:2\)$')" = 6 ] || fail "hidden_step: $(count hidden_step) slices named $(jq -r --argjson t "$fns" '[.traceEvents[]|select(.tid==$t and .ph=="X")|.name]|unique|join(", ")' c.json), 6 calls expected as 'hidden_step (demo.c:2)'"
 [ "$(count '^hidden_loop \(demo\.c:[34]\)$')" = 2 ] || fail "hidden_loop: 2 calls expected as 'hidden_loop (demo.c:3 or 4: the line of its first instruction)'"
 exit 0

@@ -17,14 +17,13 @@ NTH_TRACE=p.json ./demo || fail "demo exited $?"
 check_json p.json
 main=$(tid_of p.json "main #1"); fns=$(tid_of p.json "main #1 functions")
 [ -n "$main" ] && [ -n "$fns" ] || fail "tracks of main missing"
-count() { jq --argjson t "$fns" --arg re "$2" '[.traceEvents[]|select(.tid==$t and .ph=="B" and (.name|test($re)))]|length' "$1"; }
+count() { jq --argjson t "$fns" --arg re "$2" '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.name|test($re)))]|length' "$1"; }
 [ "$(count p.json '^work::small_step \(probes_demo\.f90:[0-9]+\)$')" = 8 ] || fail "small_step: $(count p.json small_step) slices, 8 calls"
 [ "$(count p.json '^work::compute \(probes_demo\.f90:[0-9]+\)$')" = 2 ] || fail "compute: 2 calls expected"
 # nesting: each small_step lies inside a compute slice, each slice inside a RUN slice of main
 jq -e --argjson t "$fns" --argjson m "$main" '
-  def spans(tid): [.traceEvents[]|select(.tid==tid and (.ph=="B" or .ph=="E"))]
-    | reduce .[] as $e ({st: [], out: []};
-        if $e.ph == "B" then .st += [$e] else .out += [{name: .st[-1].name, b: .st[-1].ts, e: $e.ts}] | .st |= .[:-1] end) | .out;
+  def spans(tid): [.traceEvents[]|select(.tid==tid and .ph=="X")
+    | {name, b: (.ts * 1000 | round), e: ((.ts * 1000 | round) + (.dur * 1000 | round))}];
   (spans($t)) as $f | (spans($m) | map(select(.name=="RUN"))) as $run
   | ($f | map(select(.name|test("small_step"))) | length == 8 and
        all(. as $s | $f | any((.name|test("compute")) and .b <= $s.b and .e >= $s.e)))

@@ -35,6 +35,6 @@ grep -q "cannot trace" err.txt && fail "'cannot trace' though the trace is writt
 [ "$(grep -c "^nthlib: trace: wrote $work/demo.json " err.txt)" = 1 ] || fail "no 'wrote' line: $(cat err.txt)"
 [ "$(wc -l <err.txt)" = 2 ] || fail "stderr has more than the two lines: $(cat err.txt)"
 check_json demo.json
-jq -e '[.traceEvents[] | select(.ph == "B" and (.name | startswith("work")))] | length == 2' demo.json >/dev/null ||
+jq -e '[.traceEvents[] | select(.ph=="X" and (.name | startswith("work")))] | length == 2' demo.json >/dev/null ||
     fail "no probe slice for each work() call"
 exit 0

@@ -16,14 +16,14 @@ sl=$(jq -r '.traceEvents[]|select(.ph=="M" and .name=="thread_name" and (.args.n
 [ -n "$sl" ] || fail "no track for the sleeper"
 slid=${sl##*#}
 n=$(jq --argjson t "$main" --arg o "join $sl" \
-    '[.traceEvents[]|select(.ph=="B" and .tid==$t and .args.state=="SYNCH" and .args.object==$o)]|length' one.json)
+    '[.traceEvents[]|select(.ph=="X" and .tid==$t and (.args.state // .name)=="SYNCH" and .args.object==$o)]|length' one.json)
 [ "$n" -ge 1 ] || fail "main's track has no SYNCH naming '$sl'"
 # the sleeper ran while main waited: its RUN slice lies inside main's SYNCH
 jq -e --argjson t "$main" --argjson s "$(tid_of one.json "$sl")" --arg o "join $sl" '
   [.traceEvents[]|select(.tid==$t and .ph!="M")] as $m
-  | ($m|map(select(.ph=="B" and .args.object==$o))|.[0].ts) as $b
-  | ($m|map(select(.ph=="E" and .ts>$b))|.[0].ts) as $e
-  | [.traceEvents[]|select(.tid==$s and .ph=="B" and .args.state=="RUN" and .ts>=$b and .ts<=$e)]|length > 0' one.json \
+  | ($m|map(select(.ph=="X" and .args.object==$o))|.[0]) as $x
+  | $x.ts as $b | ((($x.ts * 1000 | round) + ($x.dur * 1000 | round)) / 1000) as $e
+  | [.traceEvents[]|select(.tid==$s and .ph=="X" and (.args.state // .name)=="RUN" and .ts>=$b and .ts<=$e)]|length > 0' one.json \
   >/dev/null || fail "the sleeper's RUN is not inside main's join SYNCH"
 
 # Two VPs: the migrant is moved until it has run on both.
@@ -37,20 +37,20 @@ for t in "main #1" "migrant #$mid"; do [ -n "$(tid_of two.json "$t")" ] || fail 
 jq -e '[.traceEvents[]|select(.ph=="M" and .name=="thread_name" and (.args.name|test("#[0-9]+$")))|.args.name|capture("#(?<id>[0-9]+)$").id]
        | length == (unique|length)' two.json >/dev/null || fail "a trace id names two tracks"
 # the migrant ran on both VP tracks, and its states stayed on its own track
-nvp=$(jq --argjson id "$mid" '[.traceEvents[]|select(.ph=="B" and .cat=="vp" and .args.nano_thread==$id)|.tid]|unique|length' two.json)
+nvp=$(jq --argjson id "$mid" '[.traceEvents[]|select(.ph=="X" and .cat=="vp" and .args.nano_thread==$id)|.tid]|unique|length' two.json)
 [ "$nvp" = 2 ] || fail "migrant #$mid shows on $nvp VP tracks, expected 2"
 mt=$(tid_of two.json "migrant #$mid")
-nrun=$(jq --argjson t "$mt" '[.traceEvents[]|select(.ph=="B" and .tid==$t and .args.state=="RUN")]|length' two.json)
+nrun=$(jq --argjson t "$mt" '[.traceEvents[]|select(.ph=="X" and .tid==$t and (.args.state // .name)=="RUN")]|length' two.json)
 [ "$nrun" -ge 2 ] || fail "migrant's track has $nrun RUN slices"
-jq -e --arg n "migrant #$mid" '[.traceEvents[]|select(.ph=="B" and .cat=="state" and (.tid<8192))]|length == 0' two.json \
+jq -e --arg n "migrant #$mid" '[.traceEvents[]|select(.ph=="X" and .cat=="state" and (.tid<8192))]|length == 0' two.json \
     >/dev/null || fail "state slices on a VP track"
 # the migrant blocked in nth_wait shows SYNCH, made ready by the waker READY
 for st in SYNCH READY; do
-    n=$(jq --argjson t "$mt" --arg s $st '[.traceEvents[]|select(.ph=="B" and .tid==$t and .args.state==$s)]|length' two.json)
+    n=$(jq --argjson t "$mt" --arg s $st '[.traceEvents[]|select(.ph=="X" and .tid==$t and (.args.state // .name)==$s)]|length' two.json)
     [ "$n" -ge 1 ] || fail "migrant's track never shows $st"
 done
 # idle shows on the VP tracks; a ready-queue counter exists
-[ "$(jq '[.traceEvents[]|select(.ph=="B" and .cat=="vp" and .name=="IDLE")]|length' two.json)" -ge 1 ] || fail "no IDLE slice"
+[ "$(jq '[.traceEvents[]|select(.ph=="X" and .cat=="vp" and .name=="IDLE")]|length' two.json)" -ge 1 ] || fail "no IDLE slice"
 [ "$(jq '[.traceEvents[]|select(.ph=="C" and (.name|test("^ready queue VP")))]|length' two.json)" -ge 1 ] || fail "no ready-queue counter"
 # the user event recorded by the program's leaver is absent in 'return' mode; stats read the same run
 "$TOOL" stats two.json.*.bin > stats.txt || fail "nth-trace stats failed"

@@ -12,19 +12,20 @@ NTH_VPS=1 timeout -s KILL 60 env NTH_TRACE=r.json "$DEMO" regions > r.out 2> r.e
     || fail "sync_demo regions exited $?: $(cat r.err)"
 check_json r.json
 # The region slices, in file order: {tid, ph, ts, region, member, team}.
-jq -c '[.traceEvents[]|select(.cat=="region" or (.ph=="E" and (.tid % 4)==1 and .tid>=8192))
-        |{tid, ph, ts, r:.args.region, m:.args.member, n:.args.team}]' r.json > reg.ev
-jq -e '[.[]|select(.ph=="B" and .n==3)] as $o
+jq -c '[.traceEvents[]|select(.cat=="region")
+        |{tid, ph, ts, end:((.ts * 1000 | round) + (.dur * 1000 | round)), r:.args.region, m:.args.member, n:.args.team}]' r.json > reg.ev
+jq -e '[.[]|select(.ph=="X" and .n==3)] as $o
        | ($o|length)==3 and ([$o[].m]|sort)==[0,1,2] and ([$o[].r]|unique|length)==1
          and ([$o[].tid]|unique|length)==3' reg.ev >/dev/null \
     || fail "not one region slice per member 0, 1, 2 of a team of 3: $(cat reg.ev)"
-# member 1's track: B (outer), B (nested, team 1, member 0, another region), E, E
-jq -e '([.[]|select(.ph=="B" and .n==3 and .m==1)][0]) as $o
+# member 1's track: the outer slice, then the nested one (team 1, member 0,
+# another region) beginning and ending inside it
+jq -e '([.[]|select(.ph=="X" and .n==3 and .m==1)][0]) as $o
        | [.[]|select(.tid==$o.tid)] as $t
-       | ($t|length)==4 and $t[0].ph=="B" and $t[1].ph=="B" and $t[1].n==1 and $t[1].m==0
-         and $t[1].r!=$o.r and $t[2].ph=="E" and $t[3].ph=="E" and $t[1].ts>=$t[0].ts and $t[3].ts>=$t[2].ts' \
+       | ($t|length)==2 and $t[0].ph=="X" and $t[1].ph=="X" and $t[1].n==1 and $t[1].m==0
+         and $t[1].r!=$o.r and $t[1].ts>=$t[0].ts and $t[1].end<=$t[0].end' \
     reg.ev >/dev/null || fail "member 1's nested region is not inside its outer one: $(cat reg.ev)"
-n=$(jq '[.traceEvents[]|select(.ph=="B" and .args.state=="SYNCH" and .args.kind=="team barrier")]|length' r.json)
+n=$(jq '[.traceEvents[]|select(.ph=="X" and (.args.state // .name)=="SYNCH" and .args.kind=="team barrier")]|length' r.json)
 [ "$n" -ge 1 ] || fail "no member shows SYNCH on the team barrier"
 
 NTH_VPS=1 timeout -s KILL 60 env NTH_TRACE=r.prv "$DEMO" regions > r.out 2> r.err \

@@ -30,52 +30,55 @@ check_json s.json
 rt=$(tid_of s.json "reader #$rid"); [ -n "$rt" ] || fail "no track for reader #$rid"
 mt=$(tid_of s.json "main #1"); [ -n "$mt" ] || fail "no track for main #1"
 
-# The reader's track, in file order: B/E with their state names.
-jq -c --argjson t "$rt" '[.traceEvents[]|select(.tid==$t and (.ph=="B" or .ph=="E"))|{ph,ts,s:.args.state}]' s.json > reader.ev
-nb=$(jq '[.[]|select(.ph=="B" and .s=="BLOCKED")]|length' reader.ev)
+# The reader's track, in file order: its slices, with their state names and
+# their ends in whole ns (ts and dur are exact to the ns).
+slices='[.traceEvents[]|select(.tid==$t and .ph=="X")
+         |{ph,ts,s:(.args.state // .name),b:(.ts*1000|round),e:((.ts*1000|round)+(.dur*1000|round))}]'
+jq -c --argjson t "$rt" "$slices" s.json > reader.ev
+nb=$(jq '[.[]|select(.ph=="X" and .s=="BLOCKED")]|length' reader.ev)
 [ "$nb" = 1 ] || fail "reader shows $nb BLOCKED slices, expected 1: $(cat reader.ev)"
-# its end is the next E, followed at once by RUN
-jq -e '(map(.ph=="B" and .s=="BLOCKED")|index(true)) as $i
-       | .[$i+1].ph=="E" and .[$i+2].s=="RUN" and .[$i+2].ts==.[$i+1].ts' reader.ev >/dev/null \
-    || fail "BLOCKED is not followed by its end, then RUN: $(cat reader.ev)"
-b=$(jq '.[(map(.ph=="B" and .s=="BLOCKED")|index(true))].ts' reader.ev)
-e=$(jq '.[(map(.ph=="B" and .s=="BLOCKED")|index(true))+1].ts' reader.ev)
+# the next slice is RUN, beginning when BLOCKED ends
+jq -e '(map(.ph=="X" and .s=="BLOCKED")|index(true)) as $i
+       | .[$i+1].s=="RUN" and .[$i+1].b==.[$i].e' reader.ev >/dev/null \
+    || fail "BLOCKED is not followed by RUN at its end: $(cat reader.ev)"
+b=$(jq '.[(map(.ph=="X" and .s=="BLOCKED")|index(true))].ts' reader.ev)
+e=$(jq '.[(map(.ph=="X" and .s=="BLOCKED")|index(true))].e / 1000' reader.ev)
 # the worker ran while the reader was blocked
 wid=$(sed -n 's/.* worker=\([0-9]*\).*/\1/p' s.json.out)
 wt=$(tid_of s.json "worker #$wid"); [ -n "$wt" ] || fail "no track for worker #$wid"
 ran=$(jq --argjson t "$wt" --argjson b "$b" --argjson e "$e" \
-    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="RUN" and .ts>=$b and .ts<$e)]|length' s.json)
+    '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.args.state // .name)=="RUN" and .ts>=$b and .ts<$e)]|length' s.json)
 [ "$ran" -ge 1 ] || fail "the worker did not run during the reader's BLOCKED [$b, $e]"
 # ... and each of those RUN slices begins a slice of the worker on VP 0's track
 # (tid 1), the same instant; VP 0 shows no reader slice beginning inside [b, e).
 jq -e --argjson t "$wt" --argjson w "$wid" --argjson b "$b" --argjson e "$e" '
-    [.traceEvents[]|select(.tid==1 and .ph=="B" and .args.nano_thread==$w)|.ts] as $vp
-    | [.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="RUN" and .ts>=$b and .ts<$e)|.ts]
+    [.traceEvents[]|select(.tid==1 and .ph=="X" and .args.nano_thread==$w)|.ts] as $vp
+    | [.traceEvents[]|select(.tid==$t and .ph=="X" and (.args.state // .name)=="RUN" and .ts>=$b and .ts<$e)|.ts]
     | all(.[]; . as $x | $vp|index($x) != null)' s.json >/dev/null \
     || fail "the worker's RUN slices during the reader's BLOCKED are not on VP 0's track: $(jq -c \
-        '[.traceEvents[]|select(.tid==1 and .ph=="B")|{ts,name}]' s.json)"
+        '[.traceEvents[]|select(.tid==1 and .ph=="X")|{ts,name}]' s.json)"
 jq -e --argjson r "$rid" --argjson b "$b" --argjson e "$e" \
-    '[.traceEvents[]|select(.tid==1 and .ph=="B" and .args.nano_thread==$r and .ts>$b and .ts<$e)]|length==0' \
+    '[.traceEvents[]|select(.tid==1 and .ph=="X" and .args.nano_thread==$r and .ts>$b and .ts<$e)]|length==0' \
     s.json >/dev/null || fail "VP 0 shows the reader running inside its BLOCKED [$b, $e]"
 grep -q "warning" s.json.err && fail "converter warnings: $(cat s.json.err)"
 
 # main's track: every OVERHEAD that began inside "phase" returns to "phase".
-jq -c --argjson t "$mt" '[.traceEvents[]|select(.tid==$t and (.ph=="B" or .ph=="E"))|{ph,ts,s:.args.state}]' s.json > main.ev
-jq -e '[range(0; length-3) as $i | select(.[$i].s=="phase" and .[$i+2].s=="OVERHEAD")
-        | .[$i+3].ph=="E" and .[$i+4].s=="phase" and .[$i+4].ts==.[$i+3].ts] as $n
+jq -c --argjson t "$mt" "$slices" s.json > main.ev
+jq -e '[range(0; length-2) as $i | select(.[$i].s=="phase" and .[$i+1].s=="OVERHEAD")
+        | .[$i+2].s=="phase" and .[$i+2].b==.[$i+1].e] as $n
        | ($n|length) == 2 and all($n[]; .)' main.ev >/dev/null \
     || fail "main's two creates are not OVERHEAD nested in 'phase': $(cat main.ev)"
 # the join of the reader: OVERHEAD, then SYNCH naming it, later OVERHEAD again, then RUN
 jq -e --arg o "join reader #$rid" '. as $a
        | (map(.s=="SYNCH")|index(true)) as $j
-       | $j != null and $a[$j-2].s=="OVERHEAD"
-         and ($a[$j+1:]|map(select(.ph=="B"))|map(.s)|index("OVERHEAD")) != null' main.ev >/dev/null \
+       | $j != null and $a[$j-1].s=="OVERHEAD"
+         and ($a[$j+1:]|map(select(.ph=="X"))|map(.s)|index("OVERHEAD")) != null' main.ev >/dev/null \
     || fail "main's join is not OVERHEAD around its SYNCH: $(cat main.ev)"
 jq -e --argjson t "$mt" --arg o "join reader #$rid" \
-    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="SYNCH" and .args.object==$o)]|length==1' s.json \
+    '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.args.state // .name)=="SYNCH" and .args.object==$o)]|length==1' s.json \
     >/dev/null || fail "main's SYNCH does not name 'join reader #$rid'"
 # the reader's last slice is its exit OVERHEAD
-jq -e '[.[]|select(.ph=="B")]|last|.s=="OVERHEAD"' reader.ev >/dev/null \
+jq -e '[.[]|select(.ph=="X")]|last|.s=="OVERHEAD"' reader.ev >/dev/null \
     || fail "reader's last slice is not its exit OVERHEAD: $(cat reader.ev)"
 
 # Paraver: both states named, both recorded on some thread.
@@ -89,9 +92,9 @@ done
 # both formats, and the trace is still whole.
 run e.json early
 check_json e.json
-jq -e '[.traceEvents[]|select(.ph=="B" and .args.state=="prelude")]|length==1' e.json >/dev/null \
+jq -e '[.traceEvents[]|select(.ph=="X" and (.args.state // .name)=="prelude")]|length==1' e.json >/dev/null \
     || fail "the state named before nth_init is not 'prelude' in the JSON: $(jq -c \
-        '[.traceEvents[]|select(.ph=="B")|.args.state]|unique' e.json)"
+        '[.traceEvents[]|select(.ph=="X")|(.args.state // .name)]|unique' e.json)"
 run e.prv early
 grep -q '^17 *prelude$' e.pcf || fail "the .pcf does not name state 17 'prelude': $(grep -n prelude e.pcf)"
 exit 0

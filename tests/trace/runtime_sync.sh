@@ -26,10 +26,10 @@ synch() {
     id=$(val "$1"); [ -n "$id" ] || fail "sync_demo printed no id for $1: $out"
     tid=$(tid_of s.json "$1 #$id"); [ -n "$tid" ] || fail "no track for $1 #$id"
     jq -e --argjson t "$tid" --arg k "$2" --arg a "$3" --arg o "$4" \
-        '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="SYNCH" and .args.kind==$k
+        '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.args.state // .name)=="SYNCH" and .args.kind==$k
           and .args.address==$a and .args.object==$o)]|length==1' s.json >/dev/null \
         || fail "$1 shows no SYNCH on $2 $3 ($4): $(jq -c --argjson t "$tid" \
-                '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]' s.json)"
+                '[.traceEvents[]|select(.tid==$t and .ph=="X")|.name]' s.json)"
 }
 synch locker mutex "$(val mutex)" "mutex $(val mutex)"
 synch named_locker mutex "$(val named)" "mutex queue lock"
@@ -40,17 +40,18 @@ synch swaiter semaphore "$(val sem)" "semaphore $(val sem)"
 # The switch path (picking the next nano-thread, the switch) shows as
 # OVERHEAD between locker's RUN and its SYNCH, ending when SYNCH begins.
 lt=$(tid_of s.json "locker #$(val locker)")
-jq -c --argjson t "$lt" '[.traceEvents[]|select(.tid==$t and (.ph=="B" or .ph=="E"))|{ph,ts,s:.args.state,k:.args.kind}]' \
+jq -c --argjson t "$lt" '[.traceEvents[]|select(.tid==$t and .ph=="X")
+    |{ts,s:(.args.state // .name),k:.args.kind,b:(.ts*1000|round),e:((.ts*1000|round)+(.dur*1000|round))}]' \
     s.json > locker.ev
 jq -e '(map(.s=="SYNCH" and .k=="mutex")|index(true)) as $j
-       | $j >= 4 and .[$j-2].s=="OVERHEAD" and .[$j-4].s=="RUN" and .[$j-1].ph=="E"
-         and .[$j-1].ts==.[$j].ts and .[$j-2].ts<=.[$j].ts' locker.ev >/dev/null \
+       | $j >= 2 and .[$j-1].s=="OVERHEAD" and .[$j-2].s=="RUN"
+         and .[$j-1].e==.[$j].b and .[$j-1].b<=.[$j].b' locker.ev >/dev/null \
     || fail "locker's RUN is not followed by the switch's OVERHEAD, then SYNCH: $(cat locker.ev)"
 # main joins locker while locker is still ready: SYNCH on that join
 lid=$(val locker)
 mt=$(tid_of s.json "main #1"); [ -n "$mt" ] || fail "no track for main #1"
 jq -e --argjson t "$mt" --arg o "join locker #$lid" --argjson id "$lid" \
-    '[.traceEvents[]|select(.tid==$t and .ph=="B" and .args.state=="SYNCH" and .args.kind=="join"
+    '[.traceEvents[]|select(.tid==$t and .ph=="X" and (.args.state // .name)=="SYNCH" and .args.kind=="join"
       and .args.object==$o and .args.nano_thread==$id)]|length==1' s.json >/dev/null \
     || fail "main shows no SYNCH on 'join locker #$lid'"
 

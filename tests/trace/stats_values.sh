@@ -41,17 +41,14 @@ ev = json.load(open(sys.argv[1]))["traceEvents"]
 names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
 # nano-thread tracks are named "NAME #ID" (VP tracks "VP n", region and
 # function tracks carry a suffix after the id)
-want, stack = {}, {}
+want = {}
 for e in ev:
     t = e.get("tid")
     if t not in names or not re.fullmatch(r".* #[0-9]+", names[t]):
         continue
-    if e["ph"] == "B":
-        stack.setdefault(t, []).append(e)
-    elif e["ph"] == "E":
-        b = stack[t].pop()
-        k = (names[t], b["args"].get("state", b["name"]))
-        want[k] = want.get(k, 0.0) + (e["ts"] - b["ts"]) / 1000.0
+    if e["ph"] == "X":
+        k = (names[t], e.get("args", {}).get("state", e["name"]))
+        want[k] = want.get(k, 0.0) + e["dur"] / 1000.0
 got = {}
 sec = open(sys.argv[2]).read().split("\n\n")
 table = [s for s in sec if s.lstrip().startswith("nano-thread") and "time (ms)" in s.splitlines()[0]]

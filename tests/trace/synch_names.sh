@@ -10,9 +10,9 @@
 . "$top_srcdir/tests/trace/lib.sh"
 DEMO=$top_builddir/tests/trace/sync_demo
 # bare SYNCH slices and the names of tracks that hold no slice, of FILE
-bare() { jq '[.traceEvents[] | select(.ph == "B" and .name == "SYNCH")] | length' "$1"; }
+bare() { jq '[.traceEvents[] | select(.ph=="X" and .name == "SYNCH")] | length' "$1"; }
 empty_tracks() {
-    jq -r '(.traceEvents | map(select(.ph == "B" or .ph == "X")) | map("\(.pid) \(.tid)") | unique) as $used
+    jq -r '(.traceEvents | map(select(.ph=="X" or .ph == "X")) | map("\(.pid) \(.tid)") | unique) as $used
            | .traceEvents[] | select(.ph == "M" and .name == "thread_name" and .tid >= 8192)
            | select(("\(.pid) \(.tid)") as $k | $used | index($k) | not) | .args.name' "$1"
 }
@@ -21,9 +21,9 @@ NTH_VPS=1 timeout -s KILL 60 env NTH_TRACE=sl.json "$DEMO" sleep >sl.out 2>sl.er
 check_json sl.json
 id=$(sed -n 's/^sleeper=//p' sl.out)
 tid=$(tid_of sl.json "sleeper #$id"); [ -n "$tid" ] || fail "no track for sleeper #$id"
-jq -e --argjson t "$tid" '[.traceEvents[] | select(.tid == $t and .ph == "B" and .name == "SYNCH sleep"
-      and .args.state == "SYNCH" and .args.kind == "sleep" and .args.object == "sleep")] | length >= 1' sl.json >/dev/null ||
-    fail "the sleeper shows no 'SYNCH sleep': $(jq -c --argjson t "$tid" '[.traceEvents[]|select(.tid==$t and .ph=="B")|.name]' sl.json)"
+jq -e --argjson t "$tid" '[.traceEvents[] | select(.tid == $t and .ph=="X" and .name == "SYNCH sleep"
+      and (.args.state // .name) == "SYNCH" and .args.kind == "sleep" and .args.object == "sleep")] | length >= 1' sl.json >/dev/null ||
+    fail "the sleeper shows no 'SYNCH sleep': $(jq -c --argjson t "$tid" '[.traceEvents[]|select(.tid==$t and .ph=="X")|.name]' sl.json)"
 [ "$(bare sl.json)" = 0 ] || fail "bare SYNCH slices in sl.json: $(bare sl.json)"
 # no regions, no probes: no regions or functions track at all
 ! jq -e '[.traceEvents[] | select(.ph == "M" and .name == "thread_name" and (.args.name | test(" (regions|functions)$")))]
@@ -32,8 +32,8 @@ jq -e --argjson t "$tid" '[.traceEvents[] | select(.tid == $t and .ph == "B" and
 # After the region the members (one VP: they block at once) wait for the next
 NTH_VPS=1 timeout -s KILL 60 env NTH_TRACE=r.json "$DEMO" regions >r.out 2>r.err || fail "regions: status $?: $(cat r.err)"
 check_json r.json
-jq -e '[.traceEvents[] | select(.ph == "B" and .name == "SYNCH team idle" and .args.kind == "team idle")] | length >= 1' \
-    r.json >/dev/null || fail "no 'SYNCH team idle': $(jq -c '[.traceEvents[]|select(.ph=="B" and (.name|startswith("SYNCH")))|.name]|unique' r.json)"
+jq -e '[.traceEvents[] | select(.ph=="X" and .name == "SYNCH team idle" and .args.kind == "team idle")] | length >= 1' \
+    r.json >/dev/null || fail "no 'SYNCH team idle': $(jq -c '[.traceEvents[]|select(.ph=="X" and (.name|startswith("SYNCH")))|.name]|unique' r.json)"
 [ "$(bare r.json)" = 0 ] || fail "bare SYNCH slices in r.json: $(bare r.json)"
 jq -e '[.traceEvents[] | select(.ph == "M" and .name == "thread_name" and (.args.name | endswith(" regions")))] | length >= 3' \
     r.json >/dev/null || fail "the members' regions tracks are not named"
@@ -61,9 +61,9 @@ C
 cc -O0 -pthread pj.c -o pj || fail "cc pj.c"
 NTH_VPS=1 timeout -s KILL 120 "$nthrun" --vps 1 --trace "$work/pj.json" -- ./pj >pj.out 2>pj.err || fail "pj: status $?: $(cat pj.err)"
 check_json pj.json
-jq -e '[.traceEvents[] | select(.ph == "B" and .args.state == "SYNCH" and .args.kind == "join"
+jq -e '[.traceEvents[] | select(.ph=="X" and (.args.state // .name) == "SYNCH" and .args.kind == "join"
       and (.name | test("^SYNCH join worker #[0-9]+$")))] | length == 1' pj.json >/dev/null ||
-    fail "pthread_join shows no 'SYNCH join worker #ID': $(jq -c '[.traceEvents[]|select(.ph=="B" and (.name|startswith("SYNCH")))|.name]' pj.json)"
-! jq -e '[.traceEvents[] | select(.ph == "B" and .args.kind == "semaphore")] | length > 0' pj.json >/dev/null ||
+    fail "pthread_join shows no 'SYNCH join worker #ID': $(jq -c '[.traceEvents[]|select(.ph=="X" and (.name|startswith("SYNCH")))|.name]' pj.json)"
+! jq -e '[.traceEvents[] | select(.ph=="X" and .args.kind == "semaphore")] | length > 0' pj.json >/dev/null ||
     fail "the shim's join semaphore shows: $(jq -c '[.traceEvents[]|select(.args.kind=="semaphore")|.name]' pj.json)"
 exit 0

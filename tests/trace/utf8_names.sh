@@ -31,10 +31,10 @@ for want in $'bad\u00ff\u00feutf8 #' 'quote"back\slash newline #' $'\u00e2\u0082
             $'surrogate \u00ed\u00a0\u0080 overlong \u00c0\u00af #'; do
     case "$names" in *"$want"*) ;; *) fail "no thread named '$want' in: $names" ;; esac
 done
-jq -e '[.traceEvents[]|select(.ph=="B")|.name]|index("state \u00e9t\u00e9 \"x\"")' n.json >/dev/null ||
+jq -e '[.traceEvents[]|select(.ph=="X")|.name]|index("state \u00e9t\u00e9 \"x\"")' n.json >/dev/null ||
     fail "registered state not named 'state été \"x\"'"
 # (registration turns control characters into spaces and adds the kind)
-jq -e '[.traceEvents[]|select(.ph=="B")|.args.object//empty]|index("mutex lock \"q\" \\    \u00e9 \u00ff\u00fe end")' n.json >/dev/null ||
+jq -e '[.traceEvents[]|select(.ph=="X")|.args.object//empty]|index("mutex lock \"q\" \\    \u00e9 \u00ff\u00fe end")' n.json >/dev/null ||
     fail "registered object name: $(jq -c '[.traceEvents[]|.args.object//empty]|unique' n.json)"
 
 NTH_TRACE=n.prv "$DEMO" || fail "names_demo exited $? (prv)"
