@@ -108,7 +108,8 @@ bench_regions_openmp_LDFLAGS = $(AM_LDFLAGS) $(OPENMP_CFLAGS)
 bench_regions_openmp_LDADD = $(KERNEL_LIBS)
 endif
 noinst_PROGRAMS += $(kernel_programs)
-EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/regions.sh bench/RESULTS.md bench/highprio.sh
+EXTRA_DIST += bench/workload bench/plot.sh bench/standalone.sh bench/regions.sh bench/RESULTS.md bench/highprio.sh \
+	bench/workload_ab.sh bench/workload_ab_table.py bench/grant_gaps.py bench/mig_classify.py
 bench_programs += $(kernel_programs)
 
 # ---- cpumgr latencies (bench/cpumgr.c): reallocation and bounded reclaim,

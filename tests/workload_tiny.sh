@@ -3,7 +3,8 @@
 # parses, every mix of every build reports makespan, efficiency (with the
 # fraction of CPU time left idle, the driver's and the kernels' CPU
 # seconds), migrations (null when not counted) and one degradation per
-# instance, with sane values; the sequential build's reference mixes run
+# instance (with the kernel's own time and the serial share of the wall
+# time), with sane values; the sequential build's reference mixes run
 # with one thread per instance. Its figures are recomputed from the JSON's
 # own numbers (degradation, efficiency, the sweep's speedups); restarts end
 # when one instance has N runs; plot.sh draws the data (with gnuplot); a
@@ -48,6 +49,12 @@ check "driver and kernels CPU seconds" \
   'all(.[] | select(.bench == "workload_efficiency"); .driver_cpu_s >= 0 and .kernels_cpu_s > 0)'
 check "degradation per named instance, positive" \
   'all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")'
+# The kernel's own timer runs inside the process: 0 < kernel_s <= mean_s,
+# and serial_fraction (start-up, generation, validation, exit) is the rest.
+check "kernel time within the wall time, serial fraction = 1 - kernel_s / mean_s" \
+  'all(.[] | select(.bench == "degradation"); .kernel_s > 0 and .kernel_s <= .mean_s
+    and .serial_fraction >= 0 and .serial_fraction < 1
+    and ((.serial_fraction - (1 - .kernel_s / .mean_s)) | fabs) <= 0.0002)'
 check "three glibc instances in lu+sor+lu" \
   '([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3'
 check "exactly the five record kinds" \
