@@ -470,9 +470,17 @@ static void *watcher(void *arg)
          * FUTEX_WAKE matches any bitset); our own threads kick R.kick. */
         if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED))
             __atomic_store_n(&nth_cpumgr_probe.wait_until_ns, until, __ATOMIC_RELAXED);
-        (void)nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
-                               until);
+        int wr = nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
+                                  until);
         nth_cpumgr_stamp(&nth_cpumgr_probe.woke_ns);
+        /* Woken with the word unchanged: a releaser's hand-off to a VP
+         * that does not sleep on vp_wake (a lazy one, nth_cpumgr_handoff).
+         * The poll of the next turn would miss it (a hand-off bumps no
+         * word it watches) until the tick; read it now. */
+        if (wr == 0 && nth_cpumgr_client_attached() &&
+            __atomic_load_n(w, __ATOMIC_ACQUIRE) == seen &&
+            __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE) == kick)
+            nth_cpumgr_refresh_handoff();
     }
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&R.stopped, 1);

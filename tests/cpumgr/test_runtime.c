@@ -872,6 +872,60 @@ static void test_handoff_without_daemon(void **state)
     cm_seg_unmap(s);
 }
 
+/* The hand-off to a lazy VP (one never given a CPU: it sleeps on its own
+ * word, not on the slot's vp_wake that the releaser bumps). b starts while
+ * c holds one CPU, so b's second VP is born lazy and stays so; c's CPU is
+ * armed for b, the daemon is stopped and c exits. b must take the CPU and
+ * run work on both with no daemon pass. End to end, not the latency: b's
+ * watcher finds the hand-off at its tick (10 ms) even without the wake on
+ * aseq that now brings it at once (test_client's
+ * test_handoff_wakes_watcher fails without that wake; this passes). */
+static void test_handoff_to_lazy_vp(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc b, c;
+    start(&c, "client_app", "1", -1);
+    wait_state(&c, "A=1 N=1");
+    start(&b, "rt_app", "2", -1);
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 UB=1"); /* its second VP: lazy, unbound */
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    int sb = slot_of(s, b.pid), sc = slot_of(s, c.pid);
+    assert_true(sb >= 0 && sc >= 0);
+    uint64_t t0 = us();
+    int cpu = -1;
+    for (;;) {
+        uint64_t m = __atomic_load_n(&s->slots[sc].assigned[0], __ATOMIC_ACQUIRE);
+        cpu = m ? __builtin_ctzll(m) : -1;
+        if (cpu >= 0) {
+            const struct nth_cpumgr_cpu *r = &s->cpu[cpu];
+            if (__atomic_load_n(&r->token, __ATOMIC_ACQUIRE) &&
+                __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE) == (uint32_t)sc + 1 &&
+                __atomic_load_n(&r->next_slot, __ATOMIC_ACQUIRE) == (uint32_t)sb + 1 &&
+                __atomic_load_n(&r->next_gen, __ATOMIC_ACQUIRE) ==
+                    __atomic_load_n(&s->slots[sb].gen, __ATOMIC_ACQUIRE))
+                break;
+        }
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("CPU %d of c never armed for b", cpu);
+        sleep_ms(2);
+    }
+    uint32_t aseq = __atomic_load_n(&s->slots[sb].aseq, __ATOMIC_ACQUIRE);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    send(&c, "exit\n");
+    reap(c.pid);
+    wait_state(&b, "A=1 N=2 EN=2 PK=0 OUT=0");
+    assert_int_equal(__atomic_load_n(&s->slots[sb].aseq, __ATOMIC_ACQUIRE), aseq);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    send(&b, "work\n");
+    sleep_ms(50);
+    check_work(&b);
+    cm_seg_unmap(s);
+}
+
 /* The CPU a thread is bound to when its mask holds exactly one, else -1. */
 static int bound_one(pid_t tid)
 {
@@ -1149,6 +1203,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff_without_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_to_lazy_vp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_home_first_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_home_is_vp0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_grace, setup, teardown),
