@@ -638,6 +638,64 @@ static void test_short_slice(void **state)
     if (vp1) assert_int_not_equal(nth_sched_slice_of(vp1), NTH_SHORT_SLICE_NS);
 }
 
+/* A VP parked disabled holds the short slice, so that the grant's wake-up
+ * preempts the releaser still on that CPU (cpumgr_rt.c, wake_slice_*);
+ * once it runs again the default comes back (after 1 ms, at a scheduling
+ * point): with the short slice kept, the watcher could no longer preempt
+ * it at a reclaim deadline. a's VPs are the main thread (VP 0) and nth-vp1;
+ * b takes one CPU, so one of a's VPs parks disabled. Fails without the
+ * short slice (neither VP has it); the wait for the default is bounded.
+ * Skipped where the kernel keeps no slice (before Linux 6.12). */
+static void test_wake_slice(void **state)
+{
+    (void)state;
+    pid_t probe = fork();
+    assert_true(probe >= 0);
+    if (probe == 0)
+        _exit(nth_sched_short_slice(NTH_SHORT_SLICE_NS) == 0 &&
+              nth_sched_slice_of(0) == NTH_SHORT_SLICE_NS ? 0 : 1);
+    int st = 0;
+    waitpid(probe, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) skip();
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    int vp1 = 0;
+    uint64_t t0 = us();
+    while (!(vp1 = find_thread(a.pid, "nth-vp1"))) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: no nth-vp1 thread", (int)a.pid);
+        sleep_ms(2);
+    }
+    const int tids[2] = { (int)a.pid, vp1 };
+    assert_int_not_equal(nth_sched_slice_of(tids[0]), NTH_SHORT_SLICE_NS);
+    assert_int_not_equal(nth_sched_slice_of(tids[1]), NTH_SHORT_SLICE_NS);
+    start(&b, "client_app", "1", -1);
+    wait_state(&a, "A=1 N=1 EN=1 PK=1");
+    /* The parked one sets it before it sleeps: PK=1 says it is asleep. */
+    int nshort = (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS) +
+                 (nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS);
+    print_message("parked: slices %llu, %llu ns\n",
+                  (unsigned long long)nth_sched_slice_of(tids[0]),
+                  (unsigned long long)nth_sched_slice_of(tids[1]));
+    assert_int_equal(nshort, 1);
+    send(&a, "work\n"); /* scheduling points on both VPs once b is gone */
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0");
+    t0 = us();
+    while (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS ||
+           nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("a VP of app %d kept the short slice", (int)a.pid);
+        sleep_ms(2);
+    }
+    print_message("running: slices %llu, %llu ns\n",
+                  (unsigned long long)nth_sched_slice_of(tids[0]),
+                  (unsigned long long)nth_sched_slice_of(tids[1]));
+    check_work(&a);
+}
+
 /* Does the Cpus_allowed_list of thread tid of pid include cpu? -1 if the
  * thread is gone. */
 static int allowed_has(pid_t pid, int tid, int cpu)
@@ -1201,6 +1259,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_move_margin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wake_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff_without_daemon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff_to_lazy_vp, setup, teardown),
