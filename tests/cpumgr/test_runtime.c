@@ -643,7 +643,7 @@ static void test_short_slice(void **state)
  * once it runs again the default comes back (after 1 ms, at a scheduling
  * point): with the short slice kept, the watcher could no longer preempt
  * it at a reclaim deadline. a's VPs are the main thread (VP 0) and nth-vp1;
- * b takes one CPU, so one of a's VPs parks disabled. Fails without the
+ * b takes one CPU, so one of a's busy VPs parks disabled. Fails without the
  * short slice (neither VP has it); the wait for the default is bounded.
  * Skipped where the kernel keeps no slice (before Linux 6.12). */
 static void test_wake_slice(void **state)
@@ -671,17 +671,26 @@ static void test_wake_slice(void **state)
     const int tids[2] = { (int)a.pid, vp1 };
     assert_int_not_equal(nth_sched_slice_of(tids[0]), NTH_SHORT_SLICE_NS);
     assert_int_not_equal(nth_sched_slice_of(tids[1]), NTH_SHORT_SLICE_NS);
+    /* Busy VPs: the one that loses its CPU parks disabled at its next
+     * scheduling point. (One idle-parked when disabled sleeps on in that
+     * park, default slice: an idle application's grant is not urgent.) */
+    send(&a, "work\n");
     start(&b, "client_app", "1", -1);
     wait_state(&a, "A=1 N=1 EN=1 PK=1");
-    /* The parked one sets it before it sleeps: PK=1 says it is asleep. */
-    int nshort = (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS) +
-                 (nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS);
+    /* The parked one sets it just before it sleeps, after PK counts it
+     * (park() marks the VP parked before it calls the park operation). */
+    int nshort = 0;
+    t0 = us();
+    while ((nshort = (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS) +
+                     (nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS)) == 0) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no VP of app %d took the short slice", (int)a.pid);
+        sleep_ms(2);
+    }
     print_message("parked: slices %llu, %llu ns\n",
                   (unsigned long long)nth_sched_slice_of(tids[0]),
                   (unsigned long long)nth_sched_slice_of(tids[1]));
     assert_int_equal(nshort, 1);
-    send(&a, "work\n"); /* scheduling points on both VPs once b is gone */
-    send(&b, "exit\n");
+    send(&b, "exit\n"); /* the work makes scheduling points on both VPs */
     reap(b.pid);
     wait_state(&a, "A=1 N=2 EN=2 PK=0");
     t0 = us();
