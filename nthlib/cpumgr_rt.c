@@ -220,9 +220,12 @@ static int note_vps(int64_t t)
                  * reclaim): its slice must be the default again for the
                  * watcher to preempt it at the deadline. */
                 int64_t ss = __atomic_load_n(&s->short_since, __ATOMIC_ACQUIRE);
-                if (ss > 0 && __atomic_compare_exchange_n(&s->short_since, &ss, 0, 0,
-                                                          __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-                    (void)slice_set(__atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), 0);
+                int tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
+                /* tid 0 (not seen yet) would name the caller's own slice. */
+                if (ss > 0 && tid > 0 &&
+                    __atomic_compare_exchange_n(&s->short_since, &ss, 0, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED))
+                    (void)slice_set(tid, 0);
             } else if (!s->since) {
                 s->since = t;
             }
