@@ -84,6 +84,8 @@ struct shared {
     int f_cpu;         /* CPU F binds to */
     int f_ready;       /* CPU F is bound to, about to sleep; -1 none */
     uint64_t f_t1;     /* ns: F woke on f_cpu */
+    uint64_t d_t1;     /* ns: D woke (the floor's first hop) */
+    int d_cpu, f_woke_cpu; /* where D woke; where F woke */
     int spin_tid;      /* the spinner's kernel thread (its VP's) */
 };
 
@@ -222,8 +224,11 @@ static int floor_d(void)
         if (__atomic_load_n(&sh->mode, __ATOMIC_ACQUIRE) == 3)
             return 0;
         futex_wait_shared(&sh->d_word, v);
-        if (__atomic_load_n(&sh->d_word, __ATOMIC_SEQ_CST) != v)
+        if (__atomic_load_n(&sh->d_word, __ATOMIC_SEQ_CST) != v) {
+            __atomic_store_n(&sh->d_t1, now_ns(), __ATOMIC_RELAXED);
+            __atomic_store_n(&sh->d_cpu, sched_getcpu(), __ATOMIC_RELAXED);
             futex_bump_wake(&sh->f_word);
+        }
     }
 }
 
@@ -247,6 +252,7 @@ static int floor_f(void)
             return 0;
         futex_wait_shared(&sh->f_word, v);
         uint64_t t = now_ns();
+        __atomic_store_n(&sh->f_woke_cpu, sched_getcpu(), __ATOMIC_RELAXED);
         if (bound >= 0 && sched_getcpu() == bound)
             __atomic_store_n(&sh->f_t1, t, __ATOMIC_RELEASE);
     }
@@ -355,6 +361,11 @@ static int claim(void)
         _ok;                                                                     \
     })
 
+/* The tail's threshold: the 100 us target. */
+#define TAIL_NS 100000u
+static int floor_tail_by[2], nfloor_tail; /* floor samples over TAIL_NS, by larger hop */
+static uint64_t floor_d_ns; /* the last floor sample's A -> D woke, 0 if unknown */
+
 /* One floor sample with F bound to cpu: ns from A's wake of D to F
  * running on cpu, 0 if it did not happen within a second. */
 static uint64_t floor_sample(int cpu)
@@ -372,7 +383,14 @@ static uint64_t floor_sample(int cpu)
     futex_bump_wake(&sh->d_word);
     if (!WAIT_FOR(__atomic_load_n(&sh->f_t1, __ATOMIC_ACQUIRE) != 0, 1000))
         return 0;
-    return __atomic_load_n(&sh->f_t1, __ATOMIC_ACQUIRE) - t0;
+    uint64_t f = __atomic_load_n(&sh->f_t1, __ATOMIC_ACQUIRE) - t0;
+    uint64_t d = __atomic_load_n(&sh->d_t1, __ATOMIC_RELAXED);
+    floor_d_ns = d >= t0 && d - t0 <= f ? d - t0 : 0;
+    if (f > TAIL_NS && floor_d_ns) {
+        nfloor_tail++;
+        floor_tail_by[floor_d_ns * 2 > f ? 0 : 1]++;
+    }
+    return f;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -466,6 +484,15 @@ static const char *const hop_name[NHOP] = {
 static uint64_t *hop_ns[NHOP];
 static int nhop, hop_woke_on_x, hop_binds, hop_wd_slow;
 
+/* The tail (changes over TAIL_NS, the issue's 100 us): which hop carries
+ * each one's excess, i.e. the hop that exceeds its own median across the
+ * run by the most (taken at the end, over the changes kept by hops_add),
+ * and the same for the floor samples over TAIL_NS (A -> D woke, or
+ * D -> F runs). Indices into hop_ns of the slow changes, recorded in
+ * arrival order before hop_ns is sorted. */
+static uint64_t (*tail_hops)[NHOP];
+static int ntail, ntail_unordered, ntail_preempted;
+
 /* One handed-off change's hops; 0 if a stamp is missing or out of order
  * (e.g. the VP found the hand-off before it slept: no futex wake-up). */
 static int hops_add(uint64_t t0, uint64_t a_done, int x, int binds_before)
@@ -477,11 +504,50 @@ static int hops_add(uint64_t t0, uint64_t a_done, int x, int binds_before)
             return 0;
     for (int k = 0; k < NHOP; k++)
         hop_ns[k][nhop] = st[k + 1] - st[k];
+    if (st[NHOP] - t0 > TAIL_NS && tail_hops)
+        for (int k = 0; k < NHOP; k++)
+            tail_hops[ntail][k] = st[k + 1] - st[k];
+    ntail += st[NHOP] - t0 > TAIL_NS && tail_hops;
     hop_woke_on_x += sh->vp_woke_cpu == x;
     hop_binds += sh->bind_syscall != binds_before;
     hop_wd_slow += st[6] - st[5] > 2000u;
     nhop++;
     return 1;
+}
+
+/* Which hop carries the tail: for each slow change, the hop furthest
+ * above its median over the run (hop_ns sorted by hops_print). */
+static void tail_print(void)
+{
+    int by[NHOP] = {0};
+    uint64_t med[NHOP];
+    for (int k = 0; k < NHOP; k++)
+        med[k] = nhop ? hop_ns[k][(nhop - 1) / 2] : 0;
+    for (int i = 0; i < ntail; i++) {
+        int worst = 0;
+        int64_t wx = INT64_MIN;
+        for (int k = 0; k < NHOP; k++) {
+            int64_t ex = (int64_t)tail_hops[i][k] - (int64_t)med[k];
+            if (ex > wx) {
+                wx = ex;
+                worst = k;
+            }
+        }
+        by[worst]++;
+    }
+    printf("realloc tail (> %u us, stamps in order): %d changes; %d more out of order, of "
+           "which %d with B's VP awake before A's wake returned (it preempted A)\n",
+           TAIL_NS / 1000u, ntail, ntail_unordered, ntail_preempted);
+    printf("%-26s %9s %9s %9s\n", "hop", "p50 us", "tail p50", "excess in");
+    for (int k = 0; k < NHOP; k++) {
+        uint64_t v[ntail > 0 ? ntail : 1];
+        for (int i = 0; i < ntail; i++)
+            v[i] = tail_hops[i][k];
+        qsort(v, (size_t)ntail, sizeof v[0], cmp_u64);
+        printf("%-26s %9.1f %9.1f %9d\n", hop_name[k], med[k] / 1e3, pct(v, ntail, 0.5), by[k]);
+    }
+    printf("floor tail (> %u us): %d samples; A -> D woke the larger part in %d, "
+           "D -> F runs in %d\n", TAIL_NS / 1000u, nfloor_tail, floor_tail_by[0], floor_tail_by[1]);
 }
 
 static void hops_print(int changes)
@@ -619,6 +685,7 @@ int main(int argc, char **argv)
     pid_t bpid = -1, fpid = -1, ddpid = -1;
     uint64_t *rl = calloc((size_t)changes, sizeof *rl), *cl = calloc((size_t)reclaims, sizeof *cl);
     uint64_t *fl = calloc((size_t)changes, sizeof *fl);
+    tail_hops = calloc((size_t)changes, sizeof *tail_hops);
     int nfl = 0;
     uint64_t *seg_ns[NSEG];
     int nseg = 0, slow_by[NSEG] = {0}, nslow = 0, by_watcher = 0;
@@ -699,8 +766,26 @@ int main(int argc, char **argv)
                         (unsigned long long)(t0 % 1000000000u / 1000u), rl[nrl - 1] / 1e3, x);
             if (breakdown && breakdown_add(t0, bpid, seg_ns, nseg, slow_by, &nslow, &by_watcher))
                 nseg++;
-            if (breakdown && sh->handoff >= t0)
-                (void)hops_add(t0, a_done, x, binds_before);
+            if (breakdown && sh->handoff >= t0 && !hops_add(t0, a_done, x, binds_before) &&
+                rl[nrl - 1] > TAIL_NS) {
+                ntail_unordered++;
+                ntail_preempted += sh->vp_woke >= t0 && sh->vp_woke < a_done;
+            }
+            if (stamps && breakdown && rl[nrl - 1] > stamp_realloc_ns) {
+                /* Each stamp from the request, in us (< 0: not this change's). */
+                const uint64_t st[] = {a_done, sh->vp_woke, sh->notice, sh->enable, sh->unpark,
+                                       sh->wd, sh->bound, sh->t1};
+                fprintf(stderr, "  hops of %d from the request, us: A done %.1f, VP woke %.1f "
+                        "(CPU %d), notice %.1f, enabled %.1f, unparked %.1f, monitor %.1f, "
+                        "rebound %.1f, runs %.1f; this round's floor %.1f (D woke %.1f on "
+                        "CPU %d)\n", i,
+                        ((double)st[0] - (double)t0) / 1e3, ((double)st[1] - (double)t0) / 1e3,
+                        sh->vp_woke_cpu, ((double)st[2] - (double)t0) / 1e3,
+                        ((double)st[3] - (double)t0) / 1e3, ((double)st[4] - (double)t0) / 1e3,
+                        ((double)st[5] - (double)t0) / 1e3, ((double)st[6] - (double)t0) / 1e3,
+                        ((double)st[7] - (double)t0) / 1e3, f / 1e3, floor_d_ns / 1e3,
+                        sh->d_cpu);
+            }
         } else
             miss_r++;
         if (!release_anywhere)
@@ -839,6 +924,7 @@ int main(int argc, char **argv)
     if (breakdown) {
         breakdown_print(seg_ns, nseg, nrl, slow_by, nslow, by_watcher);
         hops_print(nrl);
+        tail_print();
         printf("reclaim breakdown: %d of %d runs with every stamp\n", nrseg, ncl);
         printf("%-26s %9s %9s %9s\n", "segment", "p50 us", "p99 us", "max us");
         for (int k = 0; k < NRSEG; k++) {
@@ -885,6 +971,7 @@ out:
     free(rl);
     free(cl);
     free(fl);
+    free(tail_hops);
     for (int k = 0; k < NSEG; k++)
         free(seg_ns[k]);
     for (int k = 0; k < NHOP; k++)

@@ -55,6 +55,11 @@ struct vp_state {
     uint32_t *word;     /* slot word it sleeps on while disabled (atomic) */
     int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
     int moved;          /* bound off its CPU by bounded reclaim */
+    /* Its kernel thread's slice (wake_slice_*): 0 the default, -1 short
+     * and parked disabled, > 0 short since that CLOCK_MONOTONIC ns (it
+     * left the park). Written by the VP's own thread, and by note_vps()
+     * (R.lock) when it restores a spinning VP's slice. Atomic. */
+    int64_t short_since;
 };
 
 static struct {
@@ -110,6 +115,67 @@ static void kick_watcher(void)
     nth_futex_wake(&R.kick, 1);
 }
 
+/* A short slice across a disabled park: the VP's kernel thread takes
+ * NTH_SHORT_SLICE_NS before it sleeps, so that the wake-up of a grant
+ * preempts whatever runs on the CPU granted (EEVDF PREEMPT_SHORT, Linux
+ * 6.12) -- usually the releaser, still leaving the CPU, whose own timer
+ * wake-ups otherwise took the CPU back between the grant and the first
+ * nano-thread (bench/RESULTS.md "realloc2"). The default slice comes back
+ * WAKE_SLICE_HOLD_NS after the wake-up, at the first scheduling point
+ * (on_sched_point), or, for a VP whose nano-thread reaches none, when it
+ * loses its CPU (note_vps): with the short slice kept, the watcher (100 us
+ * as well) no longer preempted a spinning VP at its reclaim deadline
+ * (reclaims over 1.1 ms 7 -> 25 of 360, bench/RESULTS.md "realloc"). */
+#define WAKE_SLICE_HOLD_NS 1000000LL
+
+/* Set thread tid's (0: the caller's) slice, ns = 0 for the default.
+ * Returns 0 or an errno value (nth_sched_short_slice's). */
+static int slice_set(int tid, uint64_t ns)
+{
+    if (tid == 0)
+        return nth_sched_short_slice(ns);
+    struct nth_sched_attr a;
+    memset(&a, 0, sizeof a);
+    if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0) != 0)
+        return errno;
+    if (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH)
+        return EINVAL;
+    a.size = sizeof a;
+    a.flags = 0;
+    a.runtime = ns;
+    a.deadline = a.period = 0;
+    return syscall(SYS_sched_setattr, tid, &a, 0) == 0 ? 0 : errno;
+}
+
+/* Before a disabled park (the VP's own thread): the short slice, once. */
+static void wake_slice_park(struct vp_state *s)
+{
+    int64_t ss = __atomic_load_n(&s->short_since, __ATOMIC_ACQUIRE);
+    if (ss == 0 && slice_set(0, NTH_SHORT_SLICE_NS) != 0)
+        return; /* a kernel or policy without it: nothing to restore */
+    __atomic_store_n(&s->short_since, -1, __ATOMIC_RELEASE);
+}
+
+/* Out of the park: the hold starts. */
+static void wake_slice_woke(struct vp_state *s)
+{
+    int64_t m1 = -1;
+    (void)__atomic_compare_exchange_n(&s->short_since, &m1, now_ns(), 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED);
+}
+
+/* At a scheduling point: the default slice back once the hold is over.
+ * One load while the slice is the default. */
+static void wake_slice_check(struct vp_state *s)
+{
+    int64_t ss = __atomic_load_n(&s->short_since, __ATOMIC_RELAXED);
+    if (__builtin_expect(ss <= 0, 1) || now_ns() - ss < WAKE_SLICE_HOLD_NS)
+        return;
+    if (__atomic_compare_exchange_n(&s->short_since, &ss, 0, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED))
+        (void)slice_set(0, 0);
+}
+
 /* Every VP disabled: the empty assignment. Same steps as the shrinking half
  * of nth_vps_set_allowed(), which refuses an empty set. */
 static void disable_all(void)
@@ -150,6 +216,16 @@ static int note_vps(int64_t t)
             if (!s->since && !__atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE)) {
                 s->since = t;
                 started = 1;
+                /* Its nano-thread may reach no scheduling point (bounded
+                 * reclaim): its slice must be the default again for the
+                 * watcher to preempt it at the deadline. */
+                int64_t ss = __atomic_load_n(&s->short_since, __ATOMIC_ACQUIRE);
+                int tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
+                /* tid 0 (not seen yet) would name the caller's own slice. */
+                if (ss > 0 && tid > 0 &&
+                    __atomic_compare_exchange_n(&s->short_since, &ss, 0, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_RELAXED))
+                    (void)slice_set(tid, 0);
             } else if (!s->since) {
                 s->since = t;
             }
@@ -244,12 +320,15 @@ static void park_wait(struct nth_vp *vp)
         return;
     }
     struct vp_state *s = &R.vps[vp->id];
+    wake_slice_park(s);
     __atomic_store_n(&s->word, w, __ATOMIC_SEQ_CST);
     uint32_t v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
     /* A grant published already, or a CPU handed to us by its releaser
      * before we read the word: take it ourselves (it may enable us). */
-    if (nth_cpumgr_refresh_handoff())
+    if (nth_cpumgr_refresh_handoff()) {
+        wake_slice_woke(s);
         return;
+    }
     const uint32_t *aw = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
     if (__atomic_load_n(&vp->disabled, __ATOMIC_SEQ_CST) &&
         !__atomic_load_n(&vp->park_word, __ATOMIC_SEQ_CST) &&
@@ -261,6 +340,7 @@ static void park_wait(struct nth_vp *vp)
         __atomic_store_n(&nth_cpumgr_probe.vp_woke_cpu, sched_getcpu(), __ATOMIC_RELAXED);
         nth_cpumgr_stamp(&nth_cpumgr_probe.vp_woke_ns);
     }
+    wake_slice_woke(s);
     /* Woken by a grant or a hand-off: read it on this thread, no other
      * hop (a hand-off bumps no word the poll watches). */
     nth_cpumgr_refresh_handoff();
@@ -287,6 +367,7 @@ static void on_sched_point(struct nth_vp *vp, int where)
     struct vp_state *s = &R.vps[vp->id];
     if (!__atomic_load_n(&s->tid, __ATOMIC_RELAXED))
         __atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELEASE);
+    wake_slice_check(s);
     /* Nano-threads a disabled VP left on the global queue need nothing
      * here: nth_sched_pick gives the global queue its turn. */
     nth_cpumgr_poll();
@@ -470,9 +551,17 @@ static void *watcher(void *arg)
          * FUTEX_WAKE matches any bitset); our own threads kick R.kick. */
         if (__atomic_load_n(&nth_cpumgr_probe.on, __ATOMIC_RELAXED))
             __atomic_store_n(&nth_cpumgr_probe.wait_until_ns, until, __ATOMIC_RELAXED);
-        (void)nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
-                               until);
+        int wr = nth_cpumgr_wait2(nth_cpumgr_client_attached() ? w : NULL, seen, &R.kick, kick,
+                                  until);
         nth_cpumgr_stamp(&nth_cpumgr_probe.woke_ns);
+        /* Woken with the word unchanged: a releaser's hand-off to a VP
+         * that does not sleep on vp_wake (a lazy one, nth_cpumgr_handoff).
+         * The poll of the next turn would miss it (a hand-off bumps no
+         * word it watches) until the tick; read it now. */
+        if (wr == 0 && nth_cpumgr_client_attached() &&
+            __atomic_load_n(w, __ATOMIC_ACQUIRE) == seen &&
+            __atomic_load_n(&R.kick, __ATOMIC_ACQUIRE) == kick)
+            nth_cpumgr_refresh_handoff();
     }
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
     nth_futex_wake(&R.stopped, 1);

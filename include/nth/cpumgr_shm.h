@@ -261,7 +261,15 @@ static inline unsigned nth_cpumgr_handoff(struct nth_cpumgr_shm *s, unsigned slo
          * every bitset); the receiver's own binding puts the right one on
          * this CPU, which we leave now. Shared futex: another process. */
         __atomic_add_fetch(&s->slots[k].vp_wake, 1, __ATOMIC_SEQ_CST);
-        syscall(SYS_futex, &s->slots[k].vp_wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+        long woke = syscall(SYS_futex, &s->slots[k].vp_wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+        /* No VP asleep there (its spare VPs are lazy, never given a CPU:
+         * they sleep on words of their own): wake its watcher, on aseq,
+         * as the daemon's publish_wake does; it reads the hand-off. Else
+         * the receiver saw it at its watcher's tick, up to 10 ms later
+         * (bench/RESULTS.md "realloc2": the first change of each run). A
+         * wake, not a write: aseq is the daemon's seqlock. */
+        if (woke <= 0)
+            syscall(SYS_futex, &s->slots[k].aseq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
     }
     return n;
 }

@@ -262,6 +262,106 @@ static void test_wait_wakes(void **state)
     assert_int_equal(nth_cpumgr_wait2(NULL, 0, &kick, 0, mono_ns() + 20000000), ETIMEDOUT);
 }
 
+/* ---- the hand-off's wake-ups (nth_cpumgr_handoff, nth/cpumgr_shm.h) ---- */
+
+struct hw_sleeper {
+    uint32_t *word;
+    int64_t timeout_ns;
+    int tid, rc, done; /* rc: 0 woken, else errno (ETIMEDOUT) */
+};
+
+static void *hw_sleep(void *arg)
+{
+    struct hw_sleeper *h = arg;
+    __atomic_store_n(&h->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    struct timespec ts = { (time_t)(h->timeout_ns / 1000000000), (long)(h->timeout_ns % 1000000000) };
+    /* Shared (not private), as the receiver's VPs and watcher sleep. */
+    long r = syscall(SYS_futex, h->word, FUTEX_WAIT, __atomic_load_n(h->word, __ATOMIC_ACQUIRE),
+                     &ts, NULL, 0);
+    h->rc = r == 0 ? 0 : errno;
+    __atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Start h and return once its kernel thread sleeps (state S in /proc):
+ * the hand-off bumps no word the aseq sleeper compares, so a wake made
+ * before it slept would be lost, and the test would wait for nothing. */
+static void hw_start(struct hw_sleeper *h)
+{
+    pthread_t th;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    assert_int_equal(nth_helper_thread_create(&th, &a, hw_sleep, h), 0);
+    pthread_attr_destroy(&a);
+    struct timespec nap = { 0, 1000000 };
+    for (int i = 0; i < 20000; i++) {
+        int tid = __atomic_load_n(&h->tid, __ATOMIC_ACQUIRE);
+        char path[64], buf[256] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+        FILE *f = tid ? fopen(path, "r") : NULL;
+        if (f) {
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = 0;
+            char *p = strrchr(buf, ')');
+            if (p && p[1] == ' ' && p[2] == 'S')
+                return;
+        }
+        nanosleep(&nap, NULL);
+    }
+    fail_msg("the sleeper never slept");
+}
+
+static void hw_wait(struct hw_sleeper *h)
+{
+    struct timespec nap = { 0, 1000000 };
+    while (!__atomic_load_n(&h->done, __ATOMIC_ACQUIRE))
+        nanosleep(&nap, NULL); /* bounded by the sleeper's own timeout */
+}
+
+/* A CPU handed to a slot none of whose VPs sleeps on vp_wake (its spare
+ * VPs are lazy: they sleep on words of their own) wakes the receiver's
+ * watcher on aseq, as the daemon's publish does; with a VP asleep on
+ * vp_wake, that VP alone is woken (each wake is a system call on the
+ * releaser's path). Without the aseq wake the receiver took the CPU only
+ * at its watcher's next tick (bench/RESULTS.md "realloc2"). */
+static void test_handoff_wakes_watcher(void **state)
+{
+    (void)state;
+    struct nth_cpumgr_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE,
+                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(s != MAP_FAILED);
+    for (int round = 0; round < 2; round++) {
+        /* CPU 1, owned by slot 0, armed for slot 1 (what the daemon does). */
+        struct nth_cpumgr_cpu *r = &s->cpu[1];
+        __atomic_store_n(&r->token, 5u + (uint32_t)round, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->owner, 1u, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->next_slot, 2u, __ATOMIC_RELEASE);
+        uint64_t mask[NTH_CPUMGR_MASK_WORDS] = { UINT64_C(1) << 1 };
+        struct hw_sleeper vp = { &s->slots[1].vp_wake, 20000000000LL, 0, -1, 0 };
+        /* With a VP there, the watcher must sleep on: a short timeout. */
+        struct hw_sleeper watcher = { &s->slots[1].aseq,
+                                      round ? 200000000LL : 20000000000LL, 0, -1, 0 };
+        if (round)
+            hw_start(&vp);
+        hw_start(&watcher);
+        uint32_t v0 = __atomic_load_n(&s->slots[1].vp_wake, __ATOMIC_RELAXED);
+        assert_int_equal(nth_cpumgr_handoff(s, 0, mask), 1);
+        assert_int_equal(__atomic_load_n(&r->handed, __ATOMIC_ACQUIRE), 5u + (uint32_t)round);
+        assert_int_equal(__atomic_load_n(&s->slots[1].vp_wake, __ATOMIC_RELAXED), v0 + 1);
+        hw_wait(&watcher);
+        if (round) {
+            hw_wait(&vp);
+            assert_int_equal(vp.rc, 0);
+            assert_int_equal(watcher.rc, ETIMEDOUT);
+        } else {
+            assert_int_equal(watcher.rc, 0); /* was ETIMEDOUT after 20 s */
+        }
+    }
+    munmap(s, sizeof *s);
+}
+
 /* A hand-made segment of a running daemon (ourselves: pid, start time,
  * a fresh heartbeat) in which slot 3 already names this process. */
 static char adopt_seg[64];
@@ -398,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_env),
         cmocka_unit_test(test_wait_kick_before_sleep),
         cmocka_unit_test(test_wait_wakes),
+        cmocka_unit_test(test_handoff_wakes_watcher),
         cmocka_unit_test_teardown(test_claim_adopts_own_slot, adopt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

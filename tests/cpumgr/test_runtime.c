@@ -638,6 +638,73 @@ static void test_short_slice(void **state)
     if (vp1) assert_int_not_equal(nth_sched_slice_of(vp1), NTH_SHORT_SLICE_NS);
 }
 
+/* A VP parked disabled holds the short slice, so that the grant's wake-up
+ * preempts the releaser still on that CPU (cpumgr_rt.c, wake_slice_*);
+ * once it runs again the default comes back (after 1 ms, at a scheduling
+ * point): with the short slice kept, the watcher could no longer preempt
+ * it at a reclaim deadline. a's VPs are the main thread (VP 0) and nth-vp1;
+ * b takes one CPU, so one of a's busy VPs parks disabled. Fails without the
+ * short slice (neither VP has it); the wait for the default is bounded.
+ * Skipped where the kernel keeps no slice (before Linux 6.12). */
+static void test_wake_slice(void **state)
+{
+    (void)state;
+    pid_t probe = fork();
+    assert_true(probe >= 0);
+    if (probe == 0)
+        _exit(nth_sched_short_slice(NTH_SHORT_SLICE_NS) == 0 &&
+              nth_sched_slice_of(0) == NTH_SHORT_SLICE_NS ? 0 : 1);
+    int st = 0;
+    waitpid(probe, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) skip();
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    int vp1 = 0;
+    uint64_t t0 = us();
+    while (!(vp1 = find_thread(a.pid, "nth-vp1"))) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("app %d: no nth-vp1 thread", (int)a.pid);
+        sleep_ms(2);
+    }
+    const int tids[2] = { (int)a.pid, vp1 };
+    assert_int_not_equal(nth_sched_slice_of(tids[0]), NTH_SHORT_SLICE_NS);
+    assert_int_not_equal(nth_sched_slice_of(tids[1]), NTH_SHORT_SLICE_NS);
+    /* Busy VPs: the one that loses its CPU parks disabled at its next
+     * scheduling point. (One idle-parked when disabled sleeps on in that
+     * park, default slice: an idle application's grant is not urgent.) */
+    send(&a, "work\n");
+    start(&b, "client_app", "1", -1);
+    wait_state(&a, "A=1 N=1 EN=1 PK=1");
+    /* The parked one sets it just before it sleeps, after PK counts it
+     * (park() marks the VP parked before it calls the park operation). */
+    int nshort = 0;
+    t0 = us();
+    while ((nshort = (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS) +
+                     (nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS)) == 0) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no VP of app %d took the short slice", (int)a.pid);
+        sleep_ms(2);
+    }
+    print_message("parked: slices %llu, %llu ns\n",
+                  (unsigned long long)nth_sched_slice_of(tids[0]),
+                  (unsigned long long)nth_sched_slice_of(tids[1]));
+    assert_int_equal(nshort, 1);
+    send(&b, "exit\n"); /* the work makes scheduling points on both VPs */
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2 PK=0");
+    t0 = us();
+    while (nth_sched_slice_of(tids[0]) == NTH_SHORT_SLICE_NS ||
+           nth_sched_slice_of(tids[1]) == NTH_SHORT_SLICE_NS) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("a VP of app %d kept the short slice", (int)a.pid);
+        sleep_ms(2);
+    }
+    print_message("running: slices %llu, %llu ns\n",
+                  (unsigned long long)nth_sched_slice_of(tids[0]),
+                  (unsigned long long)nth_sched_slice_of(tids[1]));
+    check_work(&a);
+}
+
 /* Does the Cpus_allowed_list of thread tid of pid include cpu? -1 if the
  * thread is gone. */
 static int allowed_has(pid_t pid, int tid, int cpu)
@@ -869,6 +936,60 @@ static void test_handoff_without_daemon(void **state)
     }
     sleep_ms(50);
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
+    cm_seg_unmap(s);
+}
+
+/* The hand-off to a lazy VP (one never given a CPU: it sleeps on its own
+ * word, not on the slot's vp_wake that the releaser bumps). b starts while
+ * c holds one CPU, so b's second VP is born lazy and stays so; c's CPU is
+ * armed for b, the daemon is stopped and c exits. b must take the CPU and
+ * run work on both with no daemon pass. End to end, not the latency: b's
+ * watcher finds the hand-off at its tick (10 ms) even without the wake on
+ * aseq that now brings it at once (test_client's
+ * test_handoff_wakes_watcher fails without that wake; this passes). */
+static void test_handoff_to_lazy_vp(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc b, c;
+    start(&c, "client_app", "1", -1);
+    wait_state(&c, "A=1 N=1");
+    start(&b, "rt_app", "2", -1);
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 UB=1"); /* its second VP: lazy, unbound */
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    int sb = slot_of(s, b.pid), sc = slot_of(s, c.pid);
+    assert_true(sb >= 0 && sc >= 0);
+    uint64_t t0 = us();
+    int cpu = -1;
+    for (;;) {
+        uint64_t m = __atomic_load_n(&s->slots[sc].assigned[0], __ATOMIC_ACQUIRE);
+        cpu = m ? __builtin_ctzll(m) : -1;
+        if (cpu >= 0) {
+            const struct nth_cpumgr_cpu *r = &s->cpu[cpu];
+            if (__atomic_load_n(&r->token, __ATOMIC_ACQUIRE) &&
+                __atomic_load_n(&r->owner, __ATOMIC_ACQUIRE) == (uint32_t)sc + 1 &&
+                __atomic_load_n(&r->next_slot, __ATOMIC_ACQUIRE) == (uint32_t)sb + 1 &&
+                __atomic_load_n(&r->next_gen, __ATOMIC_ACQUIRE) ==
+                    __atomic_load_n(&s->slots[sb].gen, __ATOMIC_ACQUIRE))
+                break;
+        }
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("CPU %d of c never armed for b", cpu);
+        sleep_ms(2);
+    }
+    uint32_t aseq = __atomic_load_n(&s->slots[sb].aseq, __ATOMIC_ACQUIRE);
+    assert_int_equal(kill(daemon_pid, SIGSTOP), 0);
+    send(&c, "exit\n");
+    reap(c.pid);
+    wait_state(&b, "A=1 N=2 EN=2 PK=0 OUT=0");
+    assert_int_equal(__atomic_load_n(&s->slots[sb].aseq, __ATOMIC_ACQUIRE), aseq);
+    assert_int_equal(kill(daemon_pid, SIGCONT), 0);
+    send(&b, "work\n");
+    sleep_ms(50);
+    check_work(&b);
     cm_seg_unmap(s);
 }
 
@@ -1147,8 +1268,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_first_move_margin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wake_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff_without_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_to_lazy_vp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_home_first_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_home_is_vp0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_grace, setup, teardown),
