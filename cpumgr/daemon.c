@@ -506,7 +506,8 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         if (!p->known || !p->valid)
             continue;
         idx[n] = i;
-        dem[n].request = i == zero || p->dormant ? 0 : p->request;
+        dem[n].request = i == zero ? 0 : p->request;
+        dem[n].dormant = p->dormant;
         dem[n].priority = p->priority;
         dem[n].eligible = hwloc_bitmap_weight(p->allowed);
         dem[n].credit = p->credit;
@@ -529,7 +530,8 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         }
         pl[k].prev = prev[k];
         pl[k].count = counts[k];
-        pl[k].request = dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
+        pl[k].request = dem[k].dormant ? 0
+                        : dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
         pl[k].priority = p->priority;
         /* Only until its first CPUs: an app rotated out and back has
          * every VP parked on its own CPU, any free one serves it without
@@ -754,9 +756,8 @@ static void charge_quantum(struct daemon *d)
         if (!p->known || !p->valid)
             continue;
         idx[n] = i;
-        dem[n] = (struct cm_demand){p->dormant ? 0 : p->request, p->priority,
-                                    hwloc_bitmap_weight(p->allowed),
-                                    p->credit};
+        dem[n] = (struct cm_demand){p->request, p->priority, hwloc_bitmap_weight(p->allowed),
+                                    p->credit, p->dormant};
         held[n] = hwloc_bitmap_weight(p->assigned) - hwloc_bitmap_weight(p->shared);
         credit[n] = p->credit;
         n++;
