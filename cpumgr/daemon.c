@@ -42,6 +42,8 @@ struct slotpriv {
     uint64_t start;
     char name[NTH_CPUMGR_NAME_LEN];
     int priority, request;
+    int dormant;            /* the client says it needs no CPU now (slot's
+                               dormant == 1): planned as a request of 0 */
     int home1;              /* its main VP's CPU + 1 (checked), 0 = none */
     int fresh;              /* never given a CPU yet: its VP 0 still runs the
                                start-up where it began (home1 applies) */
@@ -466,7 +468,10 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
                 p->name, (int)pid, i);
         d->dirty = 1;
     }
-    if (!p->valid || p->priority != prio || p->request != req ||
+    /* Untrusted like the rest: only 1 means dormant, and a slip costs the
+     * writer its own CPUs only (a dormant app gets none, takes none). */
+    int dorm = __atomic_load_n(&s->dormant, __ATOMIC_RELAXED) == 1u;
+    if (!p->valid || p->priority != prio || p->request != req || p->dormant != dorm ||
         !hwloc_bitmap_isequal(aff, p->allowed))
         d->dirty = 1;
     if (p->bad_logged && !prio_bad && !req_bad) {
@@ -482,6 +487,7 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
     p->valid = 1;
     p->priority = prio;
     p->request = req;
+    p->dormant = dorm;
     hwloc_bitmap_copy(p->allowed, aff);
     hwloc_bitmap_free(aff);
 }
@@ -501,6 +507,7 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
             continue;
         idx[n] = i;
         dem[n].request = i == zero ? 0 : p->request;
+        dem[n].dormant = p->dormant;
         dem[n].priority = p->priority;
         dem[n].eligible = hwloc_bitmap_weight(p->allowed);
         dem[n].credit = p->credit;
@@ -523,7 +530,8 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         }
         pl[k].prev = prev[k];
         pl[k].count = counts[k];
-        pl[k].request = dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
+        pl[k].request = dem[k].dormant ? 0
+                        : dem[k].request < dem[k].eligible ? dem[k].request : dem[k].eligible;
         pl[k].priority = p->priority;
         /* Only until its first CPUs: an app rotated out and back has
          * every VP parked on its own CPU, any free one serves it without
@@ -749,7 +757,7 @@ static void charge_quantum(struct daemon *d)
             continue;
         idx[n] = i;
         dem[n] = (struct cm_demand){p->request, p->priority, hwloc_bitmap_weight(p->allowed),
-                                    p->credit};
+                                    p->credit, p->dormant};
         held[n] = hwloc_bitmap_weight(p->assigned) - hwloc_bitmap_weight(p->shared);
         credit[n] = p->credit;
         n++;
@@ -766,6 +774,8 @@ static int someone_hungry(struct daemon *d)
         struct slotpriv *p = &d->p[i];
         if (!p->known || !p->valid)
             continue;
+        if (p->dormant)
+            continue; /* needs no CPU now: no reason to rotate (issue 5) */
         int want = hwloc_bitmap_weight(p->allowed);
         if (p->request < want)
             want = p->request;
@@ -1092,6 +1102,7 @@ int cm_daemon_run(const struct cm_opts *o)
             if (someone_hungry(&d)) {
                 d.rot++;
                 d.dirty = 1;
+                __atomic_store_n(&d.shm->rotations, d.shm->rotations + 1, __ATOMIC_RELAXED);
             }
         }
         if (!hwloc_bitmap_iszero(d.cooling)) {

@@ -30,6 +30,8 @@ static unsigned rot_key(int i, int n, unsigned rot)
 
 static int capped_request(const struct cm_demand *a)
 {
+    if (a->dormant)
+        return 0; /* needs no CPU now: its share goes to the others */
     int r = a->request < 0 ? 0 : a->request;
     int e = a->eligible < 0 ? 0 : a->eligible;
     return r < e ? r : e;

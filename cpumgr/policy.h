@@ -17,6 +17,10 @@ struct cm_demand {
     int eligible;  /* CPUs of the daemon inside the app's affinity mask */
     double credit; /* priority policy in rotation: CPU-quanta the app is owed
                       from earlier quanta (cm_policy_charge); 0 otherwise */
+    int dormant;   /* nonzero: every VP parked, nothing to run (the slot's
+                      dormant word, issue 5): counted as requesting 0 --
+                      no CPU, not a requester for the rotation, no credit --
+                      while request keeps what it wants afterwards */
 };
 
 /* Parse "equipartition" or "priority". 0 or EINVAL. */

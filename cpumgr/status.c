@@ -75,9 +75,10 @@ static int print_once(const char *name)
                 __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
     char cpus[256];
     mask_list(s->cpus, cpus, sizeof cpus);
-    printf("cpumgr %s: daemon pid %d %s, %u CPUs (%s), allocation epoch %llu\n", name,
-           (int)s->daemon_pid, alive ? "running" : "NOT running", s->ncpus, cpus,
-           (unsigned long long)__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE));
+    printf("cpumgr %s: daemon pid %d %s, %u CPUs (%s), allocation epoch %llu, rotations %llu\n",
+           name, (int)s->daemon_pid, alive ? "running" : "NOT running", s->ncpus, cpus,
+           (unsigned long long)__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE),
+           (unsigned long long)__atomic_load_n(&s->rotations, __ATOMIC_RELAXED));
     printf("%-4s %-20s %8s %5s %5s %5s %-16s %12s\n", "SLOT", "NAME", "PID", "PRIO", "REQ",
            "ASSIG", "CPUS", "CPU-SECONDS");
     for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS; i++) {
@@ -107,6 +108,11 @@ static int print_once(const char *name)
             mask_list(shared, sh, sizeof sh);
             size_t l = strlen(list);
             snprintf(list + l, sizeof list - l, " shared:%s", sh);
+        }
+        /* Its REQ stays what it wants once it has work again. */
+        if (__atomic_load_n(&sl->dormant, __ATOMIC_RELAXED) == 1u) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s(dormant)", l ? " " : "");
         }
         if (st != NTH_CPUMGR_SLOT_ACTIVE)
             snprintf(list, sizeof list, "%s", st == NTH_CPUMGR_SLOT_CLAIMING ? "(attaching)" : "(bad slot)");

@@ -77,6 +77,8 @@ static struct {
     int request;                 /* -1: all of the affinity mask */
     int priority;
     int home;                    /* main VP's CPU (set_home), -1 unknown */
+    int dormant;                 /* needs no CPU now (set_dormant); published
+                                    beside the request, which it keeps */
     nth_cpumgr_assign_fn cb;
     void *cbarg;
 } C = { .slot = -1, .fd = -1, .request = -1, .priority = NTH_CPUMGR_PRIO_DEFAULT, .home = -1 };
@@ -290,6 +292,7 @@ static void publish_request(void)
     struct nth_cpumgr_slot *s = &C.shm->slots[C.slot];
     __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
     __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->dormant, (uint32_t)C.dormant, __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->req_seq, 1, __ATOMIC_RELEASE);
     wake_daemon();
 }
@@ -363,6 +366,8 @@ static int claim(void)
         }
         __atomic_store_n(&s->request, effective_request(), __ATOMIC_RELAXED);
         __atomic_store_n(&s->priority, C.priority, __ATOMIC_RELAXED);
+        /* A former occupant's word must not make us dormant. */
+        __atomic_store_n(&s->dormant, (uint32_t)C.dormant, __ATOMIC_RELAXED);
         publish_home(s);
         C.claim_aseq = __atomic_load_n(&s->aseq, __ATOMIC_ACQUIRE);
         slot_lock((int)i); /* before ACTIVE: the daemon may look at once */
@@ -822,6 +827,20 @@ NTH_API int nth_cpus_request(int n)
         apply_standalone();
     unlock();
     return 0;
+}
+
+int nth_cpumgr_client_set_dormant(int on)
+{
+    on = on ? 1 : 0;
+    lock();
+    int changed = C.dormant != on;
+    C.dormant = on;
+    int published = changed && C.shm && C.slot >= 0 &&
+                    __atomic_load_n(&C.attached, __ATOMIC_RELAXED);
+    if (published)
+        publish_request();
+    unlock();
+    return published;
 }
 
 NTH_API int nth_set_priority(int p)

@@ -133,6 +133,17 @@ uint64_t nth_cpumgr_grant_ns(void);
 /* C.attached without starting the client (for the watcher, also at exit). */
 int nth_cpumgr_client_attached(void);
 
+/* Say whether the application needs no CPU now (on != 0: every VP parked
+ * with nothing to run) or needs its request again (on == 0). Attached,
+ * a change is written to the slot's dormant word (layout 6) and the
+ * daemon is woken (futex), which then plans the application as asking
+ * for 0 CPUs, or for its request; the request itself is kept. Alone it
+ * is only remembered (published at the next attach). Returns 1 if the
+ * change was published, else 0. Thread-safe (client lock); not from a
+ * signal handler, nor from the assignment callback. Issue 5, DESIGN
+ * invariant 3. */
+int nth_cpumgr_client_set_dormant(int on);
+
 /* ---- runtime side (cpumgr_rt.c) ---- */
 
 struct nth_config;
@@ -148,5 +159,8 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg);
  * the number of times bounded reclaim moved a VP. For tests and benches. */
 int nth_cpumgr_rt_vp_tid(int vp);
 unsigned long nth_cpumgr_rt_reclaims(void);
+/* Dormancies begun since start (the watcher said the application needs no
+ * CPU, issue 5): for tests. Thread-safe. */
+unsigned long nth_cpumgr_rt_dormancies(void);
 
 #endif

@@ -25,6 +25,15 @@
  *    stays there, parked, until the VP gets a CPU again, and binds to that
  *    one then (enable()'s rebind, or note_vps() if it is still running). No signal reaches user code. With no CPU
  *    left at all there is nowhere to move it: it stays until it yields.
+ *  - Dormancy (issue 5, DESIGN invariant 3): every VP parked with nothing
+ *    queued for DORMANT_NS, and no alarm due within it, the watcher tells
+ *    the daemon the application needs no CPU now (the slot's dormant word:
+ *    no CPU, no turn in the rotation, nothing billed). It ends when work
+ *    is queued (nth_dormant_check() on the enqueue path kicks the
+ *    watcher) or DORMANT_LEAD_NS before the earliest alarm, which the
+ *    watcher sleeps until: the app asks for its CPUs again and the daemon
+ *    answers at once. Without it, apps that only sleep held the rotation:
+ *    8 sleeping 1 s took 6.5 s on 2 CPUs (notes f13t).
  */
 #include "internal.h"
 #include "libc_real.h"
@@ -33,6 +42,7 @@
 #include "cpumgr_reclaim.h"
 #include "cpumgr_wait.h"
 #include "sched_slice.h"
+#include "timer_queue.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -46,6 +56,16 @@
 #include <unistd.h>
 
 #define TICK_NS (10 * 1000000LL) /* client tick: daemon death seen within ~3 periods anyway */
+/* Every VP parked with nothing queued this long, and no alarm due within
+ * it: dormant. Short against the daemon's quantum (100 ms) and a sleeper's
+ * sleeps: at 10 ms (plus the watcher's 10 ms tick) eight apps sleeping
+ * 50 ms at a time each held a CPU ~30% of the time, enough to keep 2 CPUs
+ * rotating. Each dormancy costs two daemon passes, so an app with work
+ * every millisecond or so stays a requester. */
+#define DORMANT_NS (2 * 1000000LL)
+/* Ask for the CPUs again this long before the earliest alarm, so the
+ * daemon's answer (a pass, a VP woken) is in by its deadline. */
+#define DORMANT_LEAD_NS (1000000LL)
 /* Moves whose cost sets the margin: the largest of 32 is about their p97,
  * so about 1 move in 30 may be late by a little, not 1 in 2. */
 #define COST_WINDOW 32
@@ -87,9 +107,22 @@ static struct {
      * lock (the callback's). */
     int hold;
     int attach_tried;        /* nth_cpumgr_rt_start's attach is done */
+    int dormancy_on;         /* the watcher watches for idleness (attached);
+                                atomic */
 } R;
 
 struct nth_cpumgr_probe nth_cpumgr_probe;
+
+int nth_dormant;
+unsigned long nth_unparks;
+
+/* The watcher's dormancy state (watcher thread only, but for nents). */
+static struct {
+    int64_t idle_since;      /* ns when first seen idle, 0 = not idle */
+    unsigned long unparks;   /* nth_unparks then */
+    int published;           /* what the slot says (client_set_dormant) */
+    unsigned long nents;     /* dormancies begun (atomic; tests) */
+} D;
 
 static int64_t now_ns(void)
 {
@@ -174,6 +207,91 @@ static void wake_slice_check(struct vp_state *s)
     if (__atomic_compare_exchange_n(&s->short_since, &ss, 0, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED))
         (void)slice_set(0, 0);
+}
+
+void nth_dormant_end(void)
+{
+    /* Any thread, any context (a signal handler, the assignment
+     * callback): a flag and a futex wake, the watcher does the rest. */
+    if (__atomic_exchange_n(&nth_dormant, 0, __ATOMIC_SEQ_CST))
+        kick_watcher();
+}
+
+void nth_dormant_all_parked(void)
+{
+    /* The watcher starts its clock now rather than at its next tick (up
+     * to TICK_NS later, 5 times DORMANT_NS). */
+    if (__atomic_load_n(&R.dormancy_on, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&nth_dormant, __ATOMIC_RELAXED))
+        kick_watcher();
+}
+
+/* Every VP parked and nothing queued anywhere: only alarms, sleeps,
+ * blocked calls or waits are pending. */
+static int all_idle(void)
+{
+    if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) < nth_rt.nvps ||
+        !nth_rq_empty(&nth_rt.grq))
+        return 0;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        if (!nth_rq_empty(&vp->rq) || __atomic_load_n(&vp->next_local, __ATOMIC_SEQ_CST))
+            return 0;
+    }
+    return 1;
+}
+
+/* The watcher's dormancy step at t (attached). Returns when it must look
+ * again (ns; INT64_MAX: its tick will do). */
+static int64_t dormancy(int64_t t)
+{
+    int64_t next = INT64_MAX;
+    int d = __atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST);
+    uint64_t tm = nth_timers_earliest();
+    int64_t alarm = tm == NTH_TQ_NONE || tm > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)tm;
+    if (d) {
+        /* The enqueue hook ends it for queued work; this is the alarm, and
+         * the net for a VP that found work some other way. */
+        if (!all_idle() || alarm - DORMANT_LEAD_NS <= t) {
+            __atomic_store_n(&nth_dormant, 0, __ATOMIC_SEQ_CST);
+            d = 0;
+        } else if (alarm != INT64_MAX) {
+            next = alarm - DORMANT_LEAD_NS;
+        }
+    } else if (!all_idle()) {
+        D.idle_since = 0;
+    } else {
+        unsigned long u = __atomic_load_n(&nth_unparks, __ATOMIC_SEQ_CST);
+        if (!D.idle_since || u != D.unparks) {
+            D.idle_since = t;
+            D.unparks = u;
+        }
+        if (t - D.idle_since < DORMANT_NS) {
+            next = D.idle_since + DORMANT_NS;
+        } else if (alarm - DORMANT_NS > t) {
+            /* Dekker with nth_sched_enqueue (it queues, fences, then reads
+             * nth_dormant): either it sees the flag and kicks us, or we
+             * see its work here. */
+            __atomic_store_n(&nth_dormant, 1, __ATOMIC_SEQ_CST);
+            nth_full_fence();
+            if (all_idle() && __atomic_load_n(&nth_unparks, __ATOMIC_SEQ_CST) == u) {
+                d = 1;
+                if (alarm != INT64_MAX)
+                    next = alarm - DORMANT_LEAD_NS;
+            } else {
+                __atomic_store_n(&nth_dormant, 0, __ATOMIC_SEQ_CST);
+                D.idle_since = 0;
+            }
+        }
+    }
+    if (d != D.published) {
+        if (d)
+            __atomic_add_fetch(&D.nents, 1, __ATOMIC_RELAXED);
+        D.published = d;
+        (void)nth_cpumgr_client_set_dormant(d);
+        D.idle_since = 0;
+    }
+    return next;
 }
 
 /* Every VP disabled: the empty assignment. Same steps as the shrinking half
@@ -537,6 +655,21 @@ static void *watcher(void *arg)
         hook_if_attached();
         nth_cpumgr_poll();
         int64_t until = reclaim_pass();
+        int att = nth_cpumgr_client_attached();
+        if (att != __atomic_load_n(&R.dormancy_on, __ATOMIC_RELAXED))
+            __atomic_store_n(&R.dormancy_on, att, __ATOMIC_RELAXED);
+        if (att) {
+            int64_t dn = dormancy(now_ns());
+            if (dn < until)
+                until = dn;
+        } else if (D.published) {
+            /* Alone: every CPU of the mask is ours; a re-attach
+             * publishes the request (and dormant 0) afresh. */
+            __atomic_store_n(&nth_dormant, 0, __ATOMIC_SEQ_CST);
+            D.published = 0;
+            D.idle_since = 0;
+            (void)nth_cpumgr_client_set_dormant(0);
+        }
         if (last_tick + TICK_NS < until)
             until = last_tick + TICK_NS;
         if (until <= now_ns())
@@ -659,6 +792,11 @@ unsigned long nth_cpumgr_rt_reclaims(void)
     return __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED);
 }
 
+unsigned long nth_cpumgr_rt_dormancies(void)
+{
+    return __atomic_load_n(&D.nents, __ATOMIC_RELAXED);
+}
+
 void nth_cpumgr_rt_fork_child(void)
 {
     /* No watcher in the child: its exit must not wait for one
@@ -669,5 +807,9 @@ void nth_cpumgr_rt_fork_child(void)
     R.vps = NULL;
     R.stop = 1;
     __atomic_store_n(&R.stopped, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_dormant, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&R.dormancy_on, 0, __ATOMIC_RELAXED);
+    D.published = 0;
+    D.idle_since = 0;
     __atomic_store_n(&nth_park_ops, NULL, __ATOMIC_RELEASE);
 }

@@ -54,7 +54,11 @@ static void park(struct nth_vp *vp, int was_spinning)
 {
     __atomic_store_n(&vp->park_word, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&vp->parked, 1, __ATOMIC_SEQ_CST);
-    __atomic_fetch_add(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
+    /* The last VP to park starts the cpumgr watcher's idle clock
+     * (dormancy, issue 5): a kick only while attached and not dormant. */
+    if (__atomic_fetch_add(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST) + 1 ==
+        __atomic_load_n(&nth_rt.nvps, __ATOMIC_RELAXED))
+        nth_dormant_all_parked();
     if (was_spinning)
         __atomic_fetch_sub(&nth_rt.nspinning, 1, __ATOMIC_SEQ_CST);
     nth_full_fence();
@@ -105,6 +109,8 @@ static void park(struct nth_vp *vp, int was_spinning)
             nth_cpumgr_stamp(&nth_cpumgr_probe.unpark_ns);
     }
     __atomic_store_n(&vp->parked, 0, __ATOMIC_SEQ_CST);
+    /* Activity for the cpumgr watcher's idle clock (dormancy, issue 5). */
+    __atomic_add_fetch(&nth_unparks, 1, __ATOMIC_RELAXED);
     int was_parked = __atomic_fetch_sub(&nth_rt.nparked, 1, __ATOMIC_SEQ_CST);
     /* A running VP may stall: watch it again -- but a VP given a CPU back
      * (it parked disabled) while another VP runs leaves a dozing monitor

@@ -673,6 +673,23 @@ struct nth_park_ops {
 };
 NTH_HIDDEN extern const struct nth_park_ops *nth_park_ops;
 
+/* (3c) Dormancy (cpumgr_rt.c, issue 5): while every VP is parked with
+ * nothing to run, the cpumgr watcher tells the daemon that the application
+ * needs no CPU now (nth_dormant = 1); work appearing ends it. nth_unparks
+ * counts VPs leaving park (idle.c), so the watcher sees activity between
+ * two of its looks. nth_dormant_check() is the enqueue path's hook: one
+ * load when not dormant. nth_timers_earliest(): sync_glue.c. */
+NTH_HIDDEN extern int nth_dormant;
+NTH_HIDDEN extern unsigned long nth_unparks;
+NTH_HIDDEN void nth_dormant_end(void);
+NTH_HIDDEN void nth_dormant_all_parked(void);
+NTH_HIDDEN uint64_t nth_timers_earliest(void);
+static inline void nth_dormant_check(void)
+{
+    if (__builtin_expect(__atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST), 0))
+        nth_dormant_end();
+}
+
 /* Give the calling kernel thread the process's CPU mask from before VP 0
  * was bound (helper threads created from a VP inherit its single CPU). */
 NTH_HIDDEN void nth_unbind_self(void);

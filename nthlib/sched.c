@@ -232,7 +232,11 @@ void nth_sched_enqueue(struct nth_vp *vp, struct nth_thread *t)
     struct nth_rq *q = (vp && !__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                            ? &vp->rq : &nth_rt.grq;
     nth_rq_push(q, t);
-    if (nth_sched_wake_idle(vp))
+    int woke = nth_sched_wake_idle(vp);
+    /* After the wake-up's fence: Dekker with the cpumgr watcher, which
+     * sets nth_dormant and then looks at the queues (cpumgr_rt.c). */
+    nth_dormant_check();
+    if (woke)
         return;
     /* Dekker with nth_blocking_enter (it publishes blocking, then looks at
      * the queues): a VP whose kernel thread sits in a system call gets a

@@ -81,6 +81,23 @@ static int64_t earliest_ns(struct nth_vp *vp)
     return next <= now ? 0 : (int64_t)(next - now);
 }
 
+/* Earliest alarm deadline of the process (CLOCK_MONOTONIC ns, NTH_TQ_NONE
+ * if none): every VP's queue and the shared one, lock-free, may be stale
+ * (an alarm armed meanwhile is armed by a running nano-thread, so the
+ * application is not dormant then). The cpumgr watcher wakes at it while
+ * the application holds no CPU (cpumgr_rt.c, dormancy). */
+uint64_t nth_timers_earliest(void)
+{
+    uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_tq *q = __atomic_load_n((struct nth_tq **)&nth_rt.vps[i]->timerq,
+                                           __ATOMIC_ACQUIRE);
+        if (q && nth_tq_next_deadline(q) < next)
+            next = nth_tq_next_deadline(q);
+    }
+    return next;
+}
+
 /* Someone must fire the shared queue (it holds alarms, the earliest at
  * fb_next): an enabled VP outside the kernel does, at its scheduling
  * points or when its idle park times out; if every such VP is parked and

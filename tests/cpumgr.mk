@@ -48,6 +48,15 @@ tests_cpumgr_test_runtime_SOURCES = tests/cpumgr/test_runtime.c
 tests_cpumgr_test_runtime_CFLAGS = $(TEST_CFLAGS)
 tests_cpumgr_test_runtime_LDADD = $(CPUMGR_TEST_LIBS) -lrt
 
+# Dormancy (issue 5): 7 sleeping applications beside a busy one on 2 CPUs
+# are dormant, the daemon does not rotate, the busy one keeps both CPUs.
+check_PROGRAMS += tests/cpumgr/dormant_app
+tests_cpumgr_dormant_app_SOURCES = tests/cpumgr/dormant_app.c
+tests_cpumgr_dormant_app_CFLAGS = $(TEST_CFLAGS)
+tests_cpumgr_dormant_app_LDADD = libnth.la $(HWLOC_LIBS)
+TESTS += tests/cpumgr/dormant.sh
+EXTRA_DIST += tests/cpumgr/dormant.sh
+
 # The command line as a new user meets it: --help, --cpus syntax, files
 # checked at start with nothing left behind, --watch MS.
 TESTS += tests/cpumgr/cli.sh

@@ -9,9 +9,10 @@
  * header; clients claim one slot each with a compare-and-swap on its state.
  *
  * Who writes what (everything else is read-only for that side):
- *   header          daemon only
+ *   header          daemon only (rotations: a counter, diagnostics)
  *   slot: state FREE->CLAIMING->ACTIVE, pid, start_time, name, priority,
- *         request, affinity, req_seq     client (the owner)
+ *         request, affinity, req_seq, home_cpu1, dormant
+ *                                    client (the owner)
  *   slot: assigned_count, assigned, aseq, cpu_ns, grant_ns, budget_ns
  *                       daemon only
  *   header: wake, wake_ns  any client (wake_ns untrusted: range-checked)
@@ -58,7 +59,7 @@
 #include <unistd.h>
 
 #define NTH_CPUMGR_MAGIC          UINT64_C(0x52474d5550434e4e) /* "NNCPUMGR" */
-#define NTH_CPUMGR_LAYOUT_VERSION 5u
+#define NTH_CPUMGR_LAYOUT_VERSION 6u
 #define NTH_CPUMGR_MAX_CPUS       1024u  /* OS CPU indices 0..1023 */
 /* How far before a pass a client's wake_ns may date the reclaim budget of
  * what that pass takes away (ns). The daemon's own wake-up on a busy
@@ -137,6 +138,18 @@ struct nth_cpumgr_slot {
                                             unknown: a first assignment
                                             there moves no running thread.
                                             A hint, range-checked; atomic */
+    /* --- client-written (layout 6) --- */
+    uint32_t dormant;                    /* 1 = every VP of the owner is
+                                            parked with nothing to run: it
+                                            needs no CPU now, and request
+                                            keeps what it wants once work
+                                            appears (it writes 0 then and
+                                            wakes the daemon). The daemon
+                                            counts it as asking for 0:
+                                            no CPU, no turn in the
+                                            rotation, nothing billed. Any
+                                            value but 1 counts as 0;
+                                            atomic */
 } __attribute__((aligned(64)));
 
 /* One CPU's hand-off record (see the header comment). A reader takes token
@@ -186,7 +199,11 @@ struct nth_cpumgr_shm {
                                             that exits hands no CPU off
                                             (the daemon keeps its CPUs for a
                                             newcomer that long); layout 5 */
-    uint64_t reserved[5];
+    uint64_t rotations;                  /* quanta at whose end the daemon
+                                            rotated CPUs (someone wanted
+                                            more than it held), since it
+                                            started: diagnostics; layout 6 */
+    uint64_t reserved[4];
     struct nth_cpumgr_slot slots[NTH_CPUMGR_MAX_SLOTS];
     struct nth_cpumgr_cpu cpu[NTH_CPUMGR_MAX_CPUS]; /* indexed by OS CPU */
 };

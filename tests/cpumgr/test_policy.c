@@ -59,7 +59,7 @@ static void test_tables(void **state)
         struct cm_demand d[MAXA];
         int out[MAXA];
         for (int i = 0; i < t->n; i++)
-            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->elig[i], 0};
+            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->elig[i], 0, 0};
         cm_policy_counts(t->pol, d, t->n, t->ncpus, t->rot, out);
         for (int i = 0; i < t->n; i++) {
             if (out[i] != t->want[i])
@@ -109,7 +109,7 @@ static void test_rotation_rounds(void **state)
         int got[MAXA] = {0}, last[MAXA], out[MAXA];
         int requesting = 0;
         for (int i = 0; i < t->n; i++) {
-            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->ncpus, 0};
+            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->ncpus, 0, 0};
             last[i] = -1;
             requesting += t->req[i] > 0;
         }
@@ -157,7 +157,8 @@ static void test_invariants(void **state)
             d[i].priority = 1 + rand() % 10;
             d[i].eligible = rand() % 70;
             d[i].credit = 0;
-            int c = d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
+            d[i].dormant = rand() % 4 == 0; /* asks for nothing now */
+            int c = d[i].dormant ? 0 : d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
             sum += c;
             requesters += c > 0;
         }
@@ -166,7 +167,7 @@ static void test_invariants(void **state)
         int want = requesters > ncpus ? ncpus : (sum < ncpus ? sum : ncpus);
         int got = 0;
         for (int i = 0; i < n; i++) {
-            int c = d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
+            int c = d[i].dormant ? 0 : d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
             assert_true(out[i] >= 0 && out[i] <= c);
             if (requesters <= ncpus && c > 0)
                 assert_true(out[i] >= 1);
@@ -200,9 +201,11 @@ static void test_invariants(void **state)
                 cm_policy_charge(pol, d, n, ncpus, out, credit);
             }
             for (int i = 0; i < n; i++) {
-                int c = d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
+                int c = d[i].dormant ? 0 : d[i].request < d[i].eligible ? d[i].request : d[i].eligible;
                 if (c > 0)
                     assert_true(served[i]);
+                else
+                    assert_false(served[i]); /* dormant or asking for none */
             }
         }
     }
@@ -220,12 +223,70 @@ static void test_parse(void **state)
     assert_int_not_equal(cm_policy_parse(NULL, &p), 0);
 }
 
+/* Dormant applications (issue 5): their requests stand but they count as
+ * asking for nothing -- no CPU, no turn in the rotation, their share to
+ * the others, no credit under the priority policy. The same tables with
+ * dormant = 0 rotate. */
+struct dormrow {
+    const char *what;
+    enum cm_policy pol;
+    int ncpus, n;
+    int req[MAXA], dorm[MAXA];
+    unsigned rot;
+    int want[MAXA];
+};
+
+static const struct dormrow dormrows[] = {
+    {"busy beside 5 dormant sleepers: both CPUs, whatever rot", E, 2, 6,
+     {2, 2, 2, 2, 2, 2}, {0, 1, 1, 1, 1, 1}, 3, {2, 0, 0, 0, 0, 0}},
+    {"same under the priority policy", P, 2, 6,
+     {2, 2, 2, 2, 2, 2}, {0, 1, 1, 1, 1, 1}, 5, {2, 0, 0, 0, 0, 0}},
+    {"one sleeper awake: the fair share, no rotation", E, 2, 6,
+     {2, 2, 2, 2, 2, 2}, {0, 1, 1, 0, 1, 1}, 1, {1, 0, 0, 1, 0, 0}},
+    {"all dormant: nobody gets a CPU", E, 2, 3, {2, 2, 2}, {1, 1, 1}, 0, {0, 0, 0}},
+    {"dormant app first in rotation order is skipped", E, 1, 3, {1, 1, 1}, {1, 0, 1}, 0,
+     {0, 1, 0}},
+};
+
+static void test_dormant(void **state)
+{
+    (void)state;
+    for (size_t r = 0; r < sizeof dormrows / sizeof dormrows[0]; r++) {
+        const struct dormrow *t = &dormrows[r];
+        struct cm_demand d[MAXA];
+        int out[MAXA];
+        for (int i = 0; i < t->n; i++)
+            d[i] = (struct cm_demand){t->req[i], 1, t->ncpus, 0, t->dorm[i]};
+        cm_policy_counts(t->pol, d, t->n, t->ncpus, t->rot, out);
+        for (int i = 0; i < t->n; i++) {
+            if (out[i] != t->want[i])
+                print_error("row '%s': app %d got %d, want %d\n", t->what, i, out[i], t->want[i]);
+            assert_int_equal(out[i], t->want[i]);
+        }
+        /* Rotation is for requesters only: no window grows for them, and
+         * a dormant app banks no credit. */
+        double e[MAXA], credit[MAXA];
+        int requesting = cm_policy_entitle(P, d, t->n, t->ncpus, e);
+        int awake = 0;
+        for (int i = 0; i < t->n; i++) {
+            awake += !t->dorm[i];
+            credit[i] = 0;
+        }
+        assert_int_equal(requesting, awake);
+        cm_policy_charge(P, d, t->n, t->ncpus, out, credit);
+        for (int i = 0; i < t->n; i++)
+            if (t->dorm[i])
+                assert_true(credit[i] == 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_invariants),
         cmocka_unit_test(test_rotation_rounds),
+        cmocka_unit_test(test_dormant),
         cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
