@@ -1419,8 +1419,12 @@ static void test_slot_scribbled(void **state)
     assert_non_null(s);
     struct nth_cpumgr_slot *sl = slot_of(s, a.pid);
     assert_non_null(sl);
+    /* Scribble until the daemon has seen it (its log line), not for a
+     * fixed time: on a loaded machine a daemon under the shim once ran
+     * no pass in 500 ms of scribbling. At least 500 ms, at most WAIT_MS. */
     uint64_t t0 = ms();
-    while (ms() - t0 < 500) {
+    while (ms() - t0 < 500 || count_in(logf, "keeping its last sane value") < 1) {
+        if (ms() - t0 > WAIT_MS) fail_msg("the daemon never said it kept the sane values");
         __atomic_store_n(&sl->request, 0x7fffffff, __ATOMIC_RELAXED);
         __atomic_store_n(&sl->priority, -5, __ATOMIC_RELAXED);
         memset(sl->affinity, 0xff, sizeof sl->affinity);
