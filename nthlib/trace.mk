@@ -11,7 +11,7 @@ libnth_trace_fmt_la_SOURCES = nthlib/trace_format.h nthlib/trace_convert.h nthli
 libnth_trace_fmt_la_CFLAGS = $(AM_CFLAGS) $(ZLIB_CFLAGS) -fvisibility=hidden
 libnth_trace_fmt_la_LIBADD = $(ZLIB_LIBS)
 libnth_trace_rec_la_SOURCES = nthlib/trace_hooks.h nthlib/trace_rt.h nthlib/trace_record.c \
-	nthlib/trace_writer.c nthlib/trace_exit.c nthlib/trace_tool.h nthlib/trace_clock.h nthlib/trace_clock.c
+	nthlib/trace_writer.c nthlib/trace_claim.c nthlib/trace_exit.c nthlib/trace_tool.h nthlib/trace_clock.h nthlib/trace_clock.c
 libnth_trace_rec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # Where the nth-trace converter is (nthlib/trace_tool.h): this build's, else
 # the installed one. For the fatal-signal path (trace_exit.c) and for nthrun

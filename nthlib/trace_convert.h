@@ -56,6 +56,9 @@ struct nth_tr_file {
     struct nth_trace_file_header hdr;
     struct nth_trace_rec *recs;  /* timed records, sorted by ts (stable) */
     size_t nrecs;
+    size_t nfile;                /* records in the file after its header (32
+                                  * bytes each, a name's text included): the
+                                  * "records" of every line that counts them */
     struct nth_tr_name *names;   /* sorted by (kind, key, key2) */
     size_t nnames;
     struct nth_tr_thread *threads;   /* by index - 1 */

@@ -202,8 +202,8 @@ static void convert_in_fresh_process(const struct nth_trace_finished *f)
     put(&l, " (");
     put_u(&l, (uint64_t)sb.st_size);
     put(&l, " bytes from ");
-    put_u(&l, f->record_bytes);
-    put(&l, " bytes of records, ");
+    put_u(&l, f->record_bytes / sizeof(struct nth_trace_rec));
+    put(&l, " records, ");
     put_u(&l, f->lost);
     put(&l, " events lost");
     if (WEXITSTATUS(st) == 1)
@@ -222,7 +222,7 @@ static void on_fatal(int sig, siginfo_t *info, void *uctx)
         if (f.out)
             convert_in_fresh_process(&f);
         else
-            nth_trace_say_lost(&f);
+            nth_trace_say_bin(&f);
     }
     for (unsigned i = 0; i < NSIG_TRACED; i++)
         if (fatal_signals[i] == sig) {

@@ -559,7 +559,14 @@ int nth_tr_write_json(struct nth_tr_file *files, int n, const char *out, int gz,
             nth_out_json_str(&j.o, strerror((int)NTH_TRACE_FLAG_ERRNO(files[i].hdr.flags)));
             nth_out_printf(&j.o, "}");
         }
-    nth_out_printf(&j.o, "%s},\"traceEvents\":[", cut ? "]" : "");
+    /* Which processes' records these are (pid and trace start): nth-trace
+     * convert without -o replaces an existing output only when it is the
+     * same process's trace (tools/default_out.c reads this back). */
+    nth_out_printf(&j.o, "%s,\"processes\":[", cut ? "]" : "");
+    for (int i = 0; i < n; i++)
+        nth_out_printf(&j.o, "%s{\"pid\":%" PRIu32 ",\"real_start_ns\":%" PRIu64 "}", i ? "," : "", files[i].hdr.pid,
+                       files[i].hdr.real_start_ns);
+    nth_out_printf(&j.o, "]},\"traceEvents\":[");
     static const struct nth_tr_sink sink = {   /* ends are in the begins' dur */
         NULL, j_state_begin, NULL, j_run_begin, NULL, j_region_begin, NULL,
         j_event, j_counter, j_lost, j_func_begin, NULL,

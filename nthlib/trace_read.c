@@ -219,6 +219,7 @@ int nth_tr_load(const char *path, struct nth_tr_file *f, FILE *warn)
         }
     }
     fclose(in);
+    f->nfile = n;
 
     /* Names first, in file order; timed records are compacted in place. */
     size_t ncap = 0, tcap = 0, nt = 0;

@@ -63,6 +63,14 @@ struct nth_trace_finished {
  * Async-signal-safe (write(2), strerrordesc_np). */
 NTH_HIDDEN void nth_trace_say_lost(const struct nth_trace_finished *f);
 
+/* The exit line of a .bin trace (NTH_TRACE=NAME.bin): "nthlib: trace:
+ * wrote BIN (N bytes, R records, L events lost)", the line every other
+ * format gets, so that the user learns where the records went; R counts
+ * the file's 32-byte records after its header, as `nth-trace stats` and
+ * convert do. When bin could not be written (f->write_error) the
+ * nth_trace_say_lost line is said instead. Async-signal-safe. */
+NTH_HIDDEN void nth_trace_say_bin(const struct nth_trace_finished *f);
+
 /* The first half of nth_trace_finish(): stop recording, write every
  * buffer, the LOST and END marks, close the binary file; fills *f.
  * Returns 0; -1 when there is nothing to do (tracing not started, already
@@ -71,6 +79,19 @@ NTH_HIDDEN void nth_trace_say_lost(const struct nth_trace_finished *f);
  * no lock but the drain flag (bounded wait), so the fatal-signal handlers
  * call it; the conversion (malloc, zlib, stdio) is done elsewhere. */
 NTH_HIDDEN int nth_trace_finish_records(struct nth_trace_finished *f);
+
+/* Claim the output name abs_path (absolute) for this process while it
+ * lives (trace_claim.c): returns a descriptor >= 0 that holds it (kept
+ * open, close-on-exec; the kernel releases it when the process ends), -1
+ * when another live process holds it (it traces to the same name), -2
+ * when no claim can be made (no directory, no sockets): the caller then
+ * writes the name as if free. Thread-safe. */
+NTH_HIDDEN int nth_trace_claim_name(const char *abs_path);
+
+/* 1 once nth_trace_start has said in its own line why it does not trace
+ * (a relative NTH_TRACE with no nameable current directory), so that its
+ * caller adds no second line. */
+extern NTH_HIDDEN int nth_trace_start_told;
 
 /* Exit paths (trace_exit.c): atexit and the fatal-signal handlers, and
  * what the latter need to have `nth-trace convert` turn bin into out (NULL:

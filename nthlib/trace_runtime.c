@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "trace_core.h"
+#include "trace_rt.h"
 
 void nth_trace__rt_start(const nth_config_t *cfg)
 {
@@ -19,7 +20,8 @@ void nth_trace__rt_start(const nth_config_t *cfg)
     if (rc == EBUSY && nth_trace_enabled())
         return;
     if (rc) {
-        if (rc != EINVAL)   /* EINVAL (bad suffix) has already said so */
+        if (rc != EINVAL && !nth_trace_start_told)   /* EINVAL (bad suffix), no current
+                                                      * directory: said already */
             fprintf(stderr, "nthlib: NTH_TRACE=%s: cannot trace: %s; running untraced\n",
                     cfg->trace, strerror(rc));
         return;

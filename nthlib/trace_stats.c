@@ -218,8 +218,12 @@ int nth_tr_write_stats(struct nth_tr_file *f, FILE *out)
     }
     char b[48];
     int daemon = (f->hdr.flags & NTH_TRACE_FLAG_CPUMGR) != 0;
-    fprintf(out, "%s of pid %u: %.3f ms, %zu records, %zu nano-threads, %u VPs, %" PRIu64 " lost events, %u warnings\n",
-            daemon ? "cpumgr daemon trace" : "trace", f->hdr.pid, ms(f->last_ts - f->hdr.mono_start_ns), f->nrecs,
+    /* "records" as in the runtime's exit line and convert's "wrote" line:
+     * the file's 32-byte records; the timed ones are those on the timeline
+     * (the rest: names and what a damaged file had skipped). */
+    fprintf(out, "%s of pid %u: %.3f ms, %zu records (%zu timed), %zu nano-threads, %u VPs, %" PRIu64
+                 " lost events, %u warnings\n",
+            daemon ? "cpumgr daemon trace" : "trace", f->hdr.pid, ms(f->last_ts - f->hdr.mono_start_ns), f->nfile, f->nrecs,
             f->nthreads, daemon ? 0 : f->nvps, f->lost, f->warnings);
     if (f->hdr.flags & NTH_TRACE_FLAG_WRITE_ERROR)
         /* A full disk: the LOST record that would count them could not be

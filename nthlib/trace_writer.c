@@ -350,14 +350,35 @@ static int has_suffix(const char *s, const char *suf)
  * process writes FILE, any other writes FILE with ".PID" inserted before
  * the format's suffix (run.json.gz -> run.4242.json.gz), and its exit line
  * names it. Without NTH_TRACE_MAIN_PID (one process, as before) FILE. */
-static char *per_process_path(const char *path)
+/* NTH_TRACE_MAIN_PID when it is a pid (decimal, 1..4194304, the kernel's
+ * PID_MAX_LIMIT), else NULL. Anything else (abc, -1, 0) was taken as
+ * "another process is the first" and silently gave this one the .PID
+ * name: it is said in the one line of every bad NTH_* value and treated
+ * as unset (this process writes NTH_TRACE and claims it for its children,
+ * which replaces the bad value). */
+static const char *main_pid_env(void)
+{
+    const char *v = getenv("NTH_TRACE_MAIN_PID");
+    if (!v || !*v)
+        return NULL;
+    size_t i = 0;
+    unsigned long pid = 0;
+    while (v[i] >= '0' && v[i] <= '9' && i < 8)
+        pid = pid * 10 + (unsigned long)(v[i++] - '0');
+    if (v[i] || v[0] == '0' || pid < 1 || pid > 4194304) {
+        nth_env_bad("NTH_TRACE_MAIN_PID", v, "a process id 1..4194304: the process that writes NTH_TRACE itself "
+                                             "(nthrun --trace sets it; unset: the first traced process)");
+        return NULL;
+    }
+    return v;
+}
+
+/* path with ".PID" (this process) before its format's suffix. */
+static char *pid_path(const char *path)
 {
     static const char *const sufs[] = { ".json.gz", ".json", ".prv", ".bin" };
-    const char *main_pid = getenv("NTH_TRACE_MAIN_PID");
     char self[24];
     snprintf(self, sizeof self, "%ld", (long)getpid());
-    if (!main_pid || !*main_pid || !strcmp(main_pid, self))
-        return strdup(path);
     size_t len = strlen(path), keep = len;
     for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
         if (has_suffix(path, sufs[i])) {
@@ -368,6 +389,19 @@ static char *per_process_path(const char *path)
     if (out)
         sprintf(out, "%.*s.%s%s", (int)keep, path, self, path + keep);
     return out;
+}
+
+/* Set by start_abs: 1 when this process writes NTH_TRACE's own name (the
+ * first of its tree, or the one NTH_TRACE_MAIN_PID names). */
+static int wr_first;
+
+static char *per_process_path(const char *path)
+{
+    const char *main_pid = main_pid_env();
+    char self[24];
+    snprintf(self, sizeof self, "%ld", (long)getpid());
+    wr_first = !main_pid || !strcmp(main_pid, self);
+    return wr_first ? strdup(path) : pid_path(path);
 }
 
 /* NTH_TRACE_MALLOC=1 takes effect only through libnth-malloc.so's malloc
@@ -443,6 +477,7 @@ static char *absolute_path(const char *path, int *err)
 }
 
 static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms);
+int nth_trace_start_told;
 
 /* The rule for a process tree that inherits NTH_TRACE: the first process
  * that traces to it writes it; every process started below it writes the
@@ -457,13 +492,16 @@ static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms);
  * this runs when tracing starts, from a constructor (libnth-malloc.so,
  * libnth-probes.so) or the runtime's start-up, before the runtime's own
  * threads exist. */
-static void claim_for_children(void)
+static void claim_for_children(const char *abs)
 {
-    if (getenv("NTH_TRACE_MAIN_PID") || !wr_out_path)
-        return;
+    const char *v = getenv("NTH_TRACE_MAIN_PID");
+    if ((v && *v && !wr_first) || !wr_out_path)
+        return;   /* a valid one, another process's: it is the first */
     char self[24];
     snprintf(self, sizeof self, "%ld", (long)getpid());
-    if (setenv("NTH_TRACE", wr_out_path, 1) || setenv("NTH_TRACE_MAIN_PID", self, 1))
+    if (v && !strcmp(v, self))
+        return;
+    if (setenv("NTH_TRACE", abs, 1) || setenv("NTH_TRACE_MAIN_PID", self, 1))
         fprintf(stderr, "nthlib: trace: cannot set NTH_TRACE_MAIN_PID for child processes (%s): "
                         "a traced child may overwrite %s\n", strerror(errno), wr_out_path);
 }
@@ -488,20 +526,22 @@ static int start(const char *user_path, size_t buffer_bytes, unsigned flush_ms)
     int aerr;
     char *abs = absolute_path(user_path, &aerr);
     if (!abs) {
-        if (aerr != ENOMEM)
+        if (aerr != ENOMEM) {
             fprintf(stderr, "nthlib: trace: not tracing to %s: the current directory cannot be named (%s); "
                             "give NTH_TRACE an absolute path\n", user_path, strerror(aerr));
+            nth_trace_start_told = 1;   /* the README's one line: the runtime adds none */
+        }
         return aerr;
     }
     path = abs;
     int rc = start_abs(path, buffer_bytes, flush_ms);
-    free(abs);
     /* NTH_TRACE's own value (the runtime's start passes it through its
      * config, the constructors straight from the environment): the
      * children inherit it. */
     const char *env = getenv("NTH_TRACE");
     if (!rc && env && !strcmp(env, user_path))
-        claim_for_children();
+        claim_for_children(abs);
+    free(abs);
     return rc;
 }
 
@@ -518,6 +558,18 @@ static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms)
         wr_flush_ms = flush_ms;
     size_t n = strlen(path) + 32;
     wr_out_path = per_process_path(path);
+    /* The first process of its tree writes NTH_TRACE's name, unless an
+     * unrelated live process traces to it already (trace_claim.c): then
+     * this one takes the name a child would, NAME.PID.ext, and says so
+     * now (its exit line names the file again). */
+    if (wr_out_path && wr_first && nth_trace_claim_name(wr_out_path) == -1) {
+        char *mine = pid_path(path);
+        if (mine) {
+            fprintf(stderr, "nthlib: trace: another process is tracing to %s; this one writes %s\n", path, mine);
+            free(wr_out_path);
+            wr_out_path = mine;
+        }
+    }
     wr_bin_path = malloc(n + 24);   /* room for per_process_path's .PID */
     if (!wr_out_path || !wr_bin_path) {
         free(wr_out_path);
@@ -616,17 +668,38 @@ int nth_trace_finish_records(struct nth_trace_finished *f)
     return 0;
 }
 
-void nth_trace_say_lost(const struct nth_trace_finished *f)
+/* v in decimal into num (24 bytes). Signal-safe. */
+static void dec(char *num, uint64_t v)
 {
-    if (!f->lost && !f->write_error)
-        return;
-    char rev[24], num[24];
+    char rev[24];
     int k = 0;
-    uint64_t v = f->lost;
     do { rev[k++] = (char)('0' + v % 10); v /= 10; } while (v);
     for (int i = 0; i < k; i++)
         num[i] = rev[k - 1 - i];
     num[k] = 0;
+}
+
+void nth_trace_say_bin(const struct nth_trace_finished *f)
+{
+    if (f->write_error) {
+        nth_trace_say_lost(f);
+        return;
+    }
+    char size[24], recs[24], lost[24];
+    dec(size, sizeof(struct nth_trace_file_header) + f->record_bytes);
+    dec(recs, f->record_bytes / sizeof(struct nth_trace_rec));
+    dec(lost, f->lost);
+    const char *parts[] = { "nthlib: trace: wrote ", f->bin, " (", size, " bytes, ", recs, " records, ", lost,
+                            " events lost)\n" };
+    say_parts(parts, sizeof parts / sizeof parts[0]);
+}
+
+void nth_trace_say_lost(const struct nth_trace_finished *f)
+{
+    if (!f->lost && !f->write_error)
+        return;
+    char num[24];
+    dec(num, f->lost);
     const char *why = f->write_error ? strerrordesc_np(f->write_error) : NULL;
     const char *parts[] = { "nthlib: trace: ", num, " events lost (",
                             f->write_error ? (why ? why : "write error") : "buffers full or NTH_TRACE_LIMIT reached",
@@ -641,7 +714,7 @@ int nth_trace_finish(void)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (!f.out) {
-        nth_trace_say_lost(&f);
+        nth_trace_say_bin(&f);
         return 0;
     }
     const char *in[1] = { f.bin };
@@ -662,8 +735,9 @@ int nth_trace_finish(void)
     if (rc)
         nth_trace_say_lost(&f);
     else if (stat(wrote, &st) == 0)
-        fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu bytes of records, %llu events lost%s)\n",
-                wrote, (long long)st.st_size, (unsigned long long)f.record_bytes, (unsigned long long)f.lost,
+        fprintf(stderr, "nthlib: trace: wrote %s (%lld bytes from %llu records, %llu events lost%s)\n",
+                wrote, (long long)st.st_size, (unsigned long long)(f.record_bytes / sizeof(struct nth_trace_rec)),
+                (unsigned long long)f.lost,
                 warnings ? ", with warnings" : "");
     return rc;
 }

@@ -1,10 +1,11 @@
 /*
  * nth-trace -- convert, merge and summarise nthlib binary traces.
  *
- *   nth-trace convert [-q] FILE.bin [-o OUT] OUT: .json, .json.gz (default:
- *                                            FILE with .bin replaced), .prv,
+ *   nth-trace convert [-q] FILE.bin [-o OUT] OUT: .json, .json.gz, .prv,
  *                                            or no suffix: OUT.json, or
  *                                            OUT.json.gz past NTH_TRACE_JSON_MAX
+ *                                            (default: PATH for the runtime's
+ *                                            PATH.PID.bin, default_out.h)
  *   nth-trace merge [-q] A.bin B.bin ... -o OUT   several processes, one timeline
  *                                            (CLOCK_MONOTONIC of one boot)
  *   nth-trace stats FILE.bin...              per file: time per state per
@@ -31,6 +32,7 @@
 #include <sys/stat.h>
 #include "trace_convert.h"
 #include "input_kind.h"
+#include "default_out.h"
 
 static void report(const char *out, const char **in, int nin);
 
@@ -41,7 +43,9 @@ static void usage_to(FILE *f)
                "       nth-trace stats FILE.bin [FILE.bin ...]\n"
                "       nth-trace --help\n"
                "OUT without a suffix: OUT.json, or OUT.json.gz if the JSON passes\n"
-               "NTH_TRACE_JSON_MAX bytes (default 256M).\n"
+               "NTH_TRACE_JSON_MAX bytes (default 256M). convert without -o: PATH for the\n"
+               "runtime's PATH.PID.bin (NAME.json.gz for another NAME.bin); another process's\n"
+               "trace already there is kept and PATH.PID.json (.json.gz, .prv) written instead.\n"
                "-q: no \"wrote\" line (warnings and errors are still printed).\n"
                "--no-end-ok: no warning for a file without its end record (its process left\n"
                "through _exit() or was killed, and the caller knows it).\n"
@@ -112,11 +116,11 @@ static int run(int argc, char **argv, const char **in)
     if (!strcmp(cmd, "convert")) {
         if (nin != 1) return usage();
         if (!out) {
-            size_t n = strlen(in[0]);
-            if (n > 4 && !strcmp(in[0] + n - 4, ".bin")) n -= 4;
-            if (n + 9 > sizeof def) return usage();
-            memcpy(def, in[0], n);
-            strcpy(def + n, ".json.gz");
+            int e = nth_trace_default_out(in[0], def, sizeof def, stderr);
+            if (e == ENAMETOOLONG)
+                return usage();
+            if (e)
+                return 3;
             out = def;
         }
     } else if (!strcmp(cmd, "merge")) {
@@ -179,8 +183,10 @@ static int run(int argc, char **argv, const char **in)
 
 /* "wrote OUT (N bytes from M records)": how big the trace came out, what a
  * user needs to judge whether a viewer will load it (Perfetto's UI holds a
- * JSON trace in browser memory). M counts the input files' 32-byte slots
- * (names included); sizes that cannot be read show as 0. */
+ * JSON trace in browser memory). M counts the input files' 32-byte records
+ * after their headers (a name with its text's records included): the
+ * runtime's exit line and `stats` count the same; sizes that cannot be
+ * read show as 0. */
 static void report(const char *out, const char **in, int nin)
 {
     struct stat st;

@@ -31,6 +31,22 @@ for v in 2 yes -1; do
     n=$(grep -c "^nthlib: NTH_TRACE_MALLOC='$v' is not valid; accepted values: 1 .* or 0 " e.err)
     [ "$n" = 1 ] || fail "NTH_TRACE_MALLOC='$v' reported $n times: $(cat e.err)"
 done
+# NTH_TRACE_MAIN_PID that is no pid (nth-trace-small-things #4): the one
+# line, and the process writes NTH_TRACE itself, as with it unset; a pid of
+# another process (1: init) keeps its meaning: this one writes NAME.PID.
+for v in abc -1 0 12x 99999999; do
+    rm -f p.json p.*.json
+    NTH_VPS=1 NTH_TRACE=p.json NTH_TRACE_MAIN_PID=$v "$DEMO" return >e.out 2>e.err || fail "rt_demo (NTH_TRACE_MAIN_PID=$v) exited $?: $(cat e.err)"
+    n=$(grep -c "^nthlib: NTH_TRACE_MAIN_PID='$v' is not valid; accepted values: a process id 1\.\.4194304" e.err)
+    [ "$n" = 1 ] || fail "NTH_TRACE_MAIN_PID='$v' reported $n times: $(cat e.err)"
+    [ -s p.json ] || fail "NTH_TRACE_MAIN_PID='$v': p.json not written (treated as unset): $(ls; cat e.err)"
+done
+rm -f p.json
+NTH_VPS=1 NTH_TRACE=p.json NTH_TRACE_MAIN_PID=1 "$DEMO" return >e.out 2>e.err || fail "rt_demo (NTH_TRACE_MAIN_PID=1) exited $?: $(cat e.err)"
+! grep -q "NTH_TRACE_MAIN_PID" e.err || fail "NTH_TRACE_MAIN_PID=1 (a pid) reported: $(cat e.err)"
+grep -q "^nthlib: trace: wrote $(pwd -P)/p\.[0-9]*\.json (" e.err || fail "NTH_TRACE_MAIN_PID=1: not NAME.PID: $(cat e.err)"
+[ ! -e p.json ] || fail "NTH_TRACE_MAIN_PID=1: p.json written by a process that is not 1"
+
 # A bad NTH_CPUMGR read by the cpumgr API before the runtime starts, then by
 # the runtime's start: one line in one process.
 NTH_VPS=1 NTH_CPUMGR=foo "$DEMO" request-first >e.out 2>e.err || fail "rt_demo (NTH_CPUMGR=foo) exited $?: $(cat e.err)"

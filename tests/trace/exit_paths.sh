@@ -37,7 +37,7 @@ for mode in return exit sigterm sigint sighup sigquit abort segv sigbus sigfpe f
     check_json $mode.json
     case $mode in
         return|exit) ;;
-        *) grep -q "^nthlib: trace: wrote $(pwd -P)/$mode.json ([0-9]* bytes from [0-9]* bytes of records, 0 events lost" $mode.err \
+        *) grep -q "^nthlib: trace: wrote $(pwd -P)/$mode.json ([0-9]* bytes from [0-9]* records, 0 events lost" $mode.err \
                || fail "$mode: no line saying the trace was written: $(cat $mode.err)" ;;
     esac
     # the fatal modes died with slices open: they were closed at the last timestamp

@@ -17,7 +17,7 @@ here=$(pwd -P)   # what getcwd(3) gives the traced program
 # lost_line FMT BIN: the exit line counts the events lost, naming the cause,
 # whether the output was written ("wrote ..., N events lost") or not.
 lost_line() {
-    grep -Eq "^nthlib: trace: wrote [^ ]* \([0-9]+ bytes from [0-9]+ bytes of records, [1-9][0-9]* events lost" "e.$1" ||
+    grep -Eq "^nthlib: trace: wrote [^ ]* \([0-9]+ bytes from [0-9]+ records, [1-9][0-9]* events lost" "e.$1" ||
         grep -Eq "^nthlib: trace: [1-9][0-9]* events lost \($nospc writing $2\)$" "e.$1" ||
         fail "$1: no exit line counts the lost events: $(cat "e.$1")"
 }
