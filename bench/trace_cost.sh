@@ -21,7 +21,7 @@
 # its whole call on top of its records' share, a clock read per switch and
 # two per create (rt_leave, rt_clock), two queue-count atomics per queued
 # nano-thread at the cost of an add on a line another CPU keeps writing
-# (the count shares the queue head's line), and all of it to the critical path (none of it overlapped
+# (before trover the count shared the queue head's line), and all of it to the critical path (none of it overlapped
 # with the other VP): an upper bound of the record path's direct cost. It
 # does not bound what the ring's stores do to LU's caches; the paired
 # on - off CPU time of the same runs (last table) holds that too, and the

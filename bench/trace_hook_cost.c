@@ -35,12 +35,13 @@
  *                      OVERHEAD (1 NAME + its bytes + 3)
  *   clock              nth_trace_now(): nth_trace_rt_leave and
  *                      nth_trace_rt_clock (0)
- *   rq_atomic          the ready-queue length's relaxed atomic add
- *                      (nth_trace_rt_rq, twice per queued nano-thread) (0)
- *   rq_atomic_shared   the same add while another kernel thread keeps
- *                      writing the same cache line, as the queue's other
- *                      end does (the count shares the head's line): each
- *                      add may wait for a line transfer. How often the
+ *   rq_atomic          the ready-queue length's counts, a push's atomic add
+ *                      and a pop's plain increment in turn
+ *                      (nth_trace_rt_rq_pushed / _popped) (0)
+ *   rq_atomic_shared   the same while another kernel thread keeps
+ *                      writing the queue head's line, where the pop count
+ *                      lives (until trover both counts were one locked
+ *                      add there): each may wait for a line transfer. How often the
  *                      two meet depends on the other thread getting a CPU
  *                      (under load it often does not): a lower bound of
  *                      the contended cost, not a figure for LU.
@@ -99,7 +100,7 @@ static struct nth_rq scratch_rq;
 static volatile int pong_stop;
 
 /* rq_atomic_shared: a kernel thread writing the scratch queue's head line
- * (its lock word, beside the count) for as long as that row runs. */
+ * (its lock word, beside the pop count) for as long as that row runs. */
 static int share_quit;
 static void *line_writer(void *a)
 {
@@ -160,7 +161,12 @@ static void loop(int r, long n)
         break;
     case CLOCK: for (long i = 0; i < n; i++) sink += nth_trace_rt_clock(); break;
     case RQ_ATOMIC:
-    case RQ_SHARED: for (long i = 0; i < n; i++) nth_trace_rt_rq(&scratch_rq, (i & 1) ? -1 : 1); break;
+    case RQ_SHARED:
+        for (long i = 0; i < n; i++) {
+            if (i & 1) nth_trace_rt_rq_popped(&scratch_rq);
+            else nth_trace_rt_rq_pushed(&scratch_rq);
+        }
+        break;
     case YIELD_PAIR: for (long i = 0; i < n; i += 2) nth_yield(); break;
     }
     /* A switch record names `to` as running: put this one back. */

@@ -127,9 +127,17 @@ enum {
 struct nth_rq {
     struct __cds_wfcq_head head;
     nth_spinlock_t lock;
-    long n;                          /* reserved (no longer maintained) */
+    /* The queue's length for the trace, as two counts kept only while
+     * tracing (trace_core.h, nth_trace_rt_rq_len): each on the line its
+     * writers own anyway, so counting moves no line between VPs and the
+     * dequeuers' count needs no atomic add. npop: nano-threads dequeued,
+     * written by whoever holds `lock`. */
+    long npop;
     char pad[NTH_CACHELINE];
     struct cds_wfcq_tail tail;
+    /* npush: nano-threads enqueued, an atomic add by the enqueuer right
+     * after its exchange on `tail` (same line, already its own). */
+    long npush;
 } __attribute__((aligned(NTH_CACHELINE)));
 
 NTH_HIDDEN void nth_rq_init(struct nth_rq *q);
@@ -248,6 +256,9 @@ struct nth_vp {
     void *timerq;                     /* reserved: the per-VP timer queue */
     void *trace;                      /* tracing: last ready-queue length + 1 */
     uint64_t trace_t0;                /* tracing: when the switch path began */
+    /* Tracing: the region numbers this VP may hand out, [next, end), a
+     * block taken from a global counter (trace_runtime.c); owner only. */
+    uint64_t trace_region_next, trace_region_end;
     void *cpumgr;                     /* reserved: cpumgr client state */
     uint64_t nstarted;                /* nano-threads first run here (stats) */
     uint64_t ncalled;                 /* of which run as a direct joiner's call (stats) */

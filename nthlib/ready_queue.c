@@ -29,17 +29,20 @@ void nth_rq_init(struct nth_rq *q)
     __cds_wfcq_init(&q->head, &q->tail);
     NTH_TSAN_OPAQUE_END();
     q->lock = (nth_spinlock_t)NTH_SPINLOCK_INIT;
-    q->n = 0;
+    q->npop = 0;
+    q->npush = 0;
 }
 
 void nth_rq_push(struct nth_rq *q, struct nth_thread *t)
 {
-    nth_trace_rt_rq(q, 1);
     NTH_TSAN_RELEASE(t);
     NTH_TSAN_OPAQUE_BEGIN();
     cds_wfcq_node_init(&t->rq_node);
     cds_wfcq_enqueue(&q->head, &q->tail, &t->rq_node);
     NTH_TSAN_OPAQUE_END();
+    /* After the enqueue: its exchange on the tail has just made that line
+     * ours and drained our stores, so the count's add waits for neither. */
+    nth_trace_rt_rq_pushed(q);
 }
 
 /* Spins the owner allows an enqueuer to finish linking its node: about a
@@ -62,7 +65,7 @@ static struct nth_thread *pop_locked(struct nth_rq *q, unsigned spins)
     if (!n)
         return NULL;
     struct nth_thread *t = caa_container_of(n, struct nth_thread, rq_node);
-    nth_trace_rt_rq(q, -1);
+    nth_trace_rt_rq_popped(q);
     NTH_TSAN_ACQUIRE(t);
     return t;
 }

@@ -166,10 +166,32 @@ static inline void nth_trace_rt_loan_end(void)
 
 /* Ready-queue length bookkeeping (ready_queue.c): the core keeps no count
  * (it costs an atomic per operation), so it is kept only while tracing,
- * and read at the VP's scheduling points by nth_trace_rt_switch. */
-static inline void nth_trace_rt_rq(struct nth_rq *q, long d)
+ * and read at the VP's scheduling points by nth_trace_rt_switch. Two
+ * counts, not one: a single count next to the queue's head (as before)
+ * had every enqueuer on another VP take the dequeuer's line with a locked
+ * add, and every dequeue pay a locked add too -- 0.3 ms of CPU per LU 1000
+ * run, a third of tracing's direct cost (bench/RESULTS.md, "trover").
+ * Enqueuers count on the tail's line, after their exchange there. */
+static inline void nth_trace_rt_rq_pushed(struct nth_rq *q)
 {
-    NTH_TRACE_IF_ON __atomic_fetch_add(&q->n, d, __ATOMIC_RELAXED);
+    NTH_TRACE_IF_ON __atomic_fetch_add(&q->npush, 1, __ATOMIC_RELAXED);
+}
+
+/* Dequeuers hold q->lock: a load and a store, no locked instruction.
+ * Relaxed atomics: the switch hook of another VP may read it meanwhile. */
+static inline void nth_trace_rt_rq_popped(struct nth_rq *q)
+{
+    NTH_TRACE_IF_ON __atomic_store_n(&q->npop, __atomic_load_n(&q->npop, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+/* The length for the trace's counter: pushes minus pops, read without
+ * the lock, so it may be one off while a push or pop is under way, and
+ * briefly negative (a pop counted before its push: tracing turned on in
+ * between) -- shown as 0. */
+static inline long nth_trace_rt_rq_len(struct nth_rq *q)
+{
+    long n = __atomic_load_n(&q->npush, __ATOMIC_RELAXED) - __atomic_load_n(&q->npop, __ATOMIC_RELAXED);
+    return n < 0 ? 0 : n;
 }
 
 /* nth_setname (also the shim's pthread_setname_np), after the copy: the

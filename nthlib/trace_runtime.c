@@ -55,9 +55,7 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
     };
     /* A watchdog stand-in's shell VP (id < 0) has no queue and no track. */
     if (vp->id >= 0) {
-        long n = __atomic_load_n(&vp->rq.n, __ATOMIC_RELAXED);
-        if (n < 0)
-            n = 0;
+        long n = nth_trace_rt_rq_len(&vp->rq);
         if ((uintptr_t)vp->trace != (uintptr_t)n + 1) {
             vp->trace = (void *)((uintptr_t)n + 1);
             sw.rq_vp = vp->id;
@@ -92,10 +90,25 @@ void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)
         nth_trace__rec(NTH_REC_STATE_SET, since ? NTH_TRACE_OVERHEAD : NTH_TRACE_RUN, self->id, 0);
 }
 
+/* Region numbers in blocks of REGION_BLOCK per VP, as nano-thread ids
+ * (nth_rt.next_id): one locked add on a global line per 64 regions, not
+ * one per region -- the add waited for the ring stores before it, 0.13 ms
+ * per LU 1000 run (bench/RESULTS.md, "trover"). Numbers stay unique and
+ * start at 1; they increase along one VP's regions, not across VPs. A
+ * kernel thread that is no VP (or a stand-in's shell VP, id < 0) takes
+ * one number at a time. */
+#define REGION_BLOCK 64
 uint64_t nth_trace__rt_region_id(void)
 {
     static uint64_t seq;
-    return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    struct nth_vp *vp = nth_vp_self();
+    if (!vp || vp->id < 0)
+        return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+    if (vp->trace_region_next == vp->trace_region_end) {
+        vp->trace_region_next = __atomic_fetch_add(&seq, REGION_BLOCK, __ATOMIC_RELAXED) + 1;
+        vp->trace_region_end = vp->trace_region_next + REGION_BLOCK;
+    }
+    return vp->trace_region_next++;
 }
 
 void nth_trace__rt_rename(struct nth_thread *t)

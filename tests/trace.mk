@@ -83,3 +83,13 @@ tests_trace_test_trace_volume_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/nthlib
 tests_trace_test_trace_volume_LDFLAGS = -static
 tests_trace_test_trace_volume_LDADD = libnth.la $(HWLOC_LIBS) $(CMOCKA_LIBS) -lrt -lpthread
 TESTS += tests/trace/test_trace_volume
+
+# The ready-queue length counts and region numbers tracing keeps: on
+# which cache lines, exact under concurrent pushes, unique across VPs.
+# Static: nth_rq_* and the trace hooks are libnth's hidden functions.
+check_PROGRAMS += tests/trace/test_trace_rq_count
+tests_trace_test_trace_rq_count_SOURCES = tests/trace/test_trace_rq_count.c
+tests_trace_test_trace_rq_count_CFLAGS = $(TEST_CFLAGS) -I$(top_srcdir)/nthlib
+tests_trace_test_trace_rq_count_LDFLAGS = -static
+tests_trace_test_trace_rq_count_LDADD = libnth.la $(HWLOC_LIBS) $(CMOCKA_LIBS) -lrt -lpthread
+TESTS += tests/trace/test_trace_rq_count

@@ -182,9 +182,9 @@ int harness_main(int argc, char **argv, const struct kernel *k)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
                    "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"migrations_source\":\"%s\",\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f,"
-                   "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f}\n",
+                   "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f,\"t0_mono\":%.9f}\n",
                    k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
-                   c.ok ? "true" : "false", c.json, mig, migr_source(), r, arm, ct, settle, settle_cpu);
+                   c.ok ? "true" : "false", c.json, mig, migr_source(), r, arm, ct, settle, settle_cpu, t0);
         else if (json)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
