@@ -159,6 +159,14 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg);
  * the number of times bounded reclaim moved a VP. For tests and benches. */
 int nth_cpumgr_rt_vp_tid(int vp);
 unsigned long nth_cpumgr_rt_reclaims(void);
+/* The last move bounded reclaim made: *since_ns when its reclaim clock
+ * started (the budget's start, nth_cpumgr_budget_start()) and *due_ns when
+ * the watcher planned to start it (since + NTH_RECLAIM_US - the margin),
+ * both CLOCK_MONOTONIC ns. Returns 1, or 0 (nothing written) before the
+ * first move or without a daemon. Thread-safe (the watcher's lock); not
+ * from a signal handler. For tests: the margin is checked on the plan,
+ * which no delay of a loaded machine changes. */
+int nth_cpumgr_rt_last_move(int64_t *since_ns, int64_t *due_ns);
 /* Dormancies begun since start (the watcher said the application needs no
  * CPU, issue 5): for tests. Thread-safe. */
 unsigned long nth_cpumgr_rt_dormancies(void);

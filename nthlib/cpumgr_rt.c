@@ -99,6 +99,11 @@ static struct {
                                 last COST_WINDOW moves (their ~p97) */
     int64_t costs[COST_WINDOW]; /* those times, a ring (R.lock) */
     unsigned ncosts;
+    /* The last move's reclaim clock start and the time it was due
+     * (CLOCK_MONOTONIC ns, 0 before any move; R.lock): what a test checks
+     * the margin on, the plan rather than when a loaded machine let the
+     * watcher carry it out. */
+    int64_t last_since, last_due;
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
     /* Lazy VPs (vp.c) held back: 1 until the daemon's first answer, during
@@ -580,6 +585,8 @@ static int64_t reclaim_pass(void)
             /* Its own rebind still runs (a system call, at its next
              * scheduling point): what bound it is not known to it. */
             __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
+            R.last_since = s->since;
+            R.last_due = due;
             s->since = 0;
             note_move_cost(now_ns() - due);
             __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
@@ -606,6 +613,8 @@ static int64_t reclaim_pass(void)
         __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&vp->rebind, 1, __ATOMIC_RELEASE);
         s->moved = 1;
+        R.last_since = s->since;
+        R.last_due = due;
         note_move_cost(now_ns() - due);
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
     }
@@ -790,6 +799,18 @@ int nth_cpumgr_rt_vp_tid(int vp)
 unsigned long nth_cpumgr_rt_reclaims(void)
 {
     return __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED);
+}
+
+int nth_cpumgr_rt_last_move(int64_t *since_ns, int64_t *due_ns)
+{
+    nth_futex_lock(&R.lock);   /* zeroed static: usable before any start */
+    int64_t since = R.last_since, due = R.last_due;
+    nth_futex_unlock(&R.lock);
+    if (!due)
+        return 0;
+    *since_ns = since;
+    *due_ns = due;
+    return 1;
 }
 
 unsigned long nth_cpumgr_rt_dormancies(void)

@@ -776,6 +776,12 @@ NTH_HIDDEN unsigned nth_watchdog_standins(void);
 NTH_HIDDEN unsigned long nth_watchdog_capped(void);
 /* Check passes the stall backstop has made (tests). */
 NTH_HIDDEN unsigned long nth_watchdog_backstop_passes(void);
+/* Tests only, with NTH_TEST_MONITOR_STEPPED=1 in the environment at start:
+ * let the monitor make one check, wait (sched_yield, no nano-thread
+ * switch) until it has, and return how many times it has decided to doze
+ * so far. Without the variable the monitor never waits and this hangs:
+ * never call it then. Any thread; one caller at a time. */
+NTH_HIDDEN unsigned long nth_watchdog_test_step(void);
 /* (5b) Alarms nobody else fires. A VP whose kernel thread is in a system
  * call (nth_blocking_enter) reaches no scheduling point, so it fires no
  * alarm; with every enabled VP in the kernel (one VP, or all of them) the

@@ -138,6 +138,13 @@ static struct {
     unsigned long backstop_passes; /* checks the backstop made (atomic) */
     int kick;                      /* futex: the monitor suspects a stall */
     int starve_test;               /* NTH_TEST_MONITOR_STARVED: monitor never checks */
+    /* NTH_TEST_MONITOR_STEPPED: the monitor makes one check per step a
+     * test asks for (nth_watchdog_test_step), so that what the VP did
+     * between two checks is the test's choice, not the OS scheduler's. */
+    int step_test;
+    int step_token;                /* futex: steps asked for (atomic) */
+    unsigned long steps_done;      /* checks made in stepped mode (atomic) */
+    unsigned long dozes;           /* times the monitor decided to doze (atomic) */
     int backstop_state;            /* 0 not started, 1 starting, 2 running, 3 failed (atomic) */
     nth_orphan_timers_fn orphan;   /* fires alarms nobody else fires (atomic) */
     uint64_t wake_at;              /* backstop's planned wake-up, mono ns (atomic) */
@@ -805,7 +812,13 @@ static void *monitor(void *arg)
      * waiting yet: one check, then doze unless work waits (the first
      * DOZE_AFTER checks fell on the first kernel run of a process). */
     int quiet = DOZE_AFTER - 1;
+    int steps_seen = 0;
     for (;;) {
+        if (W.step_test) {
+            while (__atomic_load_n(&W.step_token, __ATOMIC_ACQUIRE) == steps_seen)
+                nth_futex_wait(&W.step_token, steps_seen, IDLE_NS);
+            steps_seen++;
+        }
         int64_t t = now_ns();
         int nvps = __atomic_load_n(&nth_rt.nvps, __ATOMIC_ACQUIRE);
         int kick = 0;
@@ -816,6 +829,10 @@ static void *monitor(void *arg)
             nth_futex_wake(&W.kick, 1);
         }
         quiet = work_waiting(nvps, t) ? 0 : quiet + 1;
+        if (quiet >= DOZE_AFTER)
+            __atomic_add_fetch(&W.dozes, 1, __ATOMIC_RELAXED);
+        if (W.step_test)
+            __atomic_add_fetch(&W.steps_done, 1, __ATOMIC_RELEASE);
         if (quiet >= DOZE_AFTER) {
             __atomic_store_n(&nth_watchdog_sleeping, 1, __ATOMIC_SEQ_CST);
             doze_fence();
@@ -923,6 +940,8 @@ int nth_watchdog_start(const nth_config_t *cfg)
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
     const char *st = getenv("NTH_TEST_MONITOR_STARVED");
     W.starve_test = st && *st == '1';
+    const char *sp = getenv("NTH_TEST_MONITOR_STEPPED");
+    W.step_test = sp && *sp == '1';
     int e = nth_helper_thread_create(&th, &a, monitor, NULL);
     if (e) {
         pthread_attr_destroy(&a);
@@ -941,6 +960,18 @@ int nth_watchdog_start(const nth_config_t *cfg)
 unsigned long nth_watchdog_stalls(void)
 {
     return __atomic_load_n(&W.nstalls, __ATOMIC_RELAXED);
+}
+
+unsigned long nth_watchdog_test_step(void)
+{
+    unsigned long done = __atomic_load_n(&W.steps_done, __ATOMIC_ACQUIRE);
+    __atomic_add_fetch(&W.step_token, 1, __ATOMIC_RELEASE);
+    nth_futex_wake(&W.step_token, 1);
+    /* A kernel-level yield: the calling nano-thread must not switch (what
+     * the VP did between two checks is the caller's to say). */
+    while (__atomic_load_n(&W.steps_done, __ATOMIC_ACQUIRE) == done)
+        sched_yield();
+    return __atomic_load_n(&W.dozes, __ATOMIC_RELAXED);
 }
 
 unsigned long nth_watchdog_backstop_passes(void)

@@ -7,6 +7,13 @@
 # them again and again and every take is followed by a pass; the daemon
 # runs under strace. The pass must have run (it lists /proc/PID/task) and
 # must not have opened /proc/PID/task/TID/anything.
+# A pass runs only on an application that still has a CPU after the take
+# (2 -> 1; 1 -> 0 leaves it nowhere to be moved to), which the rotation of
+# three arrivals gave or not as they happened to start (0 passes, 1 run
+# of many at load ~20; 1-7 passes in runs at load ~25). So the first LU runs
+# alone until it holds both CPUs, the second then takes one of them (1
+# each, no rotation yet), and the third starts once the trace shows the
+# pass that take is certain to bring.
 set -u
 b=${top_builddir:-.}
 cm=$b/cpumgr/cpumgr
@@ -34,10 +41,34 @@ i=0
 while [ ! -e "/dev/shm$seg" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e "/dev/shm$seg" ] || { echo "FAIL: the daemon did not start: $(cat "$out/daemon.err")"; exit 1; }
 pids=
-for k in 1 2 3; do
-    NTH_CPUMGR=$seg "$lu" --malleable --threads 2 --size 400 --runs 40 --json >"$out/lu$k" 2>&1 &
+pass_re='"/proc/[0-9]+/task", O_RDONLY\|O_NONBLOCK\|O_CLOEXEC\|O_DIRECTORY'
+start_lu() {
+    NTH_CPUMGR=$seg "$lu" --malleable --threads 2 --size 400 --runs 40 --json >"$out/lu$1" 2>&1 &
     pids="$pids $!"
-done
+    last=$!
+}
+# The CPUs the daemon gives pid (its status table's ASSIG column), or -.
+assigned() {
+    "$cm" status --name "$seg" 2>/dev/null | awk -v p="$1" '$3 == p { print $6; f = 1 } END { if (!f) print "-" }'
+}
+# Wait (20 s at most) until cond (a shell command) holds; 1 if it never did.
+wait_for() {
+    i=0
+    while ! eval "$1"; do
+        i=$((i + 1)); [ $i -lt 2000 ] || return 1
+        sleep 0.01
+    done
+}
+alive() { kill -0 "$1" 2>/dev/null; }
+start_lu 1; lu1=$last
+wait_for '[ "$(assigned $lu1)" = 2 ] || ! alive $lu1' || { echo "FAIL: lu-nth 1 never held 2 CPUs"; exit 1; }
+alive $lu1 || { echo "FAIL: lu-nth 1 ended before it held 2 CPUs: $(cat "$out/lu1")"; exit 1; }
+start_lu 2; lu2=$last
+# lu 1 keeps a CPU after the take, so the daemon's pass for it comes
+# after --enforce (2 ms) unless it exits first.
+wait_for 'grep -qE "$pass_re" "$out/trace" || ! alive $lu1' ||
+    { echo "FAIL: no enforcement pass 20 s after lu-nth 1 lost a CPU to lu-nth 2"; exit 1; }
+start_lu 3
 fail=0
 for p in $pids; do wait "$p" || { echo "FAIL: lu-nth exited non-zero"; fail=1; }; done
 # The daemon is strace's child: stop it, strace ends with it.
@@ -46,7 +77,7 @@ dpid=$(ps -o pid= --ppid "$spid" | tr -d ' ' | head -n 1)
 wait "$spid"
 spid=
 [ $fail -eq 0 ] || { cat "$out"/lu*; exit 1; }
-passes=$(grep -cE '"/proc/[0-9]+/task", O_RDONLY\|O_NONBLOCK\|O_CLOEXEC\|O_DIRECTORY' "$out/trace")
+passes=$(grep -cE "$pass_re" "$out/trace")
 [ "$passes" -gt 0 ] || { echo "FAIL: no enforcement pass seen (no rotation?)"; exit 1; }
 if grep -E '"/proc/[0-9]+/task/[0-9]+/' "$out/trace" >"$out/hits"; then
     echo "FAIL: $(wc -l <"$out/hits") per-thread /proc files opened in $passes passes, e.g.:"

@@ -7,6 +7,9 @@
  *    V=<VPs> NB=<disabled VPs whose kernel thread is bound to one CPU>
  *    UB=<disabled VPs whose kernel thread may run on more> SB=<enabled VPs
  *    bound to one CPU>"
+ * and, after each move bounded reclaim made, "MOVE since=<ns> due=<ns>"
+ * (nth_cpumgr_rt_last_move(): the reclaim clock's start and when the move
+ * was planned, CLOCK_MONOTONIC ns).
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
@@ -126,12 +129,19 @@ static void *reporter(void *arg)
 {
     (void)arg;
     char last[512] = "", line[512];
+    int64_t last_due = 0;
     for (;;) {
         status(line, sizeof line);
         if (strcmp(line, last) != 0) {
             printf("%s\n", line);
             fflush(stdout);
             strcpy(last, line);
+        }
+        int64_t since, due;
+        if (nth_cpumgr_rt_last_move(&since, &due) && due != last_due) {
+            printf("MOVE since=%lld due=%lld\n", (long long)since, (long long)due);
+            fflush(stdout);
+            last_due = due;
         }
         struct timespec ts = {0, 500000};
         nanosleep(&ts, NULL);

@@ -420,48 +420,57 @@ static void test_grant_unpark_spares_dozing_monitor(void **st)
 }
 
 /* Work queued on a VP that keeps switching is not work waiting behind a
- * stalled VP, and must let the monitor doze: three nano-threads yield to
- * one another on one VP, so its ready queue is never empty when the
- * monitor looks, but the VP switches between any two looks. The monitor
- * used to count any queued work as "not quiet" and never dozed here (nor
- * through LU 1000, whose every region queues a member on the other VP for
- * the microseconds that VP takes to pick it up: a check, and a preemption
- * of a computing VP on the monitor's CPU, at every tick). Fails without
- * the change by running out its 5 s. */
-enum { DOZE_WAIT_S = 5 };
-static int dozed;
+ * stalled VP, and must let the monitor doze: nano-threads yield to one
+ * another on one VP, so its ready queue is never empty when the monitor
+ * looks, but the VP switches between any two looks. The monitor used to
+ * count any queued work as "not quiet" and never dozed here (nor through
+ * LU 1000, whose every region queues a member on the other VP for the
+ * microseconds that VP takes to pick it up: a check, and a preemption of
+ * a computing VP on the monitor's CPU, at every tick).
+ * The monitor is stepped (NTH_TEST_MONITOR_STEPPED): each check comes when
+ * this case asks, after a switch, with two yielders queued. Left to its
+ * own period on a loaded machine, the monitor (on VP 0's CPU) often
+ * looked twice while the OS kept the VP off its CPU -- rightly not quiet,
+ * that being what a stall looks like -- and the case, bounded at 5 s,
+ * failed (once in a suite at load 30-40 in the earlier form, once here
+ * under the shim at load ~25). Fails without the change at every step. */
+enum { DOZE_MAX_STEPS = 200 };     /* the monitor dozes after 20 quiet checks */
+static int doze_stop;
 
 static void *doze_yielder(void *p)
 {
     (void)p;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    while (!__atomic_load_n(&dozed, __ATOMIC_ACQUIRE)) {
-        if (__atomic_load_n(&nth_watchdog_sleeping, __ATOMIC_SEQ_CST))
-            __atomic_store_n(&dozed, 1, __ATOMIC_RELEASE);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        if (b.tv_sec - a.tv_sec > DOZE_WAIT_S)
-            break;
+    while (!__atomic_load_n(&doze_stop, __ATOMIC_ACQUIRE))
         nth_yield();
-    }
     return NULL;
 }
 
 static void switching_vp_lets_monitor_doze(void)
 {
     T_EQ(nth_num_vps(), 1);
-    nth_t y[3];
-    for (int i = 0; i < 3; i++)
+    nth_t y[2];
+    for (int i = 0; i < 2; i++)
         T_EQ(nth_create(&y[i], NULL, doze_yielder, NULL), 0);
-    for (int i = 0; i < 3; i++)
+    unsigned long dozes = 0;
+    int steps = 0;
+    while (steps < DOZE_MAX_STEPS && dozes == 0) {
+        T_EQ(nth_yield(), 0);         /* the VP switches, and again back to us */
+        dozes = nth_watchdog_test_step();
+        steps++;
+    }
+    printf("switching VP: the monitor dozed after %d checks (dozes %lu)\n", steps, dozes);
+    __atomic_store_n(&doze_stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
         T_EQ(nth_join(y[i], NULL), 0);
-    T_EQ(__atomic_load_n(&dozed, __ATOMIC_ACQUIRE), 1);
+    T_TRUE(dozes > 0);
 }
 
 static void test_switching_vp_lets_monitor_doze(void **st)
 {
     (void)st;
+    setenv("NTH_TEST_MONITOR_STEPPED", "1", 1);
     case_ok(switching_vp_lets_monitor_doze, 1, 1000, 30);
+    unsetenv("NTH_TEST_MONITOR_STEPPED");
 }
 
 /* Nano-threads that wait for each other with raw futex system calls
