@@ -696,14 +696,18 @@ NTH_API int nth_libc_threads_prepare(void);
 struct hwloc_bitmap_s; /* hwloc_bitmap_t, from <hwloc.h> */
 
 /* Ask for n CPUs (1..1024); more than the affinity mask holds is capped
- * to it. Takes effect at the daemon's next rebalance (a futex wakes it).
+ * to it, more than the VPs is allowed. Without a call the request is
+ * min(VPs, CPUs of the affinity mask) (the whole mask before nth_init()):
+ * NTH_VPS=1 asks for 1, the default VP count for every CPU the process
+ * can use. Takes effect at the daemon's next rebalance (a futex wakes it).
  * Returns 0; EINVAL if n is out of range; ENOMEM. Thread-safe. */
 NTH_API int nth_cpus_request(int n);
 
 /* Number of CPUs assigned now (0 while the daemon rotates CPUs among more
  * applications than it has CPUs). Standalone: min(request, CPUs of the
- * affinity mask), the request defaulting to all of them. Never fails;
- * thread-safe, lock-free. */
+ * affinity mask), the request defaulting to min(VPs, CPUs of the mask).
+ * Attached, only CPUs the daemon manages: CPUs of the mask outside its
+ * set stay unused (cpumgr(8)). Never fails; thread-safe, lock-free. */
 NTH_API int nth_cpus_assigned(void);
 
 /* A copy of the assigned CPU set (OS indices) in *out, to be released with

@@ -25,6 +25,7 @@
 #include "nth/cpumgr_sigbus.h"
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
+#include "cpumgr_request.h"
 #include "internal.h"
 #include "env_msg.h"
 #include "trace_hooks.h"
@@ -74,7 +75,9 @@ static struct {
     uint32_t handed_aseq;        /* the publication they were taken under */
     int naff;
     int count;                   /* atomic: CPUs in assigned */
-    int request;                 /* -1: all of the affinity mask */
+    int request;                 /* -1: the default (cpumgr_request.h) */
+    int vps;                     /* the runtime's VP count, 0 unknown */
+    hwloc_bitmap_t prefer;       /* the VPs' CPUs: taken first alone */
     int priority;
     int home;                    /* main VP's CPU (set_home), -1 unknown */
     int dormant;                 /* needs no CPU now (set_dormant); published
@@ -113,7 +116,7 @@ static uint64_t now_ns(void)
 
 static int effective_request(void)
 {
-    return C.request < 0 || C.request > C.naff ? C.naff : C.request;
+    return nth_cpumgr_request_rule(C.request, C.vps, C.naff);
 }
 
 /* The assignment as the trace's "CPUs assigned" counter (README
@@ -146,18 +149,29 @@ static int apply(hwloc_const_bitmap_t set)
     return 1;
 }
 
-/* Alone: the first min(request, affinity) CPUs of the mask, in topology order. */
+/* Alone: min(request, affinity) CPUs of the mask: the main VP's CPU
+ * (set_home), then the other VPs' (set_vps), then the rest, each in
+ * topology order. The VPs' own CPUs first: with fewer VPs than CPUs
+ * (NTH_VPS, the default request) a set picked in topology order alone
+ * would move a VP to another CPU at start. Lock held. */
 static int apply_standalone(void)
 {
-    int want = effective_request(), n = hwloc_get_nbobjs_by_type(C.topo, HWLOC_OBJ_PU);
+    int want = effective_request(), n = hwloc_get_nbobjs_by_type(C.topo, HWLOC_OBJ_PU), got = 0;
     hwloc_bitmap_zero(C.tmp);
-    for (int i = 0, got = 0; i < n && got < want; i++) {
-        hwloc_obj_t pu = hwloc_get_obj_by_type(C.topo, HWLOC_OBJ_PU, (unsigned)i);
-        if (hwloc_bitmap_isset(C.affinity, pu->os_index)) {
-            hwloc_bitmap_set(C.tmp, pu->os_index);
-            got++;
-        }
+    if (want > 0 && C.home >= 0 && hwloc_bitmap_isset(C.affinity, (unsigned)C.home)) {
+        hwloc_bitmap_set(C.tmp, (unsigned)C.home);
+        got++;
     }
+    for (int pass = C.prefer ? 0 : 1; pass < 2; pass++)
+        for (int i = 0; i < n && got < want; i++) {
+            hwloc_obj_t pu = hwloc_get_obj_by_type(C.topo, HWLOC_OBJ_PU, (unsigned)i);
+            if (hwloc_bitmap_isset(C.affinity, pu->os_index) &&
+                !hwloc_bitmap_isset(C.tmp, pu->os_index) &&
+                (pass == 1 || hwloc_bitmap_isset(C.prefer, pu->os_index))) {
+                hwloc_bitmap_set(C.tmp, pu->os_index);
+                got++;
+            }
+        }
     return apply(C.tmp);
 }
 
@@ -726,6 +740,29 @@ void nth_cpumgr_client_set_home(int cpu)
     unlock();
 }
 
+void nth_cpumgr_client_set_vps(int nvps, hwloc_const_bitmap_t vp_cpus)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;
+    lock();
+    if (C.inited) {
+        C.vps = nvps > 0 ? nvps : 0;
+        if (vp_cpus && !C.prefer)
+            C.prefer = hwloc_bitmap_alloc();
+        if (C.prefer) {
+            if (vp_cpus)
+                hwloc_bitmap_copy(C.prefer, vp_cpus);
+            else
+                hwloc_bitmap_zero(C.prefer);
+        }
+        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED))
+            publish_request();
+        else
+            apply_standalone();
+    }
+    unlock();
+}
+
 int nth_cpumgr_client_attach(void)
 {
     if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
@@ -784,7 +821,10 @@ void nth_cpumgr_client_fini(void)
     hwloc_bitmap_free(C.assigned);
     hwloc_bitmap_free(C.tmp);
     hwloc_bitmap_free(C.handed);
-    C.affinity = C.assigned = C.tmp = C.handed = NULL;
+    hwloc_bitmap_free(C.prefer);
+    C.affinity = C.assigned = C.tmp = C.handed = C.prefer = NULL;
+    C.vps = 0;
+    C.home = -1;
     if (C.topo)
         hwloc_topology_destroy(C.topo);
     C.topo = NULL;

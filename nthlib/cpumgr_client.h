@@ -51,6 +51,16 @@ void nth_cpumgr_client_trace_start(void);
  * Thread-safe (client lock). */
 void nth_cpumgr_client_set_home(int cpu);
 
+/* The runtime's VP count and the CPUs its VPs are bound to (OS indices;
+ * NULL: none preferred): the default request becomes min(nvps, CPUs of
+ * the mask) (nth_cpumgr_request_rule, cpumgr_request.h) instead of the
+ * whole mask, published at once when attached; alone, the assignment is
+ * redone with the VPs' CPUs first, so that no VP moves. nvps <= 0: not
+ * known (the mask). An explicit nth_cpus_request() still wins. Nothing
+ * before the client starts. Thread-safe (client lock); not from the
+ * assignment callback. */
+void nth_cpumgr_client_set_vps(int nvps, hwloc_const_bitmap_t vp_cpus);
+
 /* Attach now if a daemon runs and we are not attached (ends the hold of
  * nth_cpumgr_client_init_held). Returns nonzero if the assignment changed
  * (the callback ran). Thread-safe. */

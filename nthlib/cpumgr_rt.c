@@ -728,6 +728,19 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     int rc = nth_cpumgr_client_init(cfg->cpumgr);
     if (rc == ENOMEM)
         return ENOMEM;
+    /* VP 0 runs main's serial start-up: ask for its CPU first. */
+    if (nth_rt.nvps > 0 && nth_rt.cfg.bind)
+        nth_cpumgr_client_set_home(__atomic_load_n(&nth_rt.vps[0]->cpu, __ATOMIC_RELAXED));
+    /* The default request is min(VPs, mask) (cpumgr_request.h), also
+     * with NTH_CPUMGR=off: nth_cpus_assigned() sizes malleable teams. */
+    hwloc_bitmap_t vpc = hwloc_bitmap_alloc();
+    for (int i = 0; vpc && i < nth_rt.nvps; i++) {
+        int c = __atomic_load_n(&nth_rt.vps[i]->cpu, __ATOMIC_RELAXED);
+        if (c >= 0)
+            hwloc_bitmap_set(vpc, (unsigned)c);
+    }
+    nth_cpumgr_client_set_vps(nth_rt.nvps, vpc);
+    hwloc_bitmap_free(vpc);
     const char *name = cfg->cpumgr ? cfg->cpumgr : getenv("NTH_CPUMGR");
     if (name && !strcmp(name, "off"))
         return 0; /* alone on the affinity mask: nothing to follow */
@@ -761,9 +774,6 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
         if (__atomic_load_n(&nth_rt.vps[i]->lazy, __ATOMIC_ACQUIRE))
             __atomic_store_n(&R.hold, 1, __ATOMIC_RELAXED);
     nth_cpumgr_set_assign_callback(on_assign, NULL);
-    /* VP 0 runs main's serial start-up: ask for its CPU first. */
-    if (nth_rt.nvps > 0 && nth_rt.cfg.bind)
-        nth_cpumgr_client_set_home(__atomic_load_n(&nth_rt.vps[0]->cpu, __ATOMIC_RELAXED));
     /* Only now, with every VP able to follow it, may the daemon count on
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();

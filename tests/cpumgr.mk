@@ -71,3 +71,12 @@ EXTRA_DIST += tests/cpumgr/messages.sh
 # (they would make each client dear to reap), under strace.
 TESTS += tests/cpumgr/enforce_no_task_proc.sh
 EXTRA_DIST += tests/cpumgr/enforce_no_task_proc.sh
+
+# Issue 5 "no cgroup writes": the daemon and its clients under strace.
+TESTS += tests/cpumgr/no_cgroup_writes.sh
+EXTRA_DIST += tests/cpumgr/no_cgroup_writes.sh
+
+# Issue 5 "a man page for cpumgr(8) and the API section of nth(3)": every
+# page renders with no groff warning.
+TESTS += tests/cpumgr/man_pages.sh
+EXTRA_DIST += tests/cpumgr/man_pages.sh

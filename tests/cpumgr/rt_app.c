@@ -18,7 +18,8 @@
  *
  * usage: rt_app SEGMENT REQUEST [pre]
  * With "pre", the application attaches through the public API before
- * nth_init() (see pre_runtime()).
+ * nth_init() (see pre_runtime()). REQUEST "default": nth_cpus_request()
+ * is never called (the default request, min(VPs, mask): set NTH_VPS).
  */
 #include <errno.h>
 #include <poll.h>
@@ -213,7 +214,7 @@ int main(int argc, char **argv)
     setenv("NTH_CPUMGR", argv[1], 1);
     if (argc > 3 && !strcmp(argv[3], "pre") && pre_runtime(atoi(argv[2])) != 0)
         return 3;
-    if (nth_init(NULL) != 0 || nth_cpus_request(atoi(argv[2])) != 0)
+    if (nth_init(NULL) != 0 || (strcmp(argv[2], "default") && nth_cpus_request(atoi(argv[2])) != 0))
         return 3;
     nth_t gen = NULL, spin = NULL;
     char cmd[128];

@@ -20,6 +20,7 @@
 #include "cpumgr_client.h"
 #include "cpumgr_wait.h"
 #include "cpumgr_reclaim.h"
+#include "cpumgr_request.h"
 #include "libc_real.h"
 #include <pthread.h>
 #include <linux/futex.h>
@@ -73,6 +74,68 @@ static void test_standalone_off(void **state)
     assert_int_equal(nth_cpus_assigned(), aff);
     assert_int_equal(cb_last, aff);
     nth_cpumgr_client_fini();
+}
+
+/* The request rule (cpumgr_request.h): an explicit request wins, capped
+ * at the mask; else min(VPs, mask); VPs unknown: the mask. */
+static void test_request_rule(void **state)
+{
+    (void)state;
+    static const struct { int request, vps, naff, want; } t[] = {
+        { -1, 0, 16, 16 },  /* no runtime yet: the whole mask */
+        { -1, 1, 2, 1 },    /* NTH_VPS=1 on 2 CPUs (notes f13t) */
+        { -1, 4, 64, 4 },   /* NTH_VPS=4 on 64: not 32 under equipartition */
+        { -1, 16, 16, 16 }, /* default VPs (one per CPU): every CPU */
+        { -1, 8, 4, 4 },    /* more VPs than CPUs: capped at the mask */
+        { 0, 3, 8, 3 },     /* 0 is "not asked" */
+        { 6, 2, 8, 6 },     /* explicit: more than the VPs */
+        { 1, 8, 8, 1 },     /* explicit: fewer */
+        { 100, 2, 8, 8 },   /* explicit: capped at the mask */
+        { -1, 2, 0, 0 },    /* empty mask */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int got = nth_cpumgr_request_rule(t[i].request, t[i].vps, t[i].naff);
+        if (got != t[i].want)
+            fail_msg("request %d, VPs %d, mask %d: %d, want %d", t[i].request, t[i].vps,
+                     t[i].naff, got, t[i].want);
+    }
+}
+
+/* The client with the runtime's VP count: alone, the default request is
+ * min(VPs, mask), taken on the VPs' CPUs first; an explicit request still
+ * wins (more than the VPs too); VPs unknown again: the whole mask. */
+static void test_set_vps_standalone(void **state)
+{
+    (void)state;
+    int aff = affinity_cpus();
+    assert_int_equal(nth_cpumgr_client_init("off"), 0);
+    assert_int_equal(nth_cpus_assigned(), aff);
+    hwloc_bitmap_t all = NULL, pref = hwloc_bitmap_alloc();
+    assert_int_equal(nth_cpus_assigned_mask(&all), 0);
+    int last = hwloc_bitmap_last(all);
+    hwloc_bitmap_only(pref, (unsigned)last);
+    cb_calls = 0;
+    nth_cpumgr_set_assign_callback(cb, &cb_calls);
+    nth_cpumgr_client_set_vps(1, pref);
+    assert_int_equal(nth_cpus_assigned(), 1);
+    assert_int_equal(cb_last, 1);
+    hwloc_bitmap_t m = NULL;
+    assert_int_equal(nth_cpus_assigned_mask(&m), 0);
+    assert_true(hwloc_bitmap_isequal(m, pref)); /* the VP's CPU, not the first */
+    hwloc_bitmap_free(m);
+    if (aff >= 2) {
+        assert_int_equal(nth_cpus_request(2), 0);
+        assert_int_equal(nth_cpus_assigned(), 2);
+    }
+    assert_int_equal(nth_cpus_request(1000), 0);
+    assert_int_equal(nth_cpus_assigned(), aff);
+    nth_cpumgr_client_fini();
+    assert_int_equal(nth_cpumgr_client_init("off"), 0);
+    nth_cpumgr_client_set_vps(0, NULL);
+    assert_int_equal(nth_cpus_assigned(), aff);
+    nth_cpumgr_client_fini();
+    hwloc_bitmap_free(all);
+    hwloc_bitmap_free(pref);
 }
 
 static void test_bad_arguments(void **state)
@@ -490,6 +553,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_standalone_off),
+        cmocka_unit_test(test_request_rule),
+        cmocka_unit_test(test_set_vps_standalone),
         cmocka_unit_test(test_budget_start_late_notice),
         cmocka_unit_test(test_overstays),
         cmocka_unit_test(test_bad_arguments),

@@ -141,6 +141,9 @@ static struct nth_cpumgr_shm *map_seg(void)
     return cm_seg_open(seg, &s, msg, sizeof msg) == 0 ? s : NULL;
 }
 
+/* Set by a case: start_daemon() passes no --period (the default). */
+static int default_period;
+
 static void start_daemon(const char *extra)
 {
     char *argv[24];
@@ -150,7 +153,9 @@ static void start_daemon(const char *extra)
     argv[k++] = path;
     argv[k++] = "--foreground";
     argv[k++] = "--name"; argv[k++] = seg;
-    argv[k++] = "--period"; argv[k++] = "10";
+    if (!default_period) {
+        argv[k++] = "--period"; argv[k++] = "10";
+    }
     argv[k++] = "--quantum"; argv[k++] = "50";
     argv[k++] = "--accounting"; argv[k++] = acctf;
     static char more[128]; /* extra: options separated by spaces */
@@ -314,6 +319,7 @@ static int setup(void **state)
     unlink(logf);
     unlink(acctf);
     nkids = 0;
+    default_period = 0;
     return 0;
 }
 
@@ -1203,6 +1209,12 @@ static void test_group_other_user(void **state)
     spawn_uid = du;
     spawn_gid = dg;
     start_daemon(extra);
+    struct stat st;
+    char shm_path[128];
+    snprintf(shm_path, sizeof shm_path, "/dev/shm%s", seg);
+    assert_int_equal(stat(shm_path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0660); /* --group: the group attaches too */
+    assert_int_equal(st.st_gid, dg);
     /* A client of nobody (65534) in the daemon's group. */
     spawn_uid = 65534;
     struct proc a;
@@ -1535,6 +1547,68 @@ static void test_disjoint_mask(void **state)
     assert_alive(a.pid, "client");
 }
 
+/* Issue 5: a client wakes the daemon when it changes something (a futex
+ * on the header's wake word); the daemon also rebalances every period.
+ * Under --period 10000 a claim and then a request change are answered
+ * long before the period could do it: the first pass after the daemon's
+ * start is a woken one, and the next periodic pass is 10 s after it. As
+ * in test_kill_client_event, a machine too loaded to have the client
+ * attached within 7.5 s of the start skips rather than fails. Fails
+ * without the wake (the answer then waits for the period). */
+static void test_request_wakes_daemon(void **state)
+{
+    (void)state;
+    uint64_t t_start = ms(); /* the daemon's first timed pass is >= 10 s after */
+    start_daemon_2cpus("--period 10000");
+    if (ncpus < 2) skip();
+    struct proc a;
+    start_client(&a, "1", "1");
+    /* Its first line: it has claimed its slot (in nth_cpumgr_client_init,
+     * before its loop prints) and runs on the standalone set meanwhile. */
+    while (a.attached < 0) {
+        drain(&a);
+        if (ms() - t_start > 2u * WAIT_MS) fail_msg("client printed nothing");
+        sleep_ms(2);
+    }
+    if (ms() > t_start + 5000) skip();
+    while (!(a.attached == 1 && a.n == 1)) {
+        drain(&a);
+        if (ms() > t_start + 9500)
+            fail_msg("claim not answered %llu ms after the daemon's start (period 10 s): "
+                     "A=%d N=%d", (unsigned long long)(ms() - t_start), a.attached, a.n);
+        sleep_ms(1);
+    }
+    if (ms() > t_start + 7500) skip();
+    uint64_t t0 = ms();
+    send(&a, "request 2\n");
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    while (slot_count(s, a.pid, NULL) != 2) {
+        if (ms() > t_start + 9500)
+            fail_msg("request 2 not answered %llu ms after it was made (period 10 s)",
+                     (unsigned long long)(ms() - t0));
+        sleep_ms(1);
+    }
+    printf("# claim and request answered, the request %llu ms after it (period 10 s)\n",
+           (unsigned long long)(ms() - t0));
+    cm_seg_unmap(s);
+    wait_state(&a, 1, 2);
+}
+
+/* Issue 5: "--period, default 10 ms". A daemon started without --period
+ * publishes 10 in the header, which is what its clients read to judge its
+ * heartbeat (cpumgr_client.c, daemon_running). */
+static void test_default_period(void **state)
+{
+    (void)state;
+    default_period = 1;
+    start_daemon(NULL);
+    struct nth_cpumgr_shm *s = map_seg();
+    assert_non_null(s);
+    assert_int_equal(__atomic_load_n(&s->period_ms, __ATOMIC_RELAXED), 10);
+    cm_seg_unmap(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1561,6 +1635,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slot_stuck_odd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_pid_overwritten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disjoint_mask, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_wakes_daemon, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_period, setup, teardown),
     };
     /* NTH_TEST_FILTER=test_truncated*: some tests only (cmocka's pattern). */
     if (getenv("NTH_TEST_FILTER"))

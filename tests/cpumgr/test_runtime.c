@@ -1282,6 +1282,123 @@ static void test_lazy_first_answer_all(void **state)
     check_work(&b);
 }
 
+/* The request process pid's slot holds (the daemon's view), or -1. */
+static int slot_request(pid_t pid)
+{
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    if (cm_seg_open(seg, &s, msg, sizeof msg) != 0 || !s)
+        return -1;
+    int i = slot_of(s, pid), r = -1;
+    if (i >= 0)
+        r = (int)__atomic_load_n(&s->slots[i].request, __ATOMIC_RELAXED);
+    cm_seg_unmap(s);
+    return r;
+}
+
+/* rt_app with NTH_VPS=vps (0: unset) and the default request. */
+static void start_vps(struct proc *p, int vps, int cpu)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", vps);
+    if (vps)
+        setenv("NTH_VPS", v, 1);
+    start(p, "rt_app", "default", cpu);
+    unsetenv("NTH_VPS");
+}
+
+/* The default request is min(VPs, CPUs of the mask) (notes f13t: it was
+ * the mask, so an NTH_VPS=1 process held 2 CPUs it could not use, and on
+ * a big machine equipartition handed idle CPUs to few-VP applications).
+ * a (NTH_VPS=1, no nth_cpus_request) alone under the daemon gets 1 CPU
+ * and asks for 1; b (default VPs, one per CPU) then gets the other and
+ * asks for both; when a leaves, b has both; a's 1 CPU throughout. On 2
+ * CPUs the shares beside a busy application are 1 and 1 either way: the
+ * checks that fail on the base are a's request (2) and its assignment
+ * while alone (N=2, one CPU idle). */
+static void test_default_request_vps(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start_vps(&a, 1, -1);
+    wait_state(&a, "A=1 V=1 EN=1");
+    sleep_ms(100); /* a few daemon periods: a would be given more now */
+    drain(&a);
+    print_message("a (NTH_VPS=1) alone: %s, request %d\n", a.state, slot_request(a.pid));
+    assert_true(state_has(&a, "A=1 N=1 V=1 EN=1"));
+    assert_int_equal(slot_request(a.pid), 1);
+    send(&a, "work\n");
+    start_vps(&b, 0, -1);
+    send(&b, "work\n");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 OUT=0 V=2");
+    wait_state(&a, "A=1 N=1 EN=1 OUT=0 V=1");
+    assert_int_equal(slot_request(b.pid), 2);
+    assert_int_equal(slot_request(a.pid), 1);
+    char ca[32], cb[32];
+    assert_int_equal(sscanf(strstr(a.state, "CPUS="), "CPUS=%31s", ca), 1);
+    assert_int_equal(sscanf(strstr(b.state, "CPUS="), "CPUS=%31s", cb), 1);
+    assert_string_not_equal(ca, cb);
+    check_work(&a);
+    send(&a, "exit\n");
+    reap(a.pid);
+    wait_state(&b, "A=1 N=2 EN=2 PK=0 OUT=0");
+    check_work(&b);
+}
+
+/* Alone (NTH_CPUMGR=off), the same rule: nth_cpus_assigned() of an
+ * NTH_VPS=1 process is 1, which sizes its nth_parallel(0, ...) teams (it
+ * was 2: teams of 2 on 1 VP); with one VP per CPU, every CPU. */
+static void test_default_request_alone(void **state)
+{
+    (void)state;
+    if (cpu_pair[1] < 0)
+        skip();
+    char keep[sizeof seg];
+    memcpy(keep, seg, sizeof seg);
+    snprintf(seg, sizeof seg, "off");
+    struct proc a, b;
+    start_vps(&a, 1, -1);
+    start_vps(&b, 0, -1);
+    memcpy(seg, keep, sizeof seg);
+    wait_state(&a, "A=0 V=1 EN=1");
+    wait_state(&b, "A=0 V=2 EN=2");
+    drain(&a);
+    print_message("alone, NTH_VPS=1: %s\n", a.state);
+    assert_true(state_has(&a, "A=0 N=1 V=1 EN=1"));
+    assert_true(state_has(&b, "A=0 N=2 V=2 EN=2"));
+}
+
+/* A daemon that manages part of an application's mask (cpumgr --cpus):
+ * the application is confined to the daemon's CPUs (cpumgr(8), "CPUs the
+ * daemon does not manage"), never runs a VP on the others, and its work
+ * is all done there. Here the daemon manages the second CPU of the pair
+ * and the application's mask is the pair: one VP enabled on that CPU, the
+ * other parked, none bound outside. */
+static void test_unmanaged_cpus_unused(void **state)
+{
+    (void)state;
+    if (cpu_pair[1] < 0)
+        skip();
+    char one[16];
+    snprintf(one, sizeof one, "%d", cpu_pair[1]);
+    start_daemon_opt("--cpus", one);
+    assert_int_equal(ncpus, 1);
+    struct proc a;
+    start_vps(&a, 0, -1);
+    char want[96];
+    snprintf(want, sizeof want, "A=1 N=1 CPUS=%d EN=1 PK=1 OUT=0 V=2", cpu_pair[1]);
+    wait_state(&a, want);
+    send(&a, "work\n");
+    sleep_ms(200);
+    drain(&a);
+    print_message("mask %d,%d, daemon on %d: %s\n", cpu_pair[0], cpu_pair[1], cpu_pair[1],
+                  a.state);
+    assert_true(state_has(&a, want));
+    check_work(&a);
+}
+
 int main(void)
 {
     pick_two_cpus();
@@ -1305,9 +1422,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_keeps_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_vp_parked_unbound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_first_answer_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_request_vps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_request_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unmanaged_cpus_unused, setup, teardown),
     };
-    /* One case, looped by hand: NTH_TEST_ONLY=test_first_move_margin. */
-    if (getenv("NTH_TEST_ONLY"))
-        cmocka_set_test_filter(getenv("NTH_TEST_ONLY"));
+    /* Some cases only (cmocka's pattern), e.g. one looped by hand:
+     * NTH_TEST_FILTER=test_first_move_margin (NTH_TEST_ONLY, its older
+     * name, too). */
+    const char *only = getenv("NTH_TEST_FILTER") ? getenv("NTH_TEST_FILTER") : getenv("NTH_TEST_ONLY");
+    if (only)
+        cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
