@@ -59,7 +59,10 @@ struct slotpriv {
     int client_ok;          /* 0 unknown, 1 maps our segment, 2 does not */
     int enforce_logged;     /* "moved its threads" already logged */
     uint32_t gen;           /* occupant generation written to the slot */
-    double credit;          /* priority rotation: CPU-quanta owed (policy.h) */
+    double credit;          /* rotation: CPU-quanta owed (policy.h) */
+    uint64_t ran;           /* CPUs c < 64 (bit c) it held since it attached,
+                               and its home: where its VPs are bound (the
+                               rotation's CPU-sticky turns, policy.h) */
     int32_t refused_pid;    /* occupant refused at admission (its pid does */
     uint64_t refused_start; /* not map the segment): ignored, not re-checked */
 };
@@ -154,6 +157,8 @@ struct daemon {
     unsigned guard_seen;    /* nth_cpumgr_sigbus_grown() at the last check */
     struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
     unsigned rot;
+    int turn;               /* the quantum ended (rot bumped): the next
+                               rebalance may take a holder's CPU */
     int dirty;
     uint64_t pass_ns;       /* when this pass began (its futex wait returned) */
     /* Hand-off records as we armed them (the segment's copy may be
@@ -272,6 +277,7 @@ static void forget(struct daemon *d, int i, const char *reason)
     p->enforce_logged = 0;
     p->cpu_ns = 0;
     p->credit = 0;
+    p->ran = 0;
     d->dirty = 1;
 }
 
@@ -457,6 +463,8 @@ static void scan_slot(struct daemon *d, int i, uint64_t tms, int liveness)
         p->home1 = h1 >= 1 && h1 <= NTH_CPUMGR_MAX_CPUS &&
                    hwloc_bitmap_isset(d->owned, h1 - 1u) ? (int)h1 : 0;
         p->fresh = hwloc_bitmap_iszero(p->assigned);
+        p->credit = 0;
+        p->ran = p->home1 >= 1 && p->home1 <= 64 ? 1ull << (p->home1 - 1) : 0;
         cm_dw_watch(i, pid, start); /* its death wakes us (deathwatch.h) */
         /* A new generation: a hand-off armed for the slot's previous
          * occupant must not be taken by this one. */
@@ -511,9 +519,23 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
         dem[n].priority = p->priority;
         dem[n].eligible = hwloc_bitmap_weight(p->allowed);
         dem[n].credit = p->credit;
+        /* The CPU it holds, for the rotation's CPU-sticky turns. */
+        hwloc_bitmap_andnot(p->allowed_now, p->assigned, p->shared);
+        dem[n].held = hwloc_bitmap_weight(p->allowed_now);
+        dem[n].cpu1 = dem[n].held == 1 ? hwloc_bitmap_first(p->allowed_now) + 1 : 0;
+        dem[n].ran = p->ran;
+        /* Inside a quantum a holder keeps its CPU: only the quantum's end
+         * is a turn (a newcomer waits for it, and one that got a CPU just
+         * before it is owed the most then). */
+        dem[n].keep = !d->turn && dem[n].held > 0;
         n++;
     }
     cm_policy_counts(d->o->policy, dem, n, d->ncpus, d->rot, counts);
+    /* CPUs nobody keeps: where an entrant may land on a CPU it ran on. */
+    hwloc_bitmap_t spare = hwloc_bitmap_dup(d->owned);
+    for (int k = 0; spare && k < n; k++)
+        if (counts[k] > 0)
+            hwloc_bitmap_andnot(spare, spare, d->p[idx[k]].assigned);
     int ok = 1;
     int cool = d->cooling && !hwloc_bitmap_iszero(d->cooling);
     for (int k = 0; k < n; k++) {
@@ -539,11 +561,23 @@ static int plan(struct daemon *d, int zero, int *idx, struct cm_place *pl, hwloc
          * at every quantum (lu+sor+lu: 17.7 migrations/s against 6.7,
          * bench/RESULTS.md "mig2"). */
         pl[k].home1 = p->fresh ? p->home1 : 0;
+        /* An entrant (no CPU now) back on a CPU where its VP is bound, if
+         * nobody keeps one: no kernel thread runs on a new CPU. Never one
+         * that a stayer keeps -- moving that stayer to make room cost a
+         * reclaim at every quantum (the comment above). */
+        if (!p->fresh && counts[k] > 0 && spare && hwloc_bitmap_iszero(p->assigned))
+            for (int c = hwloc_bitmap_first(spare); c >= 0 && c < 64 && !pl[k].home1;
+                 c = hwloc_bitmap_next(spare, c))
+                if ((p->ran >> c) & 1u && hwloc_bitmap_isset(pl[k].allowed, (unsigned)c))
+                    pl[k].home1 = c + 1;
         pl[k].out = hwloc_bitmap_alloc();
         pl[k].shared = hwloc_bitmap_alloc();
         if (!prev[k] || !pl[k].out || !pl[k].shared)
             ok = 0;
     }
+    if (!spare)
+        ok = 0;
+    hwloc_bitmap_free(spare);
     if (ok && cm_place_all(d->topo, d->owned, pl, n) == 0 &&
         (!d->o->share || cm_share(d->topo, pl, n) == 0))
         return n;
@@ -720,6 +754,9 @@ static void rebalance(struct daemon *d)
                 hwloc_bitmap_copy(p->shared, pl[k].shared);
                 if (!hwloc_bitmap_iszero(p->assigned))
                     p->fresh = 0;
+                for (int c = hwloc_bitmap_first(p->assigned); c >= 0 && c < 64;
+                     c = hwloc_bitmap_next(p->assigned, c))
+                    p->ran |= 1ull << c;
                 publish_write(s, p->assigned, p->shared);
                 wake[nwake] = idx[k];
                 wake_loses[nwake++] = loses;
@@ -738,6 +775,7 @@ static void rebalance(struct daemon *d)
         for (int k = 0; k < nwake; k++)
             publish_wake(&d->shm->slots[wake[k]], wake_loses[k]);
         d->dirty = 0;
+        d->turn = 0;
         plan_free(pl, prev, n);
         arm(d);
     }
@@ -756,8 +794,9 @@ static void charge_quantum(struct daemon *d)
         if (!p->known || !p->valid)
             continue;
         idx[n] = i;
-        dem[n] = (struct cm_demand){p->request, p->priority, hwloc_bitmap_weight(p->allowed),
-                                    p->credit, p->dormant};
+        dem[n] = (struct cm_demand){.request = p->request, .priority = p->priority,
+                                    .eligible = hwloc_bitmap_weight(p->allowed),
+                                    .credit = p->credit, .dormant = p->dormant};
         held[n] = hwloc_bitmap_weight(p->assigned) - hwloc_bitmap_weight(p->shared);
         credit[n] = p->credit;
         n++;
@@ -1101,6 +1140,7 @@ int cm_daemon_run(const struct cm_opts *o)
             charge_quantum(&d);
             if (someone_hungry(&d)) {
                 d.rot++;
+                d.turn = 1;
                 d.dirty = 1;
                 __atomic_store_n(&d.shm->rotations, d.shm->rotations + 1, __ATOMIC_RELAXED);
             }

@@ -143,8 +143,14 @@ int cm_policy_entitle(enum cm_policy p, const struct cm_demand *apps, int n, int
         e[i] = 0;
         requesting += req[i] > 0;
     }
-    if (p != CM_POLICY_PRIORITY || ncpus <= 0 || requesting <= ncpus)
+    if (ncpus <= 0 || requesting <= ncpus)
         return requesting;
+    if (p != CM_POLICY_PRIORITY) {
+        /* Equipartition: equal shares of the time, one CPU at a time. */
+        for (int i = 0; i < n; i++)
+            e[i] = req[i] > 0 ? (double)ncpus / requesting : 0;
+        return requesting;
+    }
     /* The floor first: every requester is owed 1/window of a CPU, so it
      * gets a quantum within about a window however low its priority. */
     double floor = 1.0 / cm_policy_window(requesting, ncpus);
@@ -185,7 +191,7 @@ void cm_policy_charge(enum cm_policy p, const struct cm_demand *apps, int n, int
 {
     double e[n > 0 ? n : 1];
     int requesting = cm_policy_entitle(p, apps, n, ncpus, e);
-    int rotating = p == CM_POLICY_PRIORITY && ncpus > 0 && requesting > ncpus;
+    int rotating = ncpus > 0 && requesting > ncpus;
     double lim = cm_policy_window(requesting, ncpus);
     for (int i = 0; i < n; i++) {
         if (!rotating || capped_request(&apps[i]) == 0) {
@@ -225,6 +231,82 @@ static int priority_rotation(enum cm_policy p, const struct cm_demand *a, const 
     return given;
 }
 
+/* May app i take a turn before app j (equipartition rotation)? More
+ * owed first, a holder counted CM_ROT_TIE more; then rotation order. */
+static int turn_before(const struct cm_demand *a, int i, int j, int n, unsigned rot)
+{
+    if (j < 0)
+        return 1;
+    double si = a[i].credit + (a[i].held > 0 ? CM_ROT_TIE : 0);
+    double sj = a[j].credit + (a[j].held > 0 ? CM_ROT_TIE : 0);
+    if (si != sj)
+        return si > sj;
+    return rot_key(i, n, rot) < rot_key(j, n, rot);
+}
+
+static int ran_on(const struct cm_demand *a, int cpu1)
+{
+    return cpu1 >= 1 && cpu1 <= 64 && (a->ran >> (cpu1 - 1)) & 1u;
+}
+
+/* Equipartition in rotation: one CPU each to ncpus requesters (policy.h).
+ * Why credit rather than a plain shift of the rotation order: with three
+ * applications on two CPUs the shift hands every entrant the CPU of the
+ * one that leaves, never the one it left a quantum before, so each of
+ * its processes runs a VP on a second CPU -- a migration at the VP's first
+ * run there -- and a newcomer that got a CPU just before the quantum's
+ * end lost it in its serial start-up. Credit with a holder's margin lets
+ * the turn go to whoever is owed, trading among near-equals for a CPU
+ * the entrant has run on. */
+static int equi_rotation(const struct cm_demand *a, const int *req, int n, int ncpus,
+                         unsigned rot, int *out)
+{
+    int given = 0;
+    for (unsigned k = 0; given < ncpus && k < (unsigned)n; k++)
+        for (int i = 0; i < n; i++)
+            if (rot_key(i, n, rot) == k && req[i] > 0 && a[i].keep && a[i].held > 0) {
+                out[i] = 1;
+                given++;
+                break;
+            }
+    while (given < ncpus) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!out[i] && req[i] > 0 && turn_before(a, i, best, n, rot))
+                best = i;
+        if (best < 0)
+            break;
+        out[best] = 1;
+        given++;
+    }
+    /* CPU-sticky trades, each entrant once in rotation order. */
+    for (unsigned k = 0; k < (unsigned)n; k++) {
+        int x = -1;
+        for (int i = 0; i < n && x < 0; i++)
+            if (rot_key(i, n, rot) == k)
+                x = i;
+        if (x < 0 || !out[x] || a[x].held > 0 || !a[x].ran)
+            continue;
+        int lands = 0, y = -1, l = -1;
+        for (int i = 0; i < n; i++) {
+            if (req[i] <= 0 || a[i].held != 1 || !a[i].cpu1)
+                continue;
+            if (!out[i] && ran_on(&a[x], a[i].cpu1))
+                lands = 1; /* a leaver's CPU it knows: placement gives it that one */
+            else if (out[i] && !a[i].keep && ran_on(&a[x], a[i].cpu1) &&
+                     (y < 0 || turn_before(a, y, i, n, rot)))
+                y = i; /* the stayer nearest to leaving */
+            else if (!out[i] && (l < 0 || turn_before(a, i, l, n, rot)))
+                l = i; /* the leaver nearest to staying */
+        }
+        if (lands || y < 0 || l < 0 || a[y].credit - a[l].credit > CM_ROT_TIE)
+            continue;
+        out[y] = 0;
+        out[l] = 1;
+    }
+    return given;
+}
+
 int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
                      int ncpus, unsigned rot, int *out)
 {
@@ -240,14 +322,8 @@ int cm_policy_counts(enum cm_policy p, const struct cm_demand *apps, int n,
         return 0;
     if (requesting > ncpus && p == CM_POLICY_PRIORITY)
         return priority_rotation(p, apps, req, n, ncpus, rot, out);
-    if (requesting > ncpus) {
-        /* Time sharing by rotation: CPU k goes to the (rot+k)-th requester. */
-        int given = 0;
-        for (unsigned k = 0; given < ncpus && k < (unsigned)n; k++)
-            for (int i = 0; i < n; i++)
-                if (rot_key(i, n, rot) == k && req[i] > 0) { out[i] = 1; given++; break; }
-        return given;
-    }
+    if (requesting > ncpus)
+        return equi_rotation(apps, req, n, ncpus, rot, out);
     if (p == CM_POLICY_PRIORITY)
         return priority_rule(apps, req, n, ncpus, rot, out);
     return equipartition(req, n, ncpus, rot, out);

@@ -59,7 +59,7 @@ static void test_tables(void **state)
         struct cm_demand d[MAXA];
         int out[MAXA];
         for (int i = 0; i < t->n; i++)
-            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->elig[i], 0, 0};
+            d[i] = (struct cm_demand){.request = t->req[i], .priority = t->prio[i], .eligible = t->elig[i]};
         cm_policy_counts(t->pol, d, t->n, t->ncpus, t->rot, out);
         for (int i = 0; i < t->n; i++) {
             if (out[i] != t->want[i])
@@ -109,7 +109,7 @@ static void test_rotation_rounds(void **state)
         int got[MAXA] = {0}, last[MAXA], out[MAXA];
         int requesting = 0;
         for (int i = 0; i < t->n; i++) {
-            d[i] = (struct cm_demand){t->req[i], t->prio[i], t->ncpus, 0, 0};
+            d[i] = (struct cm_demand){.request = t->req[i], .priority = t->prio[i], .eligible = t->ncpus};
             last[i] = -1;
             requesting += t->req[i] > 0;
         }
@@ -140,6 +140,154 @@ static void test_rotation_rounds(void **state)
     }
 }
 
+/* Equipartition's rotation, CPU-sticky (policy.h): one call each, apps
+ * with credit, the CPU they hold (cpu1) and the CPUs they ran on. The
+ * plain rotation order at the row's rot gives another answer in every row
+ * but the last, which keeps that order (checked against int23's policy.c:
+ * the first row fails). */
+struct strow {
+    const char *what;
+    int ncpus, n;
+    double credit[MAXA];
+    int cpu1[MAXA];   /* CPU + 1 held, 0 none */
+    int ran[MAXA];    /* bit mask of CPUs */
+    int keep[MAXA];
+    unsigned rot;
+    int want[MAXA];
+};
+
+static const struct strow strows[] = {
+    /* lu+sor+lu, the turn after a newcomer: A left CPU 0 a quantum ago,
+     * C took it; B holds CPU 1 longer. A comes back to CPU 0, B stays on
+     * its own, C (one quantum held) waits: nobody runs on a new CPU. The
+     * shift gives A B's CPU 1. */
+    {"entrant trades for the stayer on the CPU it left", 2, 3, {1. / 3, -2. / 3, -1. / 3},
+     {0, 2, 1}, {1, 2, 1}, {0, 0, 0}, 1, {1, 1, 0}},
+    /* Owed clearly more (a whole quantum): no trade, the turn is fair
+     * first; C runs on CPU 1 for the first time. */
+    {"no trade with a holder owed a quantum more", 2, 3, {-1. / 3, -4. / 3, 1. / 3},
+     {1, 2, 0}, {1, 2, 1}, {0, 0, 0}, 0, {1, 0, 1}},
+    /* A holder stays unless a waiter is owed more than CM_ROT_TIE more:
+     * A (waiter, -2/3) does not displace B (holder, -2/3). */
+    {"a holder keeps its CPU against an equally owed waiter", 2, 3, {-2. / 3, -2. / 3, -1. / 3},
+     {0, 2, 1}, {1, 2, 1}, {0, 0, 0}, 0, {0, 1, 1}},
+    /* Inside a quantum (keep): holders keep their CPUs whatever a
+     * newcomer or waiter is owed; it waits for the turn. */
+    {"inside a quantum holders keep their CPUs", 2, 3, {1, -1, -1}, {0, 1, 2}, {1, 1, 2},
+     {0, 1, 1}, 0, {0, 1, 1}},
+    /* Credit all 0, nobody holding: the plain rotation order. */
+    {"no credit, no holder: rotation order", 2, 3, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, 2,
+     {1, 0, 1}},
+};
+
+static void test_sticky_tables(void **state)
+{
+    (void)state;
+    for (size_t r = 0; r < sizeof strows / sizeof strows[0]; r++) {
+        const struct strow *t = &strows[r];
+        struct cm_demand d[MAXA];
+        int out[MAXA];
+        for (int i = 0; i < t->n; i++)
+            d[i] = (struct cm_demand){.request = 2, .priority = 1, .eligible = t->ncpus,
+                                      .credit = t->credit[i], .held = t->cpu1[i] > 0,
+                                      .cpu1 = t->cpu1[i], .ran = (uint64_t)t->ran[i],
+                                      .keep = t->keep[i]};
+        assert_int_equal(cm_policy_counts(E, d, t->n, t->ncpus, t->rot, out), t->ncpus);
+        for (int i = 0; i < t->n; i++) {
+            if (out[i] != t->want[i])
+                print_error("row '%s': app %d got %d, want %d\n", t->what, i, out[i], t->want[i]);
+            assert_int_equal(out[i], t->want[i]);
+        }
+    }
+}
+
+/* The daemon's loop over many quanta with the CPUs' identity: counts, then
+ * a placement as the daemon's (a stayer keeps its CPU, an entrant takes a
+ * free CPU it ran on if there is one, else the first free), then charge.
+ * Each application runs a new process every second entry (the restarted
+ * instances of the workload's mixes); a process's ran set is the CPUs it
+ * held, so an entry on a CPU outside it is a VP's first run there: a CPU
+ * migration. Shares stay equal within 2 quanta, and in the three-on-two
+ * mix there are at most quanta / 5 such first runs: 20 in 120 quanta
+ * (int23's plain shift of the rotation order: 60, every second entry of
+ * every process -- checked, this row fails against it). */
+struct simrow {
+    const char *what;
+    int ncpus, n, quanta, max_new;
+};
+
+static const struct simrow simrows[] = {
+    {"lu+sor+lu: three on two", 2, 3, 120, 24},
+    {"four on two", 2, 4, 120, 120},
+    {"five on three", 3, 5, 150, 150},
+    {"seven on three", 3, 7, 210, 210},
+};
+
+static void test_sticky_rounds(void **state)
+{
+    (void)state;
+    for (size_t r = 0; r < sizeof simrows / sizeof simrows[0]; r++) {
+        const struct simrow *t = &simrows[r];
+        struct cm_demand d[MAXA + 2];
+        double credit[MAXA + 2] = {0};
+        int cpu[MAXA + 2], nent[MAXA + 2] = {0}, got[MAXA + 2] = {0}, out[MAXA + 2];
+        uint64_t ran[MAXA + 2] = {0};
+        int firsts = 0, entries = 0;
+        for (int i = 0; i < t->n; i++)
+            cpu[i] = -1;
+        for (int q = 0; q < t->quanta; q++) {
+            for (int i = 0; i < t->n; i++)
+                d[i] = (struct cm_demand){.request = 1, .priority = 1, .eligible = t->ncpus,
+                                          .credit = credit[i], .held = cpu[i] >= 0,
+                                          .cpu1 = cpu[i] + 1, .ran = ran[i]};
+            assert_int_equal(cm_policy_counts(E, d, t->n, t->ncpus, (unsigned)q, out), t->ncpus);
+            int taken[8] = {0};
+            for (int i = 0; i < t->n; i++) {
+                if (!out[i])
+                    cpu[i] = -1;
+                else if (cpu[i] >= 0)
+                    taken[cpu[i]] = 1;
+            }
+            for (int i = 0; i < t->n; i++) {
+                if (!out[i] || cpu[i] >= 0)
+                    continue;
+                int c = -1;
+                for (int k = 0; c < 0 && k < t->ncpus; k++)
+                    if (!taken[k] && (ran[i] >> k) & 1u)
+                        c = k;
+                for (int k = 0; c < 0 && k < t->ncpus; k++)
+                    if (!taken[k])
+                        c = k;
+                assert_true(c >= 0);
+                taken[c] = 1;
+                if (nent[i]++ % 2 == 0) {
+                    ran[i] = 0; /* a new process: born there */
+                } else {
+                    entries++;
+                    firsts += !((ran[i] >> c) & 1u);
+                }
+                ran[i] |= 1ull << c;
+                cpu[i] = c;
+            }
+            for (int i = 0; i < t->n; i++)
+                got[i] += out[i];
+            cm_policy_charge(E, d, t->n, t->ncpus, out, credit);
+        }
+        double share = (double)t->quanta * t->ncpus / t->n;
+        for (int i = 0; i < t->n; i++) {
+            if (got[i] < share - 2 || got[i] > share + 2)
+                print_error("row '%s': app %d got %d CPU-quanta, want %.1f +- 2\n", t->what, i,
+                            got[i], share);
+            assert_true(got[i] >= share - 2 && got[i] <= share + 2);
+        }
+        print_message("%s: %d of %d second entries on a CPU new to the process\n", t->what,
+                      firsts, entries);
+        if (firsts > t->max_new)
+            print_error("row '%s': %d first runs, at most %d\n", t->what, firsts, t->max_new);
+        assert_true(firsts <= t->max_new);
+    }
+}
+
 /* Over many random cases: total = min(ncpus, sum of capped requests),
  * nobody above its capped request, every requester served when they fit,
  * and rotating over n quanta serves every requester at least once. */
@@ -150,7 +298,7 @@ static void test_invariants(void **state)
     for (int iter = 0; iter < 20000; iter++) {
         enum cm_policy pol = iter & 1 ? P : E;
         int n = 1 + rand() % MAXA, ncpus = rand() % 70;
-        struct cm_demand d[MAXA];
+        struct cm_demand d[MAXA] = {{0}};
         int out[MAXA], sum = 0, requesters = 0;
         for (int i = 0; i < n; i++) {
             d[i].request = rand() % 80;
@@ -256,7 +404,7 @@ static void test_dormant(void **state)
         struct cm_demand d[MAXA];
         int out[MAXA];
         for (int i = 0; i < t->n; i++)
-            d[i] = (struct cm_demand){t->req[i], 1, t->ncpus, 0, t->dorm[i]};
+            d[i] = (struct cm_demand){.request = t->req[i], .priority = 1, .eligible = t->ncpus, .dormant = t->dorm[i]};
         cm_policy_counts(t->pol, d, t->n, t->ncpus, t->rot, out);
         for (int i = 0; i < t->n; i++) {
             if (out[i] != t->want[i])
@@ -286,6 +434,8 @@ int main(void)
         cmocka_unit_test(test_tables),
         cmocka_unit_test(test_invariants),
         cmocka_unit_test(test_rotation_rounds),
+        cmocka_unit_test(test_sticky_tables),
+        cmocka_unit_test(test_sticky_rounds),
         cmocka_unit_test(test_dormant),
         cmocka_unit_test(test_parse),
     };
