@@ -786,6 +786,29 @@ void nth_cpumgr_client_rebind_self(void)
     unlock();
 }
 
+/* At exit, once the slot is freed: alone from here on, as when the daemon
+ * dies (DESIGN invariant 8), the standalone set given to the callback even
+ * if it equals the last assignment (held lazy VPs, R.hold in cpumgr_rt.c).
+ * The process still runs exit handlers after ours -- a trace's flush, the
+ * application's own registered before the runtime started -- and one that
+ * blocks a nano-thread needs a VP: left as the daemon last had them (none
+ * while it rotated us out), the VPs stayed disabled with nobody left to
+ * enable them (the watcher has stopped, the slot is gone), and the process
+ * hung in exit() (notes f14t: traced nested shells under a daemon, 5 of
+ * 6). Before the unmap: a VP parked on the slot's word is woken there.
+ * Lock held. */
+static void go_alone_at_exit(void)
+{
+    __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    if (C.off || !C.cb || !C.topo || !C.affinity)
+        return;
+    if (!apply_standalone())
+        C.cb(C.assigned, C.cbarg);
+}
+
 void nth_cpumgr_client_fini(void)
 {
     if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
@@ -815,6 +838,7 @@ void nth_cpumgr_client_fini(void)
         if (nh == 0 || nh < have)
             wake_daemon();
     }
+    go_alone_at_exit();
     unmap_segment(1);
     C.cb = NULL;
     hwloc_bitmap_free(C.affinity);

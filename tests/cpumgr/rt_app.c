@@ -13,7 +13,11 @@
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
- * "exit". Linked statically to read the runtime's VP table; a plain kernel
+ * "exit", "exitzero" (main, never reaching a scheduling point, waits until
+ * the daemon has given the application no CPU and VP 0 is disabled under
+ * it, prints "EXITING", then calls exit(); a handler registered before
+ * nth_init(), so run after the runtime's own, then sleeps on a nano-thread
+ * sleep and prints "SLEPT"). Linked statically to read the runtime's VP table; a plain kernel
  * thread prints the state lines, so they appear while every VP is parked.
  *
  * usage: rt_app SEGMENT REQUEST [pre]
@@ -204,6 +208,33 @@ static int pre_runtime(int req)
     return 0;
 }
 
+/* Registered before nth_init(): it runs after the cpumgr client's exit
+ * handler has left the daemon, as a traced process's flush does (its
+ * nanosleep was a nano-thread sleep under the pthread shim). Its sleep needs
+ * an enabled VP; the runtime must give it one once alone. */
+static int exit_sleep;
+static void sleep_at_exit(void)
+{
+    if (!exit_sleep)
+        return;
+    int r = nth_sleep_ns(1000000);
+    printf("SLEPT rc=%d\n", r);
+    fflush(stdout);
+}
+
+/* Main stays on VP 0 without a scheduling point until the daemon has taken
+ * every CPU from us (VP 0 disabled under it), then exits. */
+static void exit_with_no_cpu(void)
+{
+    while (nth_cpus_assigned() != 0 || !__atomic_load_n(&nth_rt.vps[0]->disabled, __ATOMIC_ACQUIRE))
+        for (volatile int i = 0; i < 10000; i++)
+            ;
+    exit_sleep = 1;
+    printf("EXITING\n");
+    fflush(stdout);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -214,6 +245,7 @@ int main(int argc, char **argv)
     setenv("NTH_CPUMGR", argv[1], 1);
     if (argc > 3 && !strcmp(argv[3], "pre") && pre_runtime(atoi(argv[2])) != 0)
         return 3;
+    atexit(sleep_at_exit);
     if (nth_init(NULL) != 0 || (strcmp(argv[2], "default") && nth_cpus_request(atoi(argv[2])) != 0))
         return 3;
     nth_t gen = NULL, spin = NULL;
@@ -261,6 +293,8 @@ int main(int argc, char **argv)
                 nth_join(spin, NULL);
                 spin = NULL;
                 printf("UNSPUN\n");
+            } else if (!strcmp(cmd, "exitzero")) {
+                exit_with_no_cpu();
             } else if (!strcmp(cmd, "exit")) {
                 break;
             }

@@ -47,6 +47,8 @@ struct proc {
     char spin[128];   /* "SPIN ..." line */
     char pre[128];    /* last "PRE ..." line */
     char move[128];   /* last "MOVE ..." line */
+    char slept[128];  /* "SLEPT ..." line */
+    int exiting;      /* an "EXITING" line came */
 };
 
 static char bindir[PATH_MAX];
@@ -196,6 +198,10 @@ static void drain(struct proc *p)
                 snprintf(p->done, sizeof p->done, "%.*s", (int)sizeof p->done - 1, p->buf);
             else if (!strncmp(p->buf, "SPIN", 4))
                 snprintf(p->spin, sizeof p->spin, "%.*s", (int)sizeof p->spin - 1, p->buf);
+            else if (!strncmp(p->buf, "SLEPT", 5))
+                snprintf(p->slept, sizeof p->slept, "%.*s", (int)sizeof p->slept - 1, p->buf);
+            else if (!strcmp(p->buf, "EXITING"))
+                p->exiting = 1;
             else if (!strncmp(p->buf, "PRE", 3))
                 snprintf(p->pre, sizeof p->pre, "%.*s", (int)sizeof p->pre - 1, p->buf);
             else if (!strncmp(p->buf, "MOVE", 4))
@@ -433,6 +439,47 @@ static void test_zero_cpus(void **state)
     wait_state(&a, "A=1 N=2 EN=2 PK=0 OUT=0");
     sleep_ms(50);
     check_work(&a);
+}
+
+/* An application that exits while the daemon has given it no CPU (its
+ * main nano-thread still on VP 0, disabled under it) must still finish
+ * exit handlers that block a nano-thread after the cpumgr client's own
+ * (a trace's flush under the pthread shim: notes f14t, traced nested shells
+ * hung in exit()). rt_app's handler sleeps 1 ms on a nano-thread; the
+ * runtime, alone once its slot is freed, must give it a VP. Without that
+ * the process never exits (failed here: checked). */
+static void test_exit_with_no_cpu(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b, c;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "exitzero\n");
+    start(&b, "client_app", "2", -1);
+    start(&c, "client_app", "2", -1);
+    uint64_t t0 = us();
+    int st = 0;
+    pid_t w = 0;
+    while ((w = waitpid(a.pid, &st, WNOHANG)) == 0) {
+        drain(&a);
+        if (us() - t0 > 2u * WAIT_MS * 1000u)
+            fail_msg("app %d did not exit (EXITING seen: %d, '%s'): a nano-thread blocked in "
+                     "an exit handler after the client left the daemon, with no VP enabled",
+                     (int)a.pid, a.exiting, a.slept);
+        sleep_ms(2);
+    }
+    assert_int_equal(w, a.pid);
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == a.pid)
+            kids[i] = kids[--nkids];
+    drain(&a);
+    print_message("app %d: exited with no CPU: EXITING %d, %s\n", (int)a.pid, a.exiting, a.slept);
+    assert_true(a.exiting);
+    assert_string_equal(a.slept, "SLEPT rc=0");
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 static int proc_cpu(pid_t pid, int tid)
@@ -1408,6 +1455,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_enforced_before_init, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_dies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_cpus, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_with_no_cpu, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_move_margin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
