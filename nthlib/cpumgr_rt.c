@@ -443,8 +443,8 @@ static void park_wait(struct nth_vp *vp)
     /* Detached since (detach_words(), the client's exit handler): it
      * cleared the words it saw and woke their sleepers; this one it may
      * have missed, so take it back and let the idle loop park us on our
-     * own word. Stored, then checked, against its store-then-clear: one
-     * of the two sees the other (seq_cst). */
+     * own word. Our store-then-check of the word against its
+     * NULL-then-exchange: one of the two sees the other (seq_cst). */
     if (__atomic_load_n(&nth_cpumgr_vp_word, __ATOMIC_SEQ_CST) != w) {
         uint32_t *mine = w;
         __atomic_compare_exchange_n(&s->word, &mine, NULL, 0, __ATOMIC_SEQ_CST,
