@@ -394,17 +394,33 @@ static int claim(void)
     return EAGAIN;
 }
 
+/* The runtime's detach hook (nth_cpumgr_set_detach_hook). */
+static void (*detach_hook)(void);
+
+void nth_cpumgr_set_detach_hook(void (*fn)(void))
+{
+    __atomic_store_n(&detach_hook, fn, __ATOMIC_RELEASE);
+}
+
 /* Drop the mapping. A VP may be inside nth_cpumgr_poll() with the old
  * watch pointer in hand, so while the runtime runs (final == 0) the mapping
  * is retired, not unmapped: one segment's worth per daemon that went away
- * for good, a bounded cost against a crash. */
+ * for good, a bounded cost against a crash. At the final detach (exit) the
+ * runtime's hook first moves its VPs off the slot's words; the mapping
+ * still stays with a runtime: its VPs run on through the exit handlers,
+ * and one of them, or a late handler waking a disabled VP (the pthread
+ * shim's first sleep, the trace writer's), may hold a word read before
+ * (SIGSEGV at exit beside busy neighbours, 10 of 12 traced shim runs). */
 static void unmap_segment(int final)
 {
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_SEQ_CST);
     __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    void (*hook)(void) = __atomic_load_n(&detach_hook, __ATOMIC_ACQUIRE);
+    if (final && hook)
+        hook();
     nth_cpumgr_sigbus_clear(); /* before the fd goes */
-    if (C.shm && final)
+    if (C.shm && final && !hook)
         munmap(C.shm, sizeof *C.shm);
     if (C.fd >= 0)
         close(C.fd); /* drops our slot lock */

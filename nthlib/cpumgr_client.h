@@ -76,8 +76,24 @@ int nth_cpumgr_client_attach(void);
  * Thread-safe. */
 void nth_cpumgr_client_rebind_self(void);
 
-/* Detach (slot freed) and release everything. Safe to call twice. */
+/* Detach (slot freed) and release everything. Safe to call twice. Called
+ * by the client's exit handler. With a detach hook registered (the
+ * runtime's VPs sleep on and wake through the slot's words), the hook runs
+ * once the client has stopped handing out segment pointers, and the
+ * segment is then left mapped until the process ends: exit handlers that
+ * run later, and VPs still running meanwhile, may hold a pointer read
+ * before (issue 4/5: a late exit handler's sleep woke a disabled VP
+ * through an unmapped word, SIGSEGV). Not thread-safe against a second
+ * init. */
 void nth_cpumgr_client_fini(void);
+
+/* Register fn (NULL to remove), called by nth_cpumgr_client_fini() with
+ * the client lock held, after nth_cpumgr_vp_word is NULL and before the
+ * slot's mapping would go: fn must make its users leave the segment's
+ * words (wake who sleeps on them) and must not call back into the
+ * client. One hook; its presence also keeps the mapping at fini (above).
+ * Thread-safe (atomic store). */
+void nth_cpumgr_set_detach_hook(void (*fn)(void));
 
 /* Register fn (NULL to remove); it is called at once with the current set. */
 void nth_cpumgr_set_assign_callback(nth_cpumgr_assign_fn fn, void *arg);

@@ -445,6 +445,18 @@ static void park_wait(struct nth_vp *vp)
     struct vp_state *s = &R.vps[vp->id];
     wake_slice_park(s);
     __atomic_store_n(&s->word, w, __ATOMIC_SEQ_CST);
+    /* Detached since (detach_words(), the client's exit handler): it
+     * cleared the words it saw and woke their sleepers; this one it may
+     * have missed, so take it back and let the idle loop park us on our
+     * own word. Our store-then-check of the word against its
+     * NULL-then-exchange: one of the two sees the other (seq_cst). */
+    if (__atomic_load_n(&nth_cpumgr_vp_word, __ATOMIC_SEQ_CST) != w) {
+        uint32_t *mine = w;
+        __atomic_compare_exchange_n(&s->word, &mine, NULL, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED);
+        wake_slice_woke(s);
+        return;
+    }
     uint32_t v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
     /* A grant published already, or a CPU handed to us by its releaser
      * before we read the word: take it ourselves (it may enable us). */
@@ -481,6 +493,28 @@ static void park_wake(struct nth_vp *vp)
 }
 
 static const struct nth_park_ops park_ops = { park_wait, park_wake };
+
+/* The client's detach hook (nth_cpumgr_set_detach_hook), run from its exit
+ * handler once nth_cpumgr_vp_word is NULL: no VP keeps a slot word, and a
+ * VP asleep on one is woken to park on its own word (park_wait, the word
+ * NULL), where enable() and nth_switch_hook_set() reach it. Without it a
+ * later exit handler waking a disabled VP (the pthread shim's first
+ * sleep installs its switch hook) wrote through the recorded word into
+ * the segment the client had unmapped: SIGSEGV (fresh14, issue 4/5). The
+ * bump moves the futex word so a sleeper about to wait sees it changed. */
+static void detach_words(void)
+{
+    if (!R.vps)
+        return;
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        uint32_t *w = __atomic_exchange_n(&R.vps[i].word, NULL, __ATOMIC_SEQ_CST);
+        if (!w)
+            continue;
+        __atomic_add_fetch(w, 1, __ATOMIC_SEQ_CST);
+        syscall(SYS_futex, w, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL,
+                1u << ((unsigned)i % 32u));
+    }
+}
 
 static void on_sched_point(struct nth_vp *vp, int where)
 {
@@ -762,6 +796,7 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     if (!R.assigned || !R.vps)
         return ENOMEM;
     __atomic_store_n(&nth_park_ops, &park_ops, __ATOMIC_RELEASE);
+    nth_cpumgr_set_detach_hook(detach_words);
     /* We run on VP 0's kernel thread; the others record theirs at their
      * first idle-loop turn, before they run any nano-thread. */
     struct nth_vp *self = nth_vp_self();

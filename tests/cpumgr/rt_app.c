@@ -20,10 +20,14 @@
  * sleep and prints "SLEPT"). Linked statically to read the runtime's VP table; a plain kernel
  * thread prints the state lines, so they appear while every VP is parked.
  *
- * usage: rt_app SEGMENT REQUEST [pre]
+ * usage: rt_app SEGMENT REQUEST [pre|late]
  * With "pre", the application attaches through the public API before
  * nth_init() (see pre_runtime()). REQUEST "default": nth_cpus_request()
  * is never called (the default request, min(VPs, mask): set NTH_VPS).
+ * With "late", an exit handler registered
+ * before nth_init() (so it runs after the runtime's own, the cpumgr
+ * client's detach among them) installs a switch hook, which wakes every
+ * VP the daemon disabled (see late_exit()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -33,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -235,6 +241,63 @@ static void exit_with_no_cpu(void)
     exit(0);
 }
 
+static void on_switch(void *data) { (void)data; }
+
+/* The slot segment's mapping, read from /proc/self/maps at "exit" (late
+ * mode): late_exit() fences it if it is gone by then. */
+static uintptr_t seg_lo, seg_hi;
+
+static void find_segment(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return;
+    char line[512], want[128];
+    snprintf(want, sizeof want, "/dev/shm%s", name);
+    unsigned long lo, hi;
+    while (fgets(line, sizeof line, f)) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        size_t n = strlen(line), wn = strlen(want);
+        if (n >= wn && !strcmp(line + n - wn, want) && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+            seg_lo = lo;
+            seg_hi = hi;
+        }
+    }
+    fclose(f);
+}
+
+/* Run after the runtime's exit handlers: the cpumgr client has detached
+ * by now. nth_switch_hook_set() wakes each disabled VP through the park
+ * operations, as the pthread shim's first sleep does from a late exit
+ * handler (issue 4/5: that write went through a word of the unmapped
+ * segment, SIGSEGV). Prints "LATE hook=<rc>" on success. */
+static void late_exit(void)
+{
+    /* Unmapped by the client's detach: an inaccessible mapping in its
+     * place, before anything else can be mapped there, makes a write
+     * through a stale word fault every time (else it may land in whatever
+     * took the address: seen passing 1 run in 3). Kept mapped: the fence
+     * is refused (EEXIST). */
+    int fenced = 0;
+    if (seg_hi > seg_lo) {
+        void *p = mmap((void *)seg_lo, seg_hi - seg_lo, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == (void *)seg_lo)
+            fenced = 1;
+        else if (p != MAP_FAILED)
+            munmap(p, seg_hi - seg_lo); /* no MAP_FIXED_NOREPLACE: elsewhere */
+    }
+    char dis[64] = "";
+    for (int i = 0; i < nth_rt.nvps && i < 60; i++)
+        dis[i] = __atomic_load_n(&nth_rt.vps[i]->disabled, __ATOMIC_ACQUIRE) ? 'd' : 'e';
+    int r = nth_switch_hook_set(on_switch);
+    int r2 = nth_switch_hook_set(NULL);
+    printf("LATE hook=%d unhook=%d fenced=%d vps=%s\n", r, r2, fenced, dis);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -243,6 +306,8 @@ int main(int argc, char **argv)
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
     setenv("NTH_CPUMGR", argv[1], 1);
+    if (argc > 3 && !strcmp(argv[3], "late"))
+        atexit(late_exit);
     if (argc > 3 && !strcmp(argv[3], "pre") && pre_runtime(atoi(argv[2])) != 0)
         return 3;
     atexit(sleep_at_exit);
@@ -296,6 +361,7 @@ int main(int argc, char **argv)
             } else if (!strcmp(cmd, "exitzero")) {
                 exit_with_no_cpu();
             } else if (!strcmp(cmd, "exit")) {
+                find_segment(argv[1]);
                 break;
             }
             fflush(stdout);
