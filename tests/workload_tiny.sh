@@ -50,11 +50,14 @@ check "driver and kernels CPU seconds" \
 check "degradation per named instance, positive" \
   'all(.[] | select(.bench == "degradation"); .value > 0 and (.params.instance | type) == "string")'
 # The kernel's own timer runs inside the process: 0 < kernel_s <= mean_s,
-# and serial_fraction (start-up, generation, validation, exit) is the rest.
+# and serial_fraction (start-up, generation, validation, exit) is the rest,
+# within the JSON's rounding: serial_fraction to 4 places (5e-5), kernel_s and
+# mean_s to 6 (their ratio then to 1e-6 / mean_s: 2.4e-4 at a tiny size's
+# 2 ms run, which the fixed 2e-4 this had refused once in a suite).
 check "kernel time within the wall time, serial fraction = 1 - kernel_s / mean_s" \
   'all(.[] | select(.bench == "degradation"); .kernel_s > 0 and .kernel_s <= .mean_s
     and .serial_fraction >= 0 and .serial_fraction < 1
-    and ((.serial_fraction - (1 - .kernel_s / .mean_s)) | fabs) <= 0.0002)'
+    and ((.serial_fraction - (1 - .kernel_s / .mean_s)) | fabs) <= 0.0001 + 0.000001 / .mean_s)'
 check "three glibc instances in lu+sor+lu" \
   '([.[] | select(.bench == "degradation" and .impl == "glibc" and .params.mix == "lu+sor+lu")] | length) == 3'
 check "exactly the five record kinds" \
