@@ -167,22 +167,10 @@ static void kick_watcher(void)
 #define WAKE_SLICE_HOLD_NS 1000000LL
 
 /* Set thread tid's (0: the caller's) slice, ns = 0 for the default.
- * Returns 0 or an errno value (nth_sched_short_slice's). */
+ * Returns 0 or an errno value (nth_sched_set_slice's). */
 static int slice_set(int tid, uint64_t ns)
 {
-    if (tid == 0)
-        return nth_sched_short_slice(ns);
-    struct nth_sched_attr a;
-    memset(&a, 0, sizeof a);
-    if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0) != 0)
-        return errno;
-    if (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH)
-        return EINVAL;
-    a.size = sizeof a;
-    a.flags = 0;
-    a.runtime = ns;
-    a.deadline = a.period = 0;
-    return syscall(SYS_sched_setattr, tid, &a, 0) == 0 ? 0 : errno;
+    return nth_sched_set_slice(tid, ns);
 }
 
 /* Before a disabled park (the VP's own thread): the short slice, once. */

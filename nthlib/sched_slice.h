@@ -38,18 +38,19 @@ struct nth_sched_attr {
     uint64_t runtime, deadline, period;
 };
 
-/* Give the calling thread a time slice of ns nanoseconds, keeping its policy
- * (SCHED_OTHER or SCHED_BATCH only) and nice value. Returns 0, or an errno
- * value: ENOSYS (no sched_setattr), EINVAL (another policy, or a kernel that
- * refuses the field), EPERM. Before Linux 6.12 the kernel ignores the slice
- * (0 is returned; sched_getattr then reads another runtime). Thread-safe;
- * affects the calling thread only. */
-static inline int nth_sched_short_slice(uint64_t ns)
+/* Give thread tid (0: the calling thread) a time slice of ns nanoseconds
+ * (0: the kernel's default), keeping its policy (SCHED_OTHER or
+ * SCHED_BATCH only) and nice value. Returns 0, or an errno value: ENOSYS
+ * (no sched_setattr), EINVAL (another policy, or a kernel that refuses the
+ * field), EPERM, ESRCH (no such thread). Before Linux 6.12 the kernel
+ * ignores the slice (0 is returned; sched_getattr then reads another
+ * runtime). Thread-safe; affects thread tid only. */
+static inline int nth_sched_set_slice(int tid, uint64_t ns)
 {
 #if defined(SYS_sched_setattr) && defined(SYS_sched_getattr)
     struct nth_sched_attr a;
     memset(&a, 0, sizeof a);
-    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0) != 0)
+    if (syscall(SYS_sched_getattr, tid, &a, (unsigned)sizeof a, 0) != 0)
         return errno;
     if (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH)
         return EINVAL;
@@ -57,11 +58,18 @@ static inline int nth_sched_short_slice(uint64_t ns)
     a.flags = 0;
     a.runtime = ns;
     a.deadline = a.period = 0;
-    return syscall(SYS_sched_setattr, 0, &a, 0) == 0 ? 0 : errno;
+    return syscall(SYS_sched_setattr, tid, &a, 0) == 0 ? 0 : errno;
 #else
+    (void)tid;
     (void)ns;
     return ENOSYS;
 #endif
+}
+
+/* The calling thread's slice: nth_sched_set_slice(0, ns). */
+static inline int nth_sched_short_slice(uint64_t ns)
+{
+    return nth_sched_set_slice(0, ns);
 }
 
 /* The slice of thread tid (0: the caller) in ns, or 0 if unknown.
