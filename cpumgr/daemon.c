@@ -156,7 +156,10 @@ struct daemon {
     unsigned shrinks;       /* and counted */
     unsigned guard_seen;    /* nth_cpumgr_sigbus_grown() at the last check */
     struct slotpriv p[NTH_CPUMGR_MAX_SLOTS];
-    unsigned rot;
+    unsigned rot;           /* quanta that rotated CPUs since we started: the
+                               policy's rotation index, and what the segment's
+                               rotations word shows (ours, rewritten each
+                               pass: the segment's copy is untrusted) */
     int turn;               /* the quantum ended (rot bumped): the next
                                rebalance may take a holder's CPU */
     int dirty;
@@ -1119,6 +1122,7 @@ int cm_daemon_run(const struct cm_opts *o)
         }
         check_header(&d);
         __atomic_store_n(&d.shm->heartbeat_ms, tms, __ATOMIC_RELEASE);
+        __atomic_store_n(&d.shm->rotations, (uint64_t)d.rot, __ATOMIC_RELAXED);
         /* The liveness check reads /proc (tens of us): a pass that answers
          * a request puts it off once, to a pass LIVE_DEFER_NS later, so
          * that the grant is not behind it; a dead client is still seen
@@ -1142,7 +1146,6 @@ int cm_daemon_run(const struct cm_opts *o)
                 d.rot++;
                 d.turn = 1;
                 d.dirty = 1;
-                __atomic_store_n(&d.shm->rotations, d.shm->rotations + 1, __ATOMIC_RELAXED);
             }
         }
         if (!hwloc_bitmap_iszero(d.cooling)) {
