@@ -5,7 +5,7 @@
  * gets SIGSEGV. The handler runs on the VP's alternate signal stack (the
  * faulting stack is unusable), maps the fault address to the unit's
  * descriptor through the slab registry, writes one line
- *   nthlib: stack overflow in nano-thread <id> (<name>)
+ *   nthlib: stack overflow in nano-thread <id> (<name>)   -- " (<name>)" only if named
  * with write(2) only (async-signal-safe), restores the previous action and
  * returns: the faulting instruction runs again under it. Tracing installs
  * its handler before this one, so an overflow under NTH_TRACE prints the
@@ -100,12 +100,15 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
         do { num[n++] = (char)('0' + id % 10); id /= 10; } while (id && n < 23);
         while (n > 0 && at < 255)
             buf[at++] = num[--n];
-        at = put(buf, at, " (");
         char name[NTH_NAME_MAX + 1];
         memcpy(name, t->name, NTH_NAME_MAX);
         name[NTH_NAME_MAX] = '\0';
-        at = put(buf, at, name);
-        at = put(buf, at, ")\n");
+        if (name[0]) { /* an unnamed one is its id alone, not "()" */
+            at = put(buf, at, " (");
+            at = put(buf, at, name);
+            at = put(buf, at, ")");
+        }
+        at = put(buf, at, "\n");
         ssize_t w = nth_sys_write(2, buf, at);
         (void)w;
         /* No going on from an overflowed stack: the previous action takes

@@ -21,14 +21,15 @@ static void *overflow(void *a)
     return (void *)(uintptr_t)deep(0);
 }
 
+/* a: the nano-thread's name, or NULL for none. */
 static void c_overflow(void *a)
 {
-    (void)a;
     child_init(2);
     nth_attr_t attr;
     nth_attr_init(&attr);
     nth_attr_setstacksize(&attr, NTH_STACK_MIN);
-    nth_attr_setname(&attr, "deep-diver");
+    if (a)
+        nth_attr_setname(&attr, (const char *)a);
     nth_t t;
     CHECK_EQ(nth_create(&t, &attr, overflow, NULL), 0);
     CHECK_EQ(nth_id(t), 2);
@@ -36,21 +37,35 @@ static void c_overflow(void *a)
     fprintf(stderr, "not reached\n");
 }
 
-static void test_guard_page(void **s)
+/* The overflow of a nano-thread named name (NULL: unnamed) prints line. */
+static void check_guard_page(const char *name, const char *line)
 {
-    (void)s;
     char path[] = "/tmp/nth-overflow-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    int st = run_child(c_overflow, NULL, path, 30);
+    int st = run_child(c_overflow, (void *)name, path, 30);
     assert_true(WIFSIGNALED(st));
     assert_int_equal(WTERMSIG(st), SIGSEGV);
     char buf[4096] = {0};
     assert_true(pread(fd, buf, sizeof buf - 1, 0) > 0);
-    assert_non_null(strstr(buf, "nthlib: stack overflow in nano-thread 2 (deep-diver)\n"));
+    if (!strstr(buf, line))
+        fail_msg("expected \"%s\" in: %s", line, buf);
     assert_null(strstr(buf, "not reached"));
     close(fd);
     unlink(path);
+}
+
+static void test_guard_page(void **s)
+{
+    (void)s;
+    check_guard_page("deep-diver", "nthlib: stack overflow in nano-thread 2 (deep-diver)\n");
+}
+
+/* An unnamed nano-thread: its id alone, no empty "()" (fresh15). */
+static void test_guard_page_unnamed(void **s)
+{
+    (void)s;
+    check_guard_page(NULL, "nthlib: stack overflow in nano-thread 2\n");
 }
 
 /* ---- SIGSEGV sent, not a fault ---------------------------------------- */
@@ -235,6 +250,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard_page),
+        cmocka_unit_test(test_guard_page_unnamed),
         cmocka_unit_test(test_sent_raise),
         cmocka_unit_test(test_sent_kill),
         cmocka_unit_test(test_sent_sigqueue),
