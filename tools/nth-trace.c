@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "config.h"   /* PACKAGE_NAME, PACKAGE_VERSION */
 #include "trace_convert.h"
 #include "input_kind.h"
 #include "default_out.h"
@@ -41,7 +42,7 @@ static void usage_to(FILE *f)
     fprintf(f, "usage: nth-trace convert [-q] FILE.bin [-o OUT.json|OUT.json.gz|OUT.prv|OUT]\n"
                "       nth-trace merge [-q] A.bin B.bin ... -o OUT.json.gz|OUT.json|OUT.prv|OUT\n"
                "       nth-trace stats FILE.bin [FILE.bin ...]\n"
-               "       nth-trace --help\n"
+               "       nth-trace --help | --version\n"
                "OUT without a suffix: OUT.json, or OUT.json.gz if the JSON passes\n"
                "NTH_TRACE_JSON_MAX bytes (default 256M). convert without -o: PATH for the\n"
                "runtime's PATH.PID.bin (NAME.json.gz for another NAME.bin); another process's\n"
@@ -204,6 +205,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage_to(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("nth-trace (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
             return 0;
         }
     if (argc >= 2 && strcmp(argv[1], "convert") && strcmp(argv[1], "stats") && strcmp(argv[1], "merge")) {

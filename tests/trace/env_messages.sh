@@ -67,6 +67,10 @@ for h in --help -h "convert --help"; do
     "$TOOL" $h >h.out 2>h.err; st=$?
     [ "$st" = 0 ] && grep -q '^usage: nth-trace' h.out && [ ! -s h.err ] || fail "nth-trace $h: status $st, stdout '$(head -c 80 h.out)'"
 done
+# --version, as nthrun's (fresh15: refused as an unknown command)
+"$TOOL" --version >h.out 2>h.err; st=$?
+[ "$st" = 0 ] && grep -qx 'nth-trace (nthlib) [0-9][0-9.]*' h.out && [ ! -s h.err ] ||
+    fail "nth-trace --version: status $st, stdout '$(head -c 80 h.out)', stderr '$(head -c 80 h.err)'"
 "$TOOL" >h.out 2>h.err; st=$?
 [ "$st" = 2 ] && grep -q '^usage: nth-trace' h.err || fail "nth-trace without arguments: status $st"
 # an unknown command is named, then the usage, status 2
