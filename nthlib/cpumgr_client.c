@@ -100,6 +100,20 @@ static void lock(void)
 static int trylock(void) { return !__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE); }
 static void unlock(void) { __atomic_store_n(&C.lock, 0, __ATOMIC_RELEASE); }
 
+/* Point the VPs back at the standalone words: no slot word to park on,
+ * nothing to watch, no assignment sequence seen. Every way off a slot
+ * (daemon gone, unmap, exit, fork child) goes through here, so that none
+ * clears two of the three words and forgets the third. The slot word is
+ * cleared first and sequentially consistent, the strongest of the orders
+ * the four callers had (unmap_segment's, ahead of the detach hook). Lock
+ * held, or a single-threaded fork child. */
+static void unwatch_slot(void)
+{
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+}
+
 static uint64_t now_ms(void)
 {
     struct timespec ts;
@@ -413,9 +427,7 @@ void nth_cpumgr_set_detach_hook(void (*fn)(void))
  * (SIGSEGV at exit beside busy neighbours, 10 of 12 traced shim runs). */
 static void unmap_segment(int final)
 {
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     void (*hook)(void) = __atomic_load_n(&detach_hook, __ATOMIC_ACQUIRE);
     if (final && hook)
         hook();
@@ -596,9 +608,7 @@ static int try_attach(void)
 static int go_alone(int stopped)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     if (stopped)
         unmap();
     return apply_standalone();
@@ -816,9 +826,7 @@ void nth_cpumgr_client_rebind_self(void)
 static void go_alone_at_exit(void)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     if (C.off || !C.cb || !C.topo || !C.affinity)
         return;
     if (!apply_standalone())
@@ -1024,7 +1032,5 @@ void nth_cpumgr_client_fork_child(void)
     C.held = 0;
     C.cb = NULL;
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
+    unwatch_slot();
 }
