@@ -60,7 +60,8 @@ def main():
         if g < n:
             lost += (n - g) * (e - s)
             if e - s >= a.min_ms:
-                print("%10.1f .. %10.1f ms (%7.1f ms): %d of %d CPUs granted" % (s, e, e - s, g, n))
+                print("%10.1f .. %10.1f ms (%7.1f ms): %d of %d CPU%s granted"
+                      % (s, e, e - s, g, n, "" if n == 1 else "s"))
     span = iv[-1][1] - iv[0][0]
     print("ungranted: %.1f CPU-ms of %d x %.1f ms (%.2f %%)" % (lost, n, span, 100.0 * lost / (n * span)))
     return 0

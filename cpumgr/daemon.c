@@ -1072,8 +1072,8 @@ int cm_daemon_run(const struct cm_opts *o)
                 "period\n", strerror(e));
     char list[256];
     hwloc_bitmap_list_snprintf(list, sizeof list, d.owned);
-    fprintf(stderr, "cpumgr: ready on %s: %d CPUs (%s), policy %s%s, period %u ms, quantum %u ms\n",
-            o->name, d.ncpus, list, cm_policy_name(o->policy), o->share ? " +share" : "",
+    fprintf(stderr, "cpumgr: ready on %s: %d CPU%s (%s), policy %s%s, period %u ms, quantum %u ms\n",
+            o->name, d.ncpus, d.ncpus == 1 ? "" : "s", list, cm_policy_name(o->policy), o->share ? " +share" : "",
             o->period_ms, o->quantum_ms);
     /* Before the ready byte: a background start shows it on the terminal. */
     cm_others_report(o->name, d.owned);

@@ -91,10 +91,25 @@ int main(int argc, char **argv)
         {"group", required_argument, 0, 'g'}, {"cpus", required_argument, 0, 'c'},
         {"accounting", required_argument, 0, 'a'}, {"trace", required_argument, 0, 't'}, {"watch", optional_argument, 0, 'w'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    /* Which options each command takes: `status --policy priority` used
+     * to be accepted and ignored, so a user believed it did something
+     * (issue 5). The daemon's options belong to run, --watch to status. */
+    static const char *const takes[] = {
+        [RUN] = "fnpPqsexgcath", [STATUS] = "nwh", [STOP] = "nh" };
+    static const char *const accepted[] = {
+        [RUN] = "every option but --watch", [STATUS] = "--name, --watch, --help",
+        [STOP] = "--name, --help" };
+    static const char *const cmd_name[] = { [RUN] = "run", [STATUS] = "status", [STOP] = "stop" };
     unsigned watch = 0;
     optind = argi;
-    int c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, "", lo, &li)) != -1) {
+        if (c != '?' && c != ':' && li >= 0 && !strchr(takes[cmd], c)) {
+            fprintf(stderr, "cpumgr: --%s: not an option of `cpumgr %s` (accepted: %s)\n",
+                    lo[li].name, cmd_name[cmd], accepted[cmd]);
+            return 2;
+        }
+        li = -1;
         switch (c) {
         case 'f': o.foreground = 1; break;
         case 'n': o.name = optarg; break;

@@ -75,8 +75,9 @@ static int print_once(const char *name)
                 __atomic_load_n(&s->daemon_state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_DAEMON_RUNNING;
     char cpus[256];
     mask_list(s->cpus, cpus, sizeof cpus);
-    printf("cpumgr %s: daemon pid %d %s, %u CPUs (%s), allocation epoch %llu, rotations %llu\n",
-           name, (int)s->daemon_pid, alive ? "running" : "NOT running", s->ncpus, cpus,
+    printf("cpumgr %s: daemon pid %d %s, %u CPU%s (%s), allocation epoch %llu, rotations %llu\n",
+           name, (int)s->daemon_pid, alive ? "running" : "NOT running", s->ncpus,
+           s->ncpus == 1 ? "" : "s", cpus,
            (unsigned long long)__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE),
            (unsigned long long)__atomic_load_n(&s->rotations, __ATOMIC_RELAXED));
     printf("%-4s %-20s %8s %5s %5s %5s %-16s %12s\n", "SLOT", "NAME", "PID", "PRIO", "REQ",

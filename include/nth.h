@@ -707,12 +707,19 @@ NTH_API int nth_cpus_request(int n);
  * applications than it has CPUs). Standalone: min(request, CPUs of the
  * affinity mask), the request defaulting to min(VPs, CPUs of the mask).
  * Attached, only CPUs the daemon manages: CPUs of the mask outside its
- * set stay unused (cpumgr(8)). Never fails; thread-safe, lock-free. */
+ * set stay unused (cpumgr(8)). Attached but not yet answered (between the
+ * attach and the daemon's first pass), the first call of this or of
+ * nth_cpus_assigned_mask() waits for the daemon's first assignment, at
+ * most 1 s, in the kernel, once per process: the first count is the
+ * daemon's, not the standalone one (nth(3)); a daemon that does not answer
+ * in time leaves the standalone count. Never fails; thread-safe;
+ * lock-free after that first call. */
 NTH_API int nth_cpus_assigned(void);
 
 /* A copy of the assigned CPU set (OS indices) in *out, to be released with
- * hwloc_bitmap_free(). Returns 0; EINVAL if out is NULL; ENOMEM.
- * Thread-safe. */
+ * hwloc_bitmap_free(). The first call may wait for the daemon's first
+ * answer, as nth_cpus_assigned(). Returns 0; EINVAL if out is NULL;
+ * ENOMEM. Thread-safe. */
 NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out);
 
 /* Set this application's priority for cpumgr's `priority` policy, 1..1000

@@ -26,6 +26,7 @@
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "cpumgr_request.h"
+#include "cpumgr_wait.h"
 #include "internal.h"
 #include "env_msg.h"
 #include "trace_hooks.h"
@@ -90,6 +91,7 @@ static const uint32_t standalone_word;
 const uint32_t *nth_cpumgr_watch = &standalone_word;
 uint32_t nth_cpumgr_watch_seen;
 uint32_t *nth_cpumgr_vp_word;
+static int first_wait_done;   /* await_first_answer() has run: once per client life */
 
 static void lock(void)
 {
@@ -99,6 +101,20 @@ static void lock(void)
 
 static int trylock(void) { return !__atomic_exchange_n(&C.lock, 1, __ATOMIC_ACQUIRE); }
 static void unlock(void) { __atomic_store_n(&C.lock, 0, __ATOMIC_RELEASE); }
+
+/* Point the VPs back at the standalone words: no slot word to park on,
+ * nothing to watch, no assignment sequence seen. Every way off a slot
+ * (daemon gone, unmap, exit, fork child) goes through here, so that none
+ * clears two of the three words and forgets the third. The slot word is
+ * cleared first and sequentially consistent, the strongest of the orders
+ * the four callers had (unmap_segment's, ahead of the detach hook). Lock
+ * held, or a single-threaded fork child. */
+static void unwatch_slot(void)
+{
+    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+}
 
 static uint64_t now_ms(void)
 {
@@ -413,9 +429,7 @@ void nth_cpumgr_set_detach_hook(void (*fn)(void))
  * (SIGSEGV at exit beside busy neighbours, 10 of 12 traced shim runs). */
 static void unmap_segment(int final)
 {
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     void (*hook)(void) = __atomic_load_n(&detach_hook, __ATOMIC_ACQUIRE);
     if (final && hook)
         hook();
@@ -596,9 +610,7 @@ static int try_attach(void)
 static int go_alone(int stopped)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     if (stopped)
         unmap();
     return apply_standalone();
@@ -816,9 +828,7 @@ void nth_cpumgr_client_rebind_self(void)
 static void go_alone_at_exit(void)
 {
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
+    unwatch_slot();
     if (C.off || !C.cb || !C.topo || !C.affinity)
         return;
     if (!apply_standalone())
@@ -856,6 +866,7 @@ void nth_cpumgr_client_fini(void)
     }
     go_alone_at_exit();
     unmap_segment(1);
+    __atomic_store_n(&first_wait_done, 0, __ATOMIC_RELEASE);
     C.cb = NULL;
     hwloc_bitmap_free(C.affinity);
     hwloc_bitmap_free(C.assigned);
@@ -937,9 +948,52 @@ NTH_API int nth_set_priority(int p)
     return 0;
 }
 
+/* Between its claim and the daemon's first answer (one pass, the daemon
+ * is woken by the claim) an application runs alone, and the count was
+ * the standalone one: a program sizing its first parallel region from
+ * nth_cpus_assigned() got 2 on a 2-CPU machine whose daemon then gave it
+ * 1 (issue 5). As an eDragon-style manager's register call does, the
+ * first asker waits for the daemon's word instead, bounded: a daemon
+ * that is alive (fresh heartbeat) but does not answer leaves the caller
+ * with the standalone count after FIRST_ANSWER_WAIT_MS. Once per process
+ * (first_wait_done): a later re-attach, after a daemon restart, costs no
+ * caller a wait; a VP's scheduling point never waits here. */
+#define FIRST_ANSWER_WAIT_MS 1000
+#define FIRST_ANSWER_SLICE_NS 10000000   /* re-check: a missed wake costs this */
+
+static void await_first_answer(void)
+{
+    if (__atomic_load_n(&first_wait_done, __ATOMIC_ACQUIRE) ||
+        !__atomic_load_n(&C.attached, __ATOMIC_ACQUIRE))
+        return;
+    static const int no_kick;
+    uint64_t deadline = now_ns() + (uint64_t)FIRST_ANSWER_WAIT_MS * 1000000u;
+    for (;;) {
+        lock();
+        int waiting = __atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.waiting_first;
+        uint32_t claimed = C.claim_aseq;
+        unlock();
+        uint64_t t = now_ns();
+        if (!waiting || t >= deadline)
+            break;
+        /* The slot's sequence word while attached; the mapping stays
+         * while the runtime runs (unmap_segment), and a detach makes
+         * waiting false at the next look. */
+        const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
+        uint64_t until = t + FIRST_ANSWER_SLICE_NS < deadline ? t + FIRST_ANSWER_SLICE_NS : deadline;
+        (void)nth_cpumgr_wait2(w, claimed, &no_kick, 0, (int64_t)until);
+        lock();   /* read the answer ourselves: a trylock may lose to the watcher */
+        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.shm)
+            (void)read_assignment();
+        unlock();
+    }
+    __atomic_store_n(&first_wait_done, 1, __ATOMIC_RELEASE);
+}
+
 NTH_API int nth_cpus_assigned(void)
 {
     nth_cpumgr_client_init(NULL);
+    await_first_answer();
     nth_cpumgr_poll();
     return __atomic_load_n(&C.count, __ATOMIC_ACQUIRE);
 }
@@ -950,6 +1004,7 @@ NTH_API int nth_cpus_assigned_mask(struct hwloc_bitmap_s **out)
         return EINVAL;
     if (nth_cpumgr_client_init(NULL) == ENOMEM)
         return ENOMEM;
+    await_first_answer();
     nth_cpumgr_poll();
     lock();
     *out = C.assigned ? hwloc_bitmap_dup(C.assigned) : hwloc_bitmap_alloc();
@@ -1024,7 +1079,5 @@ void nth_cpumgr_client_fork_child(void)
     C.held = 0;
     C.cb = NULL;
     __atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch, &standalone_word, __ATOMIC_RELEASE);
-    __atomic_store_n(&nth_cpumgr_watch_seen, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&nth_cpumgr_vp_word, NULL, __ATOMIC_RELEASE);
+    unwatch_slot();
 }

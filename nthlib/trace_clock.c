@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "libc_real.h"
 #include "trace_clock.h"
 
 struct nth_trace_clock_cur nth_trace_clock_cur;   /* trace_clock.h */
@@ -103,7 +104,7 @@ static int kernel_uses_tsc(void)
     int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    ssize_t n = nth_sys_read(fd, buf, sizeof buf - 1);   /* not the shim's read */
     close(fd);
     return n >= 3 && !strncmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
 }

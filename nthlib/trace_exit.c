@@ -159,11 +159,12 @@ static void convert_in_fresh_process(const struct nth_trace_finished *f)
     int st = 0;
     pid_t w = 0;
     for (long waited = 0; waited < CONVERT_WAIT_MS * 1000L; waited += 5000) {
-        w = waitpid(pid, &st, WNOHANG);
+        /* wait4(2) raw: waitpid binds to the shim's wrapper (a wait of
+         * the nano-thread) when the program runs under it. */
+        w = (pid_t)syscall(SYS_wait4, pid, &st, WNOHANG, NULL);
         if (w != 0 && !(w < 0 && errno == EINTR))
             break;
-        struct timespec ts = { 0, 5000000 };
-        nanosleep(&ts, NULL);
+        nth_sys_sleep_ns(5000000); /* the kernel's, not the shim's; async-signal-safe */
     }
     sys_sigmask(SIG_SETMASK, &old, NULL);
     if (w == 0) {

@@ -90,8 +90,7 @@ static int drain_lock(long max_ms)
     for (long i = 0; __atomic_exchange_n(&wr_drain_lock, 1, __ATOMIC_ACQUIRE); i++) {
         if (max_ms >= 0 && i >= max_ms * 10)
             return 0;
-        struct timespec ts = { 0, 100000 };
-        nanosleep(&ts, NULL);
+        nth_sys_sleep_ns(100000); /* a kernel sleep, never the shim's nano-thread one */
     }
     return 1;
 }
@@ -625,7 +624,7 @@ static int start_abs(const char *path, size_t buffer_bytes, unsigned flush_ms)
 }
 
 /* Async-signal-safe (the fatal-signal path calls it): atomics, futex,
- * nanosleep, write(2), close(2), clock_gettime; no malloc, no stdio. */
+ * nth_sys_sleep_ns, write(2), close(2), clock_gettime; no malloc, no stdio. */
 int nth_trace_finish_records(struct nth_trace_finished *f)
 {
     if (!wr_started || __atomic_exchange_n(&wr_finishing, 1, __ATOMIC_ACQ_REL))
@@ -639,8 +638,7 @@ int nth_trace_finish_records(struct nth_trace_finished *f)
     /* Not needed for safety (a writer touches the file only under the
      * lock, and not once wr_stop is set); it lets them leave first. */
     for (int i = 0; i < 20 && __atomic_load_n(&wr_done, __ATOMIC_ACQUIRE) < 2; i++) {
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
+        nth_sys_sleep_ns(1000000);
     }
     if (!drain_lock(2000))
         return EBUSY;

@@ -262,8 +262,8 @@ static void oversubscribed_notice(int vps, int npus)
     const char *was = getenv("NTH_VPS_TOLD");
     if (was && !strcmp(was, told))
         return;
-    fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPUs this process may use; VPs will share CPUs\n",
-            vps, npus);
+    fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPU%s this process may use; "
+            "VPs will share CPUs\n", vps, npus, npus == 1 ? "" : "s");
 }
 
 int nth_vps_start(const nth_config_t *cfg, int lazy)

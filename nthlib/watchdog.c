@@ -970,7 +970,7 @@ unsigned long nth_watchdog_test_step(void)
     /* A kernel-level yield: the calling nano-thread must not switch (what
      * the VP did between two checks is the caller's to say). */
     while (__atomic_load_n(&W.steps_done, __ATOMIC_ACQUIRE) == done)
-        sched_yield();
+        nth_sys_yield();
     return __atomic_load_n(&W.dozes, __ATOMIC_RELAXED);
 }
 

@@ -140,8 +140,8 @@ static void tell_oversubscribed(const char *vps_s)
         return;
     char told[32];
     snprintf(told, sizeof told, "%d/%d", vps, ncpus);
-    fprintf(stderr, "nthrun: NTH_VPS=%d is more than the %d CPUs this program may use; VPs will share CPUs\n",
-            vps, ncpus);
+    fprintf(stderr, "nthrun: NTH_VPS=%d is more than the %d CPU%s this program may use; "
+            "VPs will share CPUs\n", vps, ncpus, ncpus == 1 ? "" : "s");
     (void)setenv("NTH_VPS_TOLD", told, 1);
 }
 

@@ -165,6 +165,42 @@ static void convert_left_over(const char *prog, pid_t pid, int status, const cha
     }
 }
 
+/* 1 if the program (pid) started its trace: its binary file (FILE itself
+ * for a .bin name, else FILE.PID.bin, which the runtime keeps) has a
+ * header of this format with its pid. A FILE.bin left by an earlier run
+ * has another pid. */
+static int started_trace(const char *trace, pid_t pid)
+{
+    char bin[4096];
+    int n = ends_with(trace, ".bin") ? snprintf(bin, sizeof bin, "%s", trace)
+                                     : snprintf(bin, sizeof bin, "%s.%ld.bin", trace, (long)pid);
+    if (n < 0 || (size_t)n >= sizeof bin)
+        return 1;   /* cannot tell: say nothing rather than something false */
+    int fd = open(bin, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct nth_trace_file_header h;
+    int ok = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+             !memcmp(h.magic, NTH_TRACE_MAGIC, sizeof h.magic) && h.pid == (uint32_t)pid;
+    close(fd);
+    return ok;
+}
+
+/* A program that never starts the nano-thread runtime (no pthread call
+ * through the shim: /bin/true, a single-threaded tool, a program that
+ * calls nothing threaded for a small input) records nothing, and nthrun
+ * --trace FILE used to end without a word and without FILE (issue 5).
+ * No empty trace is written: a file with no nano-thread, VP or event in
+ * it would only look like a failed recording; the line says why there is
+ * none. Processes it started that did trace name their own files. */
+static void say_untraced(const char *prog, pid_t pid, const char *trace)
+{
+    if (started_trace(trace, pid))
+        return;
+    fprintf(stderr, "nthrun: trace: %s (pid %ld) never started the nano-thread runtime "
+            "(it made no pthread call): no trace written to %s\n", prog, (long)pid, trace);
+}
+
 /* Die by `sig` as the program did, so that a shell sees the same status;
  * no core file of nthrun's own for SIGSEGV, SIGABRT, ... */
 static void die_by(int sig)
@@ -188,9 +224,18 @@ int nthrun_traced(char **argv, const char *trace)
     /* Blocked across fork: one sent before the handlers are in place is
      * delivered, and forwarded, once they are. */
     sigprocmask(SIG_BLOCK, &block, &old);
+    /* Closed by a successful exec, written by a failed one: only a program
+     * that ran can be said to have traced nothing. */
+    int xp[2];
+    if (pipe2(xp, O_CLOEXEC) != 0)
+        xp[0] = xp[1] = -1;
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
+        if (xp[0] >= 0) {
+            close(xp[0]);
+            close(xp[1]);
+        }
         sigprocmask(SIG_SETMASK, &old, NULL);
         fprintf(stderr, "nthrun: cannot start '%s': fork: %s\n", argv[0], strerror(e));
         return 126;
@@ -207,10 +252,21 @@ int nthrun_traced(char **argv, const char *trace)
         }
         execvp(argv[0], argv);
         int e = errno;
+        if (xp[1] >= 0 && write(xp[1], "x", 1) != 1) { /* the parent then says nothing */ }
         fprintf(stderr, "nthrun: cannot run '%s': %s\n", argv[0], strerror(e));
         _exit(e == ENOENT ? 127 : 126);
     }
     child_pid = pid;
+    int ran = 0;
+    if (xp[0] >= 0) {
+        close(xp[1]);
+        char c;
+        ssize_t r;
+        while ((r = read(xp[0], &c, 1)) < 0 && errno == EINTR)
+            ;
+        ran = r == 0;
+        close(xp[0]);
+    }
     for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++) {
         struct sigaction cur, sa;
         /* One ignored when nthrun started (nohup, a background job)
@@ -234,6 +290,8 @@ int nthrun_traced(char **argv, const char *trace)
     child_pid = 0;
     char *prog = strdup(argv[0]);
     convert_left_over(prog ? basename(prog) : argv[0], pid, status, trace);
+    if (ran)
+        say_untraced(prog ? basename(prog) : argv[0], pid, trace);
     free(prog);
     if (WIFSIGNALED(status)) {
         die_by(WTERMSIG(status));

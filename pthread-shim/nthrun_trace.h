@@ -11,7 +11,10 @@
  * to nthrun with kill(2) to it, and wait for it. If it leaves FILE.PID.bin
  * without its end record (it left through _exit() or was killed: it never
  * ran its exit path), convert that file into `trace` with nth-trace and
- * say so in one line on stderr. Returns the exit status for nthrun: the
+ * say so in one line on stderr. If the program ran (the exec succeeded)
+ * but never started its trace (no pthread call: no FILE.PID.bin, or no
+ * .bin FILE, with its pid), say that in one line instead; no empty trace
+ * is written (nthrun(1), TRACING). Returns the exit status for nthrun: the
  * program's, 127/126 when it cannot be found/run; when the program died by
  * a signal, nthrun dies by the same signal here (without a core dump of
  * its own) and this returns only if that failed, with 128 + signal.

@@ -59,8 +59,29 @@ if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
   no_segment "--cpus 1 under taskset -c 0"
 fi
 run 0 "--cpus 0 accepted" "$cm" --name "$seg" --cpus 0
+# One CPU is "1 CPU", in the ready line and in status (issue 5: "1 CPUs").
+grep -q ": 1 CPU (0), policy" "$tmp/err" && ok "ready line on one CPU says '1 CPU'" \
+  || bad "ready line on one CPU: $(cat "$tmp/err")"
 "$cm" status --name "$seg" >"$tmp/out" 2>&1
 grep -q "running" "$tmp/out" && ok "daemon on --cpus 0 runs" || bad "daemon on --cpus 0: $(cat "$tmp/out")"
+grep -q "running, 1 CPU (0), allocation" "$tmp/out" && ok "status on one CPU says '1 CPU'" \
+  || bad "status on one CPU: $(head -1 "$tmp/out")"
+# The daemon's options are refused by status and stop, --watch by run,
+# with one line naming the option and the command (issue 5: `status
+# --policy priority` was accepted and ignored); the daemon is untouched.
+for args in "status --policy priority" "status --period 5" "status --enforce 0" "status --share" \
+            "status --foreground" "status --cpus 0" "stop --quantum 50" "stop --exit-grace 0" \
+            "stop --trace t.json" "stop --accounting a.csv" "stop --watch" "stop --group root"; do
+  cmd=${args%% *}; opt=${args#* }; opt=${opt%% *}
+  # shellcheck disable=SC2086
+  run 2 "cpumgr $args refused" "$cm" $args --name "$seg"
+  one_line "cpumgr $args: one line naming $opt and $cmd" "^cpumgr: $opt: not an option of \`cpumgr $cmd\` (accepted: --name"
+done
+run 2 "cpumgr run --watch refused" "$cm" run --watch --foreground --name "$seg-w"
+one_line "cpumgr run --watch: one line naming --watch and run" "^cpumgr: --watch: not an option of \`cpumgr run\`"
+"$cm" status --name "$seg" >"$tmp/out" 2>&1
+grep -q "running" "$tmp/out" && ok "the daemon still runs after the refused commands" \
+  || bad "after the refused commands: $(cat "$tmp/out")"
 "$cm" stop --name "$seg" >/dev/null 2>&1
 
 # The detached daemon's log does not reach the terminal it was started from

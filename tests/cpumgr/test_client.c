@@ -493,6 +493,151 @@ static void test_claim_adopts_own_slot(void **state)
     munmap(s, sizeof *s);
 }
 
+/* A hand-made segment of a "daemon" that is this process (fresh
+ * heartbeat, owns the CPUs of our mask), for the first-answer tests. */
+static struct nth_cpumgr_shm *fake_daemon_segment(const char *name)
+{
+    shm_unlink(name);
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, sizeof(struct nth_cpumgr_shm)), 0);
+    struct nth_cpumgr_shm *s = mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    assert_true(s != MAP_FAILED);
+    uint64_t start = nth_cpumgr_proc_start_time(getpid());
+    assert_true(start != 0);
+    s->magic = NTH_CPUMGR_MAGIC;
+    s->layout_version = NTH_CPUMGR_LAYOUT_VERSION;
+    s->size = sizeof *s;
+    s->max_slots = NTH_CPUMGR_MAX_SLOTS;
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) {
+            nth_cpumgr_mask_set(s->cpus, c);
+            s->ncpus++;
+        }
+    s->daemon_pid = getpid();
+    s->daemon_start_time = start;
+    s->period_ms = 10000; /* the heartbeat below stays fresh for 30 s */
+    s->heartbeat_ms = (uint64_t)(mono_ns() / 1000000u);
+    __atomic_store_n(&s->daemon_state, NTH_CPUMGR_DAEMON_RUNNING, __ATOMIC_RELEASE);
+    return s;
+}
+
+/* The fake daemon's one answer: once a slot names us, give it all the
+ * CPUs of our mask but the last one (0 CPUs on a 1-CPU mask: rotated
+ * out), so that the answer differs from the standalone count. The delay
+ * makes the question come before the answer (the base commit returned
+ * the standalone count then); the client's bound is far above it. */
+struct answerer {
+    struct nth_cpumgr_shm *s;
+    int64_t delay_ns;
+    int answer;           /* CPUs given */
+};
+
+static void *answer_once(void *arg)
+{
+    struct answerer *a = arg;
+    struct nth_cpumgr_slot *sl = NULL;
+    while (!sl) {
+        for (unsigned i = 0; i < NTH_CPUMGR_MAX_SLOTS && !sl; i++)
+            if (__atomic_load_n(&a->s->slots[i].state, __ATOMIC_ACQUIRE) == NTH_CPUMGR_SLOT_ACTIVE &&
+                __atomic_load_n(&a->s->slots[i].pid, __ATOMIC_RELAXED) == getpid())
+                sl = &a->s->slots[i];
+        if (!sl)
+            nth_sys_sleep_ns(1000000);
+    }
+    nth_sys_sleep_ns(a->delay_ns);
+    uint64_t m[NTH_CPUMGR_MASK_WORDS] = {0};
+    int left = a->answer;
+    for (unsigned c = 0; c < NTH_CPUMGR_MAX_CPUS && left > 0; c++)
+        if (nth_cpumgr_mask_test(a->s->cpus, c)) {
+            nth_cpumgr_mask_set(m, c);
+            left--;
+        }
+    uint32_t q = __atomic_load_n(&sl->aseq, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->aseq, q + 1, __ATOMIC_RELEASE);   /* odd: writing */
+    for (unsigned w = 0; w < NTH_CPUMGR_MASK_WORDS; w++)
+        __atomic_store_n(&sl->assigned[w], m[w], __ATOMIC_RELEASE);
+    __atomic_store_n(&sl->assigned_count, (uint32_t)a->answer, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->aseq, q + 2, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &sl->aseq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    return NULL;
+}
+
+static char first_seg[64];
+static struct nth_cpumgr_shm *first_shm;
+
+static int first_teardown(void **state)
+{
+    (void)state;
+    nth_cpumgr_client_fini();
+    shm_unlink(first_seg);
+    if (first_shm)
+        munmap(first_shm, sizeof *first_shm);
+    first_shm = NULL;
+    return 0;
+}
+
+/* Issue 5: the first nth_cpus_assigned() of an application under a
+ * running daemon, asked before the daemon's first answer, returned the
+ * standalone count (2 on this 2-CPU VM) and then changed (to 1). It now
+ * waits (bounded) for that answer: the first value is the daemon's, and
+ * so is the mask's. */
+static void test_first_count_is_the_daemons(void **state)
+{
+    (void)state;
+    int aff = affinity_cpus();
+    snprintf(first_seg, sizeof first_seg, "/nth-test-first-%d", (int)getpid());
+    first_shm = fake_daemon_segment(first_seg);
+    struct answerer a = { first_shm, 50000000, aff - 1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, answer_once, &a), 0);
+    assert_int_equal(nth_cpumgr_client_init(first_seg), 0);
+    assert_int_equal(nth_cpumgr_attached(), 1);
+    int first = nth_cpus_assigned();
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(first, aff - 1);
+    assert_int_equal(nth_cpus_assigned(), aff - 1);
+    hwloc_bitmap_t m = NULL;
+    assert_int_equal(nth_cpus_assigned_mask(&m), 0);
+    assert_int_equal(hwloc_bitmap_weight(m), aff - 1);
+    hwloc_bitmap_free(m);
+}
+
+/* The same for nth_cpus_assigned_mask() as the first question. */
+static void test_first_mask_is_the_daemons(void **state)
+{
+    (void)state;
+    int aff = affinity_cpus();
+    snprintf(first_seg, sizeof first_seg, "/nth-test-firstm-%d", (int)getpid());
+    first_shm = fake_daemon_segment(first_seg);
+    struct answerer a = { first_shm, 50000000, aff - 1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, answer_once, &a), 0);
+    assert_int_equal(nth_cpumgr_client_init(first_seg), 0);
+    hwloc_bitmap_t m = NULL;
+    assert_int_equal(nth_cpus_assigned_mask(&m), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(hwloc_bitmap_weight(m), aff - 1);
+    hwloc_bitmap_free(m);
+}
+
+/* A daemon that is alive but never answers: the wait is bounded and the
+ * caller gets the standalone count (min(request, mask): the whole mask). */
+static void test_first_answer_wait_bounded(void **state)
+{
+    (void)state;
+    int aff = affinity_cpus();
+    snprintf(first_seg, sizeof first_seg, "/nth-test-firstb-%d", (int)getpid());
+    first_shm = fake_daemon_segment(first_seg);
+    assert_int_equal(nth_cpumgr_client_init(first_seg), 0);
+    assert_int_equal(nth_cpumgr_attached(), 1);
+    assert_int_equal(nth_cpus_assigned(), aff);
+    assert_int_equal(nth_cpus_assigned(), aff);
+}
+
 /* Bounded reclaim's budget start (cpumgr_reclaim.h), 1 ms budget: the
  * request date while the budget has not run out at the notice; a later
  * notice keeps the daemon's publication date (it restarted at the notice,
@@ -565,6 +710,9 @@ int main(void)
         cmocka_unit_test(test_wait_wakes),
         cmocka_unit_test(test_handoff_wakes_watcher),
         cmocka_unit_test_teardown(test_claim_adopts_own_slot, adopt_teardown),
+        cmocka_unit_test_teardown(test_first_count_is_the_daemons, first_teardown),
+        cmocka_unit_test_teardown(test_first_mask_is_the_daemons, first_teardown),
+        cmocka_unit_test_teardown(test_first_answer_wait_bounded, first_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

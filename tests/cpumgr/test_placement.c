@@ -403,6 +403,111 @@ static int pu_of_obj(struct fixture *f, hwloc_obj_type_t type, unsigned n)
     return hwloc_bitmap_first(o->cpuset);
 }
 
+/* The NUMA node containing every CPU of set, or NULL (hwloc 2 keeps NUMA
+ * nodes beside the PU tree, as memory children; a synthetic "numa:2" in
+ * the middle of the string hangs them under Group objects). */
+static hwloc_obj_t numa_of(struct fixture *f, hwloc_const_bitmap_t set)
+{
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_obj_by_type(f->topo, HWLOC_OBJ_NUMANODE, o)) != NULL)
+        if (!hwloc_bitmap_iszero(set) && hwloc_bitmap_isincluded(set, o->cpuset))
+            return o;
+    return NULL;
+}
+
+/* How many NUMA nodes set touches. */
+static int numa_nodes_touched(struct fixture *f, hwloc_const_bitmap_t set)
+{
+    int n = 0;
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_obj_by_type(f->topo, HWLOC_OBJ_NUMANODE, o)) != NULL)
+        n += hwloc_bitmap_intersects(set, o->cpuset);
+    return n;
+}
+
+/* Audit (issue 5): NUMA packing. On 2 packages x 2 NUMA nodes x 4 cores x
+ * 2 PUs, an application that fits in one NUMA node gets its CPUs on one
+ * node -- as a whole node, or beside another application's on a node
+ * neither spills out of -- and one that does not fit fills a whole node
+ * before it takes CPUs of a second one, in the same package. */
+static void test_numa_packing(void **state)
+{
+    (void)state;
+    struct fixture *f = make("pack:2 numa:2 core:4 pu:2");
+    assert_int_equal(hwloc_get_nbobjs_by_type(f->topo, HWLOC_OBJ_NUMANODE), 4);
+    assert_int_equal(hwloc_bitmap_weight(f->owned), 32);
+    /* A node each: exactly a node's cpuset, four different nodes. */
+    int c1[] = {8, 8, 8, 8};
+    place(f, 4, c1);
+    assert_disjoint(f, 4);
+    for (int i = 0; i < 4; i++)
+        assert_true(is_one_object(f, f->a[i].out, HWLOC_OBJ_NUMANODE));
+    destroy(f);
+
+    /* Not multiples of a node: each still on one node. 6 + 6 cannot share
+     * an 8-PU node, so they take two; the 4 and the 2 fit beside them or
+     * on the free nodes, but never across two. */
+    f = make("pack:2 numa:2 core:4 pu:2");
+    int c2[] = {6, 6, 4, 2, 5};
+    place(f, 5, c2);
+    assert_disjoint(f, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(hwloc_bitmap_weight(f->a[i].out), c2[i]);
+        assert_non_null(numa_of(f, f->a[i].out));
+    }
+    assert_true(numa_of(f, f->a[0].out) != numa_of(f, f->a[1].out));
+    destroy(f);
+
+    /* Larger than a node: one whole node plus CPUs of the other node of
+     * the same package, not of a node in the other package. */
+    f = make("pack:2 numa:2 core:4 pu:2");
+    int c3[] = {12, 12};
+    place(f, 2, c3);
+    assert_disjoint(f, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(hwloc_bitmap_weight(f->a[i].out), 12);
+        assert_int_equal(numa_nodes_touched(f, f->a[i].out), 2);
+        assert_true(within_one_object(f, f->a[i].out, HWLOC_OBJ_PACKAGE));
+        int whole = 0;
+        hwloc_obj_t o = NULL;
+        while ((o = hwloc_get_next_obj_by_type(f->topo, HWLOC_OBJ_NUMANODE, o)) != NULL)
+            whole += hwloc_bitmap_isincluded(o->cpuset, f->a[i].out);
+        assert_int_equal(whole, 1);
+    }
+    commit(f, 2);
+    /* Growing back under a node's size after the other left: it keeps the
+     * node it filled, and gives up the CPUs of the second node. */
+    int c4[] = {8};
+    place(f, 1, c4);
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_NUMANODE));
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->prev[0]));
+    destroy(f);
+
+    /* NUMA nodes above the packages (one node per two packages): a
+     * 16-CPU application gets one node, not a package from each. */
+    f = make("numa:2 pack:2 core:4 pu:2");
+    assert_int_equal(hwloc_get_nbobjs_by_type(f->topo, HWLOC_OBJ_NUMANODE), 2);
+    int c5[] = {16, 8, 8};
+    place(f, 3, c5);
+    assert_disjoint(f, 3);
+    assert_true(is_one_object(f, f->a[0].out, HWLOC_OBJ_NUMANODE));
+    assert_non_null(numa_of(f, f->a[1].out));
+    assert_non_null(numa_of(f, f->a[2].out));
+    destroy(f);
+
+    /* Shrinking apps give back whole cores of one node, and a newcomer
+     * that fits in what one node freed gets it there. */
+    f = make("pack:2 numa:2 core:4 pu:2");
+    place(f, 4, c1);
+    commit(f, 4);
+    int c6[] = {4, 8, 8, 8, 4};
+    place(f, 5, c6);
+    assert_disjoint(f, 5);
+    assert_true(hwloc_bitmap_isincluded(f->a[0].out, f->prev[0]));
+    assert_true(numa_of(f, f->a[4].out) == numa_of(f, f->prev[0]));
+    destroy(f);
+}
+
 /* Issue 6 (mig2): a newcomer's first CPU is its home (the CPU its main VP
  * is bound to). On 2 CPUs: app 0 holds both and must give one up for app
  * 1; it gives up app 1's home -- before, it kept its lower-index CPU (the
@@ -532,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_share_rule),
         cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_numa_packing),
         cmocka_unit_test(test_home_newcomer_2cpus),
         cmocka_unit_test(test_home_seed),
         cmocka_unit_test(test_home_room),

@@ -7,7 +7,8 @@
  * nano-thread that writes the pipe. Then a team of 5 on that VP over a
  * few hundred barriers (the monitor watching work queued behind it). Exits 0
  * when all of it ran; the wrapped write at the end is the audit's proof
- * that it records the program's own calls into the shim.
+ * that it records the program's own calls into the shim. RTCALLS_TRACE,
+ * if set, is the trace path (the trace writer's exit path is audited too).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -50,6 +51,7 @@ int main(void)
     c.vps = 1;
     c.stall_us = 1000;
     c.cpumgr = "off";
+    c.trace = getenv("RTCALLS_TRACE");   /* nth_init's config does not read NTH_TRACE */
     if (nth_init(&c) != 0)
         DIE("nth_init failed");
     /* The stall: this nano-thread holds its VP in a raw read while the

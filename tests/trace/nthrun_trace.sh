@@ -136,4 +136,27 @@ timeout -s KILL 120 "$nthrun" --trace "$work/n.json" -- ./demo >out.txt 2>err.tx
 [ "$(cat out.txt)" = done ] || fail "output: $(cat out.txt)"
 grep -q '^nthrun:' err.txt && fail "nthrun spoke after a normal exit: $(cat err.txt)"
 check_json n.json
+
+# 6. A program that never starts the runtime (no pthread call): no trace,
+# and one line saying why (issue 5: nthrun said nothing and wrote
+# nothing); its status stays nthrun's, for a .bin name too. A program that
+# cannot be run gets only the "cannot run" line.
+for prog in true false; do
+    for name in u.json u.bin; do
+        timeout -s KILL 120 "$nthrun" --trace "$work/$name" -- "$prog" >out.txt 2>err.txt; st=$?
+        want=0; [ "$prog" = false ] && want=1
+        [ "$st" = "$want" ] || fail "$prog --trace $name: status $st, want $want: $(cat err.txt)"
+        [ "$(wc -l <err.txt)" = 1 ] && grep -q "^nthrun: trace: $prog (pid [0-9]*) never started the nano-thread runtime (it made no pthread call): no trace written to $work/$name$" err.txt ||
+            fail "$prog --trace $name: not the one line: $(cat err.txt)"
+        [ ! -e "$name" ] || fail "$prog --trace $name: $name written: $(ls)"
+    done
+done
+# A stale u.bin of another process is not this program's trace.
+cp "$(ls n.json.*.bin | head -1)" u.bin || fail "no n.json .bin to copy"
+timeout -s KILL 120 "$nthrun" --trace "$work/u.bin" -- true >out.txt 2>err.txt
+grep -q "never started the nano-thread runtime" err.txt || fail "stale u.bin taken for the program's: $(cat err.txt)"
+timeout -s KILL 120 "$nthrun" --trace "$work/u.json" -- ./no-such-program >out.txt 2>err.txt; st=$?
+[ "$st" = 127 ] || fail "missing program: status $st, want 127"
+[ "$(cat err.txt)" = "nthrun: cannot run './no-such-program': No such file or directory" ] ||
+    fail "missing program: $(cat err.txt)"
 exit 0
