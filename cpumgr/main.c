@@ -74,6 +74,9 @@ int main(int argc, char **argv)
         .enforce_us = 2000,
         .gid = (gid_t)-1, .ready_fd = -1,
     };
+    /* Who gave the name, for its message: NTH_CPUMGR=foo was blamed on
+     * a --name nobody passed (fresh15). */
+    const char *name_from = o.name == env ? "NTH_CPUMGR" : "--name";
     enum { RUN, STATUS, STOP } cmd = RUN;
     int argi = 1;
     if (argc > 1 && argv[1][0] != '-') {
@@ -112,7 +115,7 @@ int main(int argc, char **argv)
         li = -1;
         switch (c) {
         case 'f': o.foreground = 1; break;
-        case 'n': o.name = optarg; break;
+        case 'n': o.name = optarg; name_from = "--name"; break;
         case 'p':
             if (cm_policy_parse(optarg, &o.policy)) {
                 fprintf(stderr, "cpumgr: --policy: bad value '%s' (accepted: equipartition, priority)\n", optarg);
@@ -180,7 +183,8 @@ int main(int argc, char **argv)
     }
     if (optind < argc) { fprintf(stderr, "cpumgr: unexpected argument '%s'\n", argv[optind]); usage(stderr); return 2; }
     if (cm_seg_name_ok(o.name)) {
-        fprintf(stderr, "cpumgr: --name: bad value '%s' (accepted: '/' then 1..199 bytes without '/')\n", o.name);
+        fprintf(stderr, "cpumgr: %s: bad value '%s' (accepted: '/' then 1..199 bytes without '/'%s)\n",
+                name_from, o.name, strcmp(name_from, "NTH_CPUMGR") ? "" : ", or off");
         return 2;
     }
     if (cmd == STATUS)

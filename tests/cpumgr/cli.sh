@@ -34,6 +34,15 @@ no_segment() {
   if [ ! -e "/dev/shm$seg" ]; then ok "$1: no segment left"; else bad "$1: segment $seg left behind"; rm -f "/dev/shm$seg"; fi
 }
 
+# A bad segment name is blamed on whoever gave it: NTH_CPUMGR (fresh15: the
+# message named a --name nobody passed), or --name.
+for c in status stop run; do
+  run 2 "NTH_CPUMGR=foo cpumgr $c refused" env NTH_CPUMGR=foo "$cm" $c
+  one_line "NTH_CPUMGR=foo cpumgr $c: one line naming NTH_CPUMGR" "^cpumgr: NTH_CPUMGR: bad value 'foo' (accepted: .*, or off)$"
+done
+run 2 "--name foo refused" env NTH_CPUMGR=/ok "$cm" status --name foo
+one_line "--name foo: one line naming --name" "^cpumgr: --name: bad value 'foo' (accepted: '/' then"
+
 # --help: the usage on stdout, status 0, for every form
 for args in "--help" "status --help" "stop --help" "run --help"; do
   # shellcheck disable=SC2086
