@@ -262,8 +262,15 @@ static void oversubscribed_notice(int vps, int npus)
     const char *was = getenv("NTH_VPS_TOLD");
     if (was && !strcmp(was, told))
         return;
-    fprintf(stderr, "nthlib: NTH_VPS=%d is more than the %d CPU%s this process may use; "
-            "VPs will share CPUs\n", vps, npus, npus == 1 ? "" : "s");
+    /* Named for where the count came from: NTH_VPS, or the program's own
+     * nth_init() config (fresh15: NTH_VPS was blamed when it was unset). */
+    const char *env = getenv("NTH_VPS");
+    char *end;
+    long ev = env && *env ? strtol(env, &end, 10) : -1;
+    int from_env = env && *env && !*end && ev == vps;
+    fprintf(stderr, "nthlib: %s=%d is more than the %d CPU%s this process may use; "
+            "VPs will share CPUs\n", from_env ? "NTH_VPS" : "nth_config_t.vps", vps, npus,
+            npus == 1 ? "" : "s");
 }
 
 int nth_vps_start(const nth_config_t *cfg, int lazy)

@@ -253,6 +253,22 @@ static void c_oversubscribe(void *a)
     CHECK_EQ(nth_num_vps(), 9);
 }
 
+/* More VPs than CPUs asked by the program's nth_config_t, NTH_VPS unset:
+ * the notice must not name NTH_VPS (fresh15: "NTH_VPS=3 is more than the
+ * 2 CPUs" with no NTH_VPS set). */
+static void c_oversubscribe_cfg(void *a)
+{
+    (void)a;
+    unsetenv("NTH_VPS");
+    cpu_set_t cs;
+    CHECK_EQ(sched_getaffinity(0, sizeof cs, &cs), 0);
+    nth_config_t c;
+    nth_config_default(&c);
+    c.vps = (unsigned)CPU_COUNT(&cs) + 1;
+    CHECK_EQ(nth_init(&c), 0);
+    CHECK_EQ(nth_num_vps(), (int)c.vps);
+}
+
 static void c_bad_env_lazy(void *a)
 {
     (void)a;
@@ -284,6 +300,15 @@ static void test_env_at_start(void **s)
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_int_equal(lines(err), 1);
     assert_non_null(strstr(err, "NTH_VPS=9"));
+    char path3[] = "/tmp/nth-start-XXXXXX";
+    close(mkstemp(path3));
+    st = run_child(c_oversubscribe_cfg, NULL, path3, 30);
+    read_file(path3, err, sizeof err);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(lines(err), 1);
+    if (strstr(err, "NTH_VPS") || !strstr(err, "nth_config_t.vps="))
+        fail_msg("the notice blames NTH_VPS, or does not name the config: %s", err);
     char path2[] = "/tmp/nth-start-XXXXXX";
     close(mkstemp(path2));
     st = run_child(c_bad_env_lazy, NULL, path2, 30);
