@@ -919,6 +919,13 @@ static int setup_segment(struct daemon *d)
         rebuilt = 1;
     } else if (rc == ENOENT) {
         rc = cm_seg_create(d->o->name, d->o->gid, &s);
+        if (rc == EPERM && d->o->gid != (gid_t)-1) {
+            /* fchown refused (main checked membership; a capability or
+             * security module may still say no): name the option. */
+            fprintf(stderr, "cpumgr: --group: cannot give %s to GID %u: %s\n", d->o->name,
+                    (unsigned)d->o->gid, strerror(rc));
+            return -1;
+        }
         if (rc) {
             fprintf(stderr, "cpumgr: cannot create %s: %s\n", d->o->name, strerror(rc));
             return -1;
