@@ -76,7 +76,7 @@ static int thread_stat(const char *tid, char *state, uint64_t *start, int *cpu)
  * `to` because CPUs `taken` went away. A thread moved again keeps its
  * first `before`; its cause grows. */
 static void record(struct cm_moved *rec, int tid, uint64_t start, hwloc_const_bitmap_t before,
-                   hwloc_const_bitmap_t taken, hwloc_const_bitmap_t to)
+                   hwloc_const_bitmap_t taken, hwloc_const_bitmap_t to, int cpu)
 {
     struct cm_moved_thread *m = NULL;
     for (int i = 0; i < rec->n && !m; i++)
@@ -106,6 +106,10 @@ static void record(struct cm_moved *rec, int tid, uint64_t start, hwloc_const_bi
         hwloc_bitmap_or(m->cause, m->cause, c);
         hwloc_bitmap_free(c);
     }
+    /* The CPU it was found on, always: a mask changed between our two
+     * reads must not leave an empty cause, which would undo the move at
+     * once. */
+    hwloc_bitmap_set(m->cause, (unsigned)cpu);
 }
 
 static void drop(struct cm_moved *rec, int i)
@@ -183,7 +187,7 @@ int cm_enforce_move(hwloc_topology_t topo, pid_t pid, hwloc_const_bitmap_t taken
                 *first_cpu = cpu;
             moved++;
             if (rec && known && start)
-                record(rec, (int)tid, start, allowed, taken, to);
+                record(rec, (int)tid, start, allowed, taken, to, cpu);
         }
     }
     closedir(d);
