@@ -8,7 +8,7 @@ cpumgr_libcpumgr_core_la_SOURCES = cpumgr/policy.c cpumgr/policy.h \
 	cpumgr/status.c cpumgr/status.h cpumgr/trace.c cpumgr/trace.h \
 	cpumgr/enforce.c cpumgr/enforce.h cpumgr/masks.c cpumgr/masks.h \
 	cpumgr/cpulist.c cpumgr/cpulist.h cpumgr/deathwatch.c cpumgr/deathwatch.h \
-	cpumgr/others.c cpumgr/others.h
+	cpumgr/others.c cpumgr/others.h cpumgr/group.c cpumgr/group.h
 cpumgr_libcpumgr_core_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(AX_PTHREAD_CFLAGS)
 cpumgr_libcpumgr_core_la_LIBADD = $(HWLOC_LIBS) -lm -lrt $(AX_PTHREAD_CFLAGS)
 cpumgr_cpumgr_SOURCES = cpumgr/main.c

@@ -58,6 +58,8 @@ struct slotpriv {
     uint64_t taken_ns;      /* when the last of them was taken */
     int client_ok;          /* 0 unknown, 1 maps our segment, 2 does not */
     int enforce_logged;     /* "moved its threads" already logged */
+    struct cm_moved *moved; /* threads enforce() moved, to give back their
+                               masks (cm_enforce_restore) */
     uint32_t gen;           /* occupant generation written to the slot */
     double credit;          /* rotation: CPU-quanta owed (policy.h) */
     uint64_t ran;           /* CPUs c < 64 (bit c) it held since it attached,
@@ -278,6 +280,12 @@ static void forget(struct daemon *d, int i, const char *reason)
     hwloc_bitmap_zero(p->taken);
     p->client_ok = 0;
     p->enforce_logged = 0;
+    /* Leaving us, it runs alone on its own mask (cpumgr(8) --enforce): the
+     * threads we moved get theirs back; a dead one's are gone. */
+    if (strcmp(reason, "dead") == 0)
+        cm_enforce_forget(p->moved);
+    else
+        (void)cm_enforce_restore(d->topo, p->moved, NULL);
     p->cpu_ns = 0;
     p->credit = 0;
     p->ran = 0;
@@ -835,6 +843,11 @@ static int someone_hungry(struct daemon *d)
 static uint64_t enforce(struct daemon *d, uint64_t tns)
 {
     uint64_t next = UINT64_MAX, budget = (uint64_t)d->o->enforce_us * 1000u;
+    /* The CPUs whose taking moved a thread are the application's again:
+     * the move has done its part, the thread gets its own mask back. */
+    for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++)
+        if (d->p[i].known && d->p[i].valid && d->p[i].moved->n)
+            (void)cm_enforce_restore(d->topo, d->p[i].moved, d->p[i].assigned);
     if (!budget)
         return next;
     for (int i = 0; i < (int)NTH_CPUMGR_MAX_SLOTS; i++) {
@@ -850,7 +863,7 @@ static uint64_t enforce(struct daemon *d, uint64_t tns)
             p->client_ok = cm_enforce_is_client(p->pid, d->o->name) ? 1 : 2;
         int cpu = -1;
         if (p->client_ok == 1 && !hwloc_bitmap_iszero(p->assigned) &&
-            cm_enforce_move(d->topo, p->pid, p->taken, p->assigned, &cpu) > 0 &&
+            cm_enforce_move(d->topo, p->pid, p->taken, p->assigned, &cpu, p->moved) > 0 &&
             !p->enforce_logged) {
             char to[256];
             hwloc_bitmap_list_snprintf(to, sizeof to, p->assigned);
@@ -922,6 +935,13 @@ static int setup_segment(struct daemon *d)
         rebuilt = 1;
     } else if (rc == ENOENT) {
         rc = cm_seg_create(d->o->name, d->o->gid, &s);
+        if (rc == EPERM && d->o->gid != (gid_t)-1) {
+            /* fchown refused (main checked membership; a capability or
+             * security module may still say no): name the option. */
+            fprintf(stderr, "cpumgr: --group: cannot give %s to GID %u: %s\n", d->o->name,
+                    (unsigned)d->o->gid, strerror(rc));
+            return -1;
+        }
         if (rc) {
             fprintf(stderr, "cpumgr: cannot create %s: %s\n", d->o->name, strerror(rc));
             return -1;
@@ -1021,8 +1041,9 @@ int cm_daemon_run(const struct cm_opts *o)
         d.p[i].shared = hwloc_bitmap_alloc();
         d.p[i].taken = hwloc_bitmap_alloc();
         d.p[i].allowed_now = hwloc_bitmap_alloc();
+        d.p[i].moved = calloc(1, sizeof *d.p[i].moved);
         if (!d.p[i].allowed || !d.p[i].assigned || !d.p[i].shared || !d.p[i].taken ||
-            !d.p[i].allowed_now) {
+            !d.p[i].allowed_now || !d.p[i].moved) {
             fprintf(stderr, "cpumgr: out of memory\n");
             return 1;
         }
@@ -1201,6 +1222,8 @@ int cm_daemon_run(const struct cm_opts *o)
         hwloc_bitmap_free(d.p[i].shared);
         hwloc_bitmap_free(d.p[i].taken);
         hwloc_bitmap_free(d.p[i].allowed_now);
+        cm_enforce_forget(d.p[i].moved);
+        free(d.p[i].moved);
     }
     hwloc_bitmap_free(d.cooling);
     return 0;

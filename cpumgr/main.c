@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "cpulist.h"
+#include "group.h"
 #include "daemon.h"
 #include "segment.h"
 #include "status.h"
@@ -139,9 +139,11 @@ int main(int argc, char **argv)
             break;
         }
         case 'g': {
-            struct group *g = getgrnam(optarg);
-            if (!g) { fprintf(stderr, "cpumgr: --group: unknown group '%s' (accepted: a group name)\n", optarg); return 2; }
-            o.gid = g->gr_gid;
+            char msg[512];
+            if (cm_group_parse(optarg, &o.gid, msg, sizeof msg) != 0) {
+                fprintf(stderr, "cpumgr: --group: %s\n", msg);
+                return 2;
+            }
             break;
         }
         case 'c': {

@@ -25,6 +25,9 @@
  *    stays there, parked, until the VP gets a CPU again, and binds to that
  *    one then (enable()'s rebind, or note_vps() if it is still running). No signal reaches user code. With no CPU
  *    left at all there is nowhere to move it: it stays until it yields.
+ *    A VP the daemon's --enforce moved instead (we were late, or ignore
+ *    the contract) is bound back by the watcher when it has its CPU
+ *    again and still reaches no scheduling point (restore_if_due()).
  *  - Dormancy (issue 5, DESIGN invariant 3): every VP parked with nothing
  *    queued for DORMANT_NS, and no alarm due within it, the watcher tells
  *    the daemon the application needs no CPU now (the slot's dormant word:
@@ -75,6 +78,12 @@ struct vp_state {
     uint32_t *word;     /* slot word it sleeps on while disabled (atomic) */
     int64_t since;      /* ns when found disabled and not parked; 0 = not pending */
     int moved;          /* bound off its CPU by bounded reclaim */
+    /* Enabled again after it overstayed disabled (its clock ran, we did
+     * not move it): ns when the watcher looks at its kernel thread's mask
+     * if it has reached no scheduling point by then; 0 = nothing to look
+     * at. The daemon (cpumgr --enforce) may have bound it elsewhere, and
+     * its own rebind waits for a scheduling point (restore_binding()). */
+    int64_t check_due;
     /* Its kernel thread's slice (wake_slice_*): 0 the default, -1 short
      * and parked disabled, > 0 short since that CLOCK_MONOTONIC ns (it
      * left the park). Written by the VP's own thread, and by note_vps()
@@ -309,6 +318,23 @@ static int stale_binding(struct nth_vp *vp, int watcher)
                                 !watcher && vp == nth_vp_self()) == NTH_OVERSTAY_REBIND;
 }
 
+/* vp, whose state is s, is enabled: its reclaim clock stops. If it ran
+ * and we did not move the VP, it may have run on past the daemon's
+ * --enforce, which then bound its kernel thread to our other CPUs; a
+ * nano-thread that never reaches a scheduling point would keep it there,
+ * and the CPU given back idle, for good. The watcher looks at its mask
+ * once, NTH_RECLAIM_US from now, unless it has rebound itself by then
+ * (restore_binding()). Not at once: nearly every VP disabled while it ran
+ * has parked since (its wake-up rebinds it), and this may run on the
+ * grant's path. No kick either: the watcher's next tick is soon enough
+ * for a CPU of our own. R.lock held. */
+static void note_enabled(struct vp_state *s)
+{
+    if (s->since && !s->moved && !s->check_due)
+        s->check_due = now_ns() + R.reclaim_ns;
+    s->since = 0;
+}
+
 /* Bookkeeping after a change, R.lock held: start the reclaim clock of newly
  * disabled VPs; give a moved VP that has its CPU again its binding back.
  * Returns nonzero if a clock started (the watcher has a new deadline). */
@@ -365,7 +391,15 @@ static int note_vps(int64_t t)
             }
             continue;
         }
-        s->since = 0;
+        /* Its clock ran and we did not move it: it may have run on past
+         * the daemon's --enforce, which then bound its kernel thread to
+         * our other CPUs. A nano-thread that never reaches a scheduling
+         * point would keep it there (and our CPU idle) for good; the
+         * watcher looks at its mask once, NTH_RECLAIM_US from now, unless
+         * it has rebound itself by then. Not now: nearly every VP disabled
+         * while running has parked since, and this runs on the grant's
+         * path. No kick: its next tick (TICK_NS) is soon enough. */
+        note_enabled(s);
     }
     return started;
 }
@@ -554,12 +588,53 @@ static void note_move_cost(int64_t late)
     R.cost_ns = m < R.reclaim_ns / 2 ? m : R.reclaim_ns / 2;
 }
 
-/* Move the kernel threads of VPs that overstayed on a CPU taken away.
- * Returns the next pending deadline (CLOCK_MONOTONIC ns), or t + TICK_NS. */
 /* A VP's CPU as the watcher may read it: enable() writes it from the VP's
  * own kernel thread at any time. */
 static inline int vp_cpu(const struct nth_vp *vp) { return __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED); }
 
+/* The look note_enabled() asked for, due at s->check_due: a VP enabled
+ * again, not parked since, whose rebind is still pending (no scheduling
+ * point) gets its kernel thread bound to its CPU if its mask is anything
+ * else -- the daemon's enforcement bound it to the CPUs we had left
+ * (cpumgr(8) --enforce). One sched_getaffinity, and a move only when the
+ * daemon moved it. The VP's own pending rebind then runs too (bound_cpu1
+ * 0). Not with NTH_BIND=none, where VPs have no CPU of their own to go
+ * back to. R.lock held; *next gets the deadline while it is pending. */
+static void restore_if_due(struct nth_vp *vp, struct vp_state *s, int64_t t, int64_t *next)
+{
+    if (!s->check_due)
+        return;
+    if (__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&vp->parked, __ATOMIC_ACQUIRE) ||
+        !__atomic_load_n(&vp->rebind, __ATOMIC_ACQUIRE)) {
+        s->check_due = 0; /* it parks or rebinds itself */
+        return;
+    }
+    if (t < s->check_due) {
+        if (s->check_due < *next)
+            *next = s->check_due;
+        return;
+    }
+    s->check_due = 0;
+    int tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE), c = vp_cpu(vp);
+    if (!nth_rt.cfg.bind || tid <= 0 || c < 0)
+        return;
+    hwloc_bitmap_t have = hwloc_bitmap_alloc(), one = hwloc_bitmap_alloc();
+    if (have && one) {
+        hwloc_bitmap_only(one, (unsigned)c);
+        if (hwloc_get_proc_cpubind(nth_rt.topo, (hwloc_pid_t)tid, have, HWLOC_CPUBIND_THREAD) == 0 &&
+            !hwloc_bitmap_isequal(have, one)) {
+            bind_tid(tid, one);
+            __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
+        }
+    }
+    hwloc_bitmap_free(have);
+    hwloc_bitmap_free(one);
+}
+
+/* Move the kernel threads of VPs that overstayed on a CPU taken away (and
+ * bind back those the daemon moved, restore_if_due()). Returns the next
+ * pending deadline (CLOCK_MONOTONIC ns), or t + TICK_NS. */
 static int64_t reclaim_pass(void)
 {
     int64_t t = now_ns(), next = t + TICK_NS;
@@ -569,8 +644,9 @@ static int64_t reclaim_pass(void)
         struct vp_state *s = &R.vps[i];
         int dis = __atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE);
         int stale = !dis && s->since && !s->moved && stale_binding(vp, 1);
+        restore_if_due(vp, s, t, &next);
         if (!dis && !stale)
-            s->since = 0; /* it rebound itself, or has its CPU back */
+            note_enabled(s); /* it rebound itself, or has its CPU back */
         if (!stale && (!s->since || s->moved || !dis)) {
             if (__atomic_load_n(&vp->disabled, __ATOMIC_RELAXED))
                 nth_cpumgr_probe_skip(s->moved ? NTH_PROBE_SKIP_MOVED : NTH_PROBE_SKIP_NO_CLOCK, 0, i,

@@ -67,6 +67,11 @@ EXTRA_DIST += tests/cpumgr/cli.sh
 TESTS += tests/cpumgr/messages.sh
 EXTRA_DIST += tests/cpumgr/messages.sh
 
+# Between users (as root; else skipped): per-user default segment names,
+# mode 0600 keeps another user's application out, --enforce without root.
+TESTS += tests/cpumgr/users.sh
+EXTRA_DIST += tests/cpumgr/users.sh
+
 # The enforcement pass opens no /proc/PID/task/TID/ file of its clients
 # (they would make each client dear to reap), under strace.
 TESTS += tests/cpumgr/enforce_no_task_proc.sh

@@ -13,7 +13,8 @@
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
  * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
- * "exit", "exitzero" (main, never reaching a scheduling point, waits until
+ * "fspin C" (a plain kernel thread, no VP, bound by itself to CPU C,
+ * spinning; prints "FSPIN tid=T"), "exit", "exitzero" (main, never reaching a scheduling point, waits until
  * the daemon has given the application no CPU and VP 0 is disabled under
  * it, prints "EXITING", then calls exit(); a handler registered before
  * nth_init(), so run after the runtime's own, then sleeps on a nano-thread
@@ -93,6 +94,24 @@ static void *spinner(void *arg)
     __atomic_store_n(&spin_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     volatile unsigned long x = 0;
     while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
+        x++;
+    return NULL;
+}
+
+/* "fspin C": a plain kernel thread of the program, no VP (as a library's
+ * worker would be), that binds itself to CPU C and spins there. */
+static int fspin_cpu, fspin_stop, fspin_tid;
+static void *foreign_spinner(void *arg)
+{
+    (void)arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(fspin_cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return NULL;
+    __atomic_store_n(&fspin_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    volatile unsigned long x = 0;
+    while (!__atomic_load_n(&fspin_stop, __ATOMIC_ACQUIRE))
         x++;
     return NULL;
 }
@@ -353,6 +372,14 @@ int main(int argc, char **argv)
                 nth_attr_init(&a);
                 nth_attr_setvp(&a, nth_num_vps() - 1);
                 nth_create(&spin, &a, spinner, NULL);
+            } else if (sscanf(cmd, "fspin %d", &v) == 1) {
+                pthread_t ft;
+                fspin_cpu = v;
+                if (pthread_create(&ft, NULL, foreign_spinner, NULL) == 0)
+                    pthread_detach(ft);
+                for (int i = 0; i < 20000 && !__atomic_load_n(&fspin_tid, __ATOMIC_ACQUIRE); i++)
+                    usleep(500);
+                printf("FSPIN tid=%d\n", __atomic_load_n(&fspin_tid, __ATOMIC_ACQUIRE));
             } else if (!strcmp(cmd, "unspin") && spin) {
                 __atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
                 nth_join(spin, NULL);

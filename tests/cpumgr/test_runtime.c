@@ -45,6 +45,7 @@ struct proc {
     char state[512];  /* last "A=..." line */
     char done[256];   /* "DONE ..." line */
     char spin[128];   /* "SPIN ..." line */
+    char fspin[64];   /* "FSPIN ..." line */
     char pre[128];    /* last "PRE ..." line */
     char move[128];   /* last "MOVE ..." line */
     char slept[128];  /* "SLEPT ..." line */
@@ -199,6 +200,8 @@ static void drain(struct proc *p)
                 snprintf(p->done, sizeof p->done, "%.*s", (int)sizeof p->done - 1, p->buf);
             else if (!strncmp(p->buf, "SPIN", 4))
                 snprintf(p->spin, sizeof p->spin, "%.*s", (int)sizeof p->spin - 1, p->buf);
+            else if (!strncmp(p->buf, "FSPIN", 5))
+                snprintf(p->fspin, sizeof p->fspin, "%.*s", (int)sizeof p->fspin - 1, p->buf);
             else if (!strncmp(p->buf, "SLEPT", 5))
                 snprintf(p->slept, sizeof p->slept, "%.*s", (int)sizeof p->slept - 1, p->buf);
             else if (!strcmp(p->buf, "EXITING"))
@@ -936,6 +939,105 @@ static long nr_migrations(pid_t pid, int tid)
     return m;
 }
 
+/* Issue 5 "enforce-mask-not-restored": the daemon (--enforce) bound the
+ * kernel thread of a VP whose nano-thread never yields to the CPU left to
+ * the application (its runtime ignores the reclaim: NTH_TEST_NO_RECLAIM);
+ * the CPU comes back while that nano-thread still runs. The VP is enabled
+ * on its CPU again, so its kernel thread must be bound there again too,
+ * without waiting for a scheduling point it never reaches: before the
+ * fix it stayed on the daemon's mask (beside VP 0, the CPU given back
+ * idle) until the nano-thread ended. */
+static void test_enforced_mask_restored(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    setenv("NTH_TEST_NO_RECLAIM", "1", 1);
+    start(&a, "rt_app", "2", -1);
+    unsetenv("NTH_TEST_NO_RECLAIM");
+    wait_state(&a, "A=1 N=2 EN=2");
+    send(&a, "spin\n");
+    uint64_t t0 = us();
+    while (!a.spin[0]) {
+        drain(&a);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no SPIN line");
+        sleep_ms(2);
+    }
+    int tid = -1, cpu = -1;
+    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d", &tid, &cpu), 2);
+    assert_int_equal(bound_cpu(a.pid, tid), cpu);
+    start(&b, "client_app", "1", cpu);
+    /* The daemon moves it to the other CPU (else this tests nothing). */
+    t0 = us();
+    while (bound_cpu(a.pid, tid) != other_cpu(cpu) && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    assert_int_equal(bound_cpu(a.pid, tid), other_cpu(cpu));
+    wait_state(&a, "A=1 N=1 RC=0");
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2");
+    /* Still spinning: only the runtime can bind it back now. */
+    t0 = us();
+    while (bound_cpu(a.pid, tid) != cpu && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(5);
+    drain(&a);
+    assert_int_equal(bound_cpu(a.pid, tid), cpu);
+    send(&a, "unspin\n");
+}
+
+/* A thread of the application that is no VP -- a plain kernel thread the
+ * program bound to one CPU, as a library's worker might be -- spins on the
+ * CPU the daemon takes; --enforce binds it to the CPU the application
+ * keeps. Nothing in the runtime knows that thread: when the CPU comes
+ * back, the daemon gives it the mask it had (cpumgr(8) --enforce); before,
+ * it stayed on the daemon's mask for good. */
+static void test_enforced_foreign_restored(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    int cpu = cpu_pair[1];
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "fspin %d\n", cpu);
+    send(&a, cmd);
+    int tid = 0;
+    uint64_t t0 = us();
+    while (!tid) {
+        drain(&a);
+        if (a.fspin[0]) assert_int_equal(sscanf(a.fspin, "FSPIN tid=%d", &tid), 1);
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("no FSPIN line");
+        sleep_ms(2);
+    }
+    assert_true(tid > 0);
+    assert_int_equal(bound_cpu(a.pid, tid), cpu);
+    start(&b, "client_app", "1", cpu);
+    t0 = us();
+    while (bound_cpu(a.pid, tid) != other_cpu(cpu) && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    assert_int_equal(bound_cpu(a.pid, tid), other_cpu(cpu)); /* else this tests nothing */
+    send(&b, "exit\n");
+    reap(b.pid);
+    wait_state(&a, "A=1 N=2 EN=2");
+    t0 = us();
+    while (bound_cpu(a.pid, tid) != cpu && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(5);
+    assert_int_equal(bound_cpu(a.pid, tid), cpu);
+    /* Moved again, then the daemon stops (SIGTERM, as `cpumgr stop`): the
+     * application runs alone on its own mask, the thread on its own. */
+    start(&b, "client_app", "1", cpu);
+    t0 = us();
+    while (bound_cpu(a.pid, tid) != other_cpu(cpu) && us() - t0 < WAIT_MS * 1000u)
+        sleep_ms(2);
+    assert_int_equal(bound_cpu(a.pid, tid), other_cpu(cpu));
+    kill(daemon_pid, SIGTERM);
+    reap(daemon_pid);
+    assert_int_equal(bound_cpu(a.pid, tid), cpu);
+}
+
 /* The cpumgr watcher is born on VP 0's CPU and stays there, also while
  * that CPU is another application's: unbound, the load balancer moved it
  * at most wake-ups (about 5 migrations per malleable process), and
@@ -1516,6 +1618,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bounded_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_move_margin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_enforces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enforced_mask_restored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enforced_foreign_restored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wake_slice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watcher_stays, setup, teardown),
