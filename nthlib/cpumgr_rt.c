@@ -66,6 +66,11 @@
 /* Ask for the CPUs again this long before the earliest alarm, so the
  * daemon's answer (a pass, a VP woken) is in by its deadline. */
 #define DORMANT_LEAD_NS (1000000LL)
+/* The longest a newcomer's start waits for the daemon's first answer. Its
+ * pass takes well under a millisecond on a quiet machine; the bound covers
+ * a loaded one, and is short against a process's life in a mix (LU 1000:
+ * ~200 ms) and against the daemon's --exit-grace that keeps a CPU for it. */
+#define FIRST_ANSWER_WAIT_NS (20 * 1000000LL)
 /* Moves whose cost sets the margin: the largest of 32 is about their p97,
  * so about 1 move in 30 may be late by a little, not 1 in 2. */
 #define COST_WINDOW 32
@@ -111,6 +116,9 @@ static struct {
      * attach fails or the daemon goes (we run alone: every CPU). Client
      * lock (the callback's). */
     int hold;
+    int followed;            /* the daemon's first answer with a CPU was
+                                seen (VP 0 followed it, nth_vp0_follow_grant);
+                                client lock */
     int attach_tried;        /* nth_cpumgr_rt_start's attach is done */
     int dormancy_on;         /* the watcher watches for idleness (attached);
                                 atomic */
@@ -394,6 +402,13 @@ static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
 static void on_assign(hwloc_const_bitmap_t all, void *arg)
 {
     (void)arg;
+    /* The first answer: VP 0, busy with main's serial start-up, moves to a
+     * granted CPU at once rather than being disabled under it (then moved
+     * by bounded reclaim, and back when its CPU returned). */
+    if (!R.followed && nth_cpumgr_client_answered() && !hwloc_bitmap_iszero(all)) {
+        R.followed = 1;
+        (void)nth_vp0_follow_grant(all);
+    }
     hwloc_bitmap_t held = held_set(all);
     hwloc_const_bitmap_t cpus = held ? held : all;
     if (hwloc_bitmap_iszero(cpus) || nth_vps_set_allowed(cpus) == EINVAL)
@@ -800,6 +815,15 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     /* Only now, with every VP able to follow it, may the daemon count on
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();
+    /* A newcomer: the daemon answers a claim within its pass (the claim
+     * wakes it). Wait for that answer here, in the kernel, before main's
+     * serial start-up: VP 0 is then bound to its first grant (on_assign)
+     * and the start-up runs there, not on a CPU another application holds
+     * (bench/RESULTS.md "mix2"). Bounded: a stopped or slow daemon costs
+     * FIRST_ANSWER_WAIT_NS once, and the answer is then followed when it
+     * comes, as before. */
+    if (nth_cpumgr_client_attached())
+        (void)nth_cpumgr_client_wait_answer(now_ns() + FIRST_ANSWER_WAIT_NS);
     /* Not attached after all (the daemon went, every slot taken): alone,
      * the held VPs get their CPUs now (the callback ends the hold). */
     __atomic_store_n(&R.attach_tried, 1, __ATOMIC_RELEASE);
