@@ -398,6 +398,33 @@ static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
     return one;
 }
 
+/* At exit (stop_watcher ran, R.stop): the client, alone once its slot is
+ * freed, gives us the standalone set (go_alone_at_exit), so that an exit
+ * handler run after it finds an enabled VP (test_exit_with_no_cpu). When an
+ * enabled VP keeps a CPU of cpus, only those CPUs: every other one would go
+ * to a lazy VP, whose first CPU binds its sleeping kernel thread and wakes
+ * it -- a migration at every exit of a process that never used that VP
+ * (14 of 18 migrations of an lu+sor+lu run, bench/RESULTS.md "mix2").
+ * NULL: apply cpus as it is. Client lock held. */
+static hwloc_bitmap_t exit_set(hwloc_const_bitmap_t cpus)
+{
+    if (!__atomic_load_n(&R.stop, __ATOMIC_ACQUIRE))
+        return NULL;
+    hwloc_bitmap_t keep = hwloc_bitmap_alloc();
+    for (int i = 0; keep && i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        int c = __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) && c >= 0 &&
+            hwloc_bitmap_isset(cpus, (unsigned)c))
+            hwloc_bitmap_set(keep, (unsigned)c);
+    }
+    if (keep && hwloc_bitmap_iszero(keep)) {
+        hwloc_bitmap_free(keep);
+        keep = NULL;
+    }
+    return keep;
+}
+
 /* The client's assignment callback (client lock held). */
 static void on_assign(hwloc_const_bitmap_t all, void *arg)
 {
@@ -410,6 +437,8 @@ static void on_assign(hwloc_const_bitmap_t all, void *arg)
         (void)nth_vp0_follow_grant(all);
     }
     hwloc_bitmap_t held = held_set(all);
+    if (!held)
+        held = exit_set(all);
     hwloc_const_bitmap_t cpus = held ? held : all;
     if (hwloc_bitmap_iszero(cpus) || nth_vps_set_allowed(cpus) == EINVAL)
         disable_all(); /* no CPU of ours (EINVAL: none in our topology) */

@@ -275,7 +275,9 @@ static void find_segment(const char *name)
  * by now. nth_switch_hook_set() wakes each disabled VP through the park
  * operations, as the pthread shim's first sleep does from a late exit
  * handler (issue 4/5: that write went through a word of the unmapped
- * segment, SIGSEGV). Prints "LATE hook=<rc>" on success. */
+ * segment, SIGSEGV). Prints "LATE hook=<rc> unhook=<rc> fenced=<0|1>
+ * vps=<e|d per VP: enabled, disabled> lazy=<1|0 per VP: never given a CPU>",
+ * the VPs as the runtime left them once alone at exit. */
 static void late_exit(void)
 {
     /* Unmapped by the client's detach: an inaccessible mapping in its
@@ -292,12 +294,14 @@ static void late_exit(void)
         else if (p != MAP_FAILED)
             munmap(p, seg_hi - seg_lo); /* no MAP_FIXED_NOREPLACE: elsewhere */
     }
-    char dis[64] = "";
-    for (int i = 0; i < nth_rt.nvps && i < 60; i++)
+    char dis[64] = "", lazy[64] = "";
+    for (int i = 0; i < nth_rt.nvps && i < 60; i++) {
         dis[i] = __atomic_load_n(&nth_rt.vps[i]->disabled, __ATOMIC_ACQUIRE) ? 'd' : 'e';
+        lazy[i] = __atomic_load_n(&nth_rt.vps[i]->lazy, __ATOMIC_ACQUIRE) ? '1' : '0';
+    }
     int r = nth_switch_hook_set(on_switch);
     int r2 = nth_switch_hook_set(NULL);
-    printf("LATE hook=%d unhook=%d fenced=%d vps=%s\n", r, r2, fenced, dis);
+    printf("LATE hook=%d unhook=%d fenced=%d vps=%s lazy=%s\n", r, r2, fenced, dis, lazy);
     fflush(stdout);
 }
 

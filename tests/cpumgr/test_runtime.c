@@ -1377,6 +1377,38 @@ static void test_newcomer_bound_to_first_grant(void **state)
     wait_state(&b, want);
 }
 
+/* At exit the runtime, alone once its slot is freed, applies the
+ * standalone set so that late exit handlers find an enabled VP
+ * (test_exit_with_no_cpu); a lazy VP (never given a CPU) must not get a
+ * CPU then while VP 0 keeps one: enabling it bound its sleeping kernel
+ * thread and woke it, a migration at nearly every exit of a mix's
+ * processes (bench/RESULTS.md "mix2"). b holds one CPU beside a, its VP 1
+ * lazy; after its exit handlers, rt_app's late handler must still see VP 1
+ * disabled and lazy. Fails without the exit rule (vps=ee lazy=00). */
+static void test_exit_leaves_lazy_vp(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    start_arg(&b, "rt_app", "2", -1, "late");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 NB=0 UB=1");
+    send(&b, "exit\n");
+    int st = 0;
+    assert_int_equal(waitpid(b.pid, &st, 0), b.pid);
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == b.pid)
+            kids[i] = kids[--nkids];
+    drain(&b);
+    print_message("b at exit: '%s'\n", b.late);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_true(strncmp(b.late, "LATE hook=0 unhook=0 ", 21) == 0);
+    assert_non_null(strstr(b.late, " vps=ed lazy=01"));
+}
+
 /* The first 2 CPUs of our mask as cpu_pair; with more, the mask becomes
  * those 2 (see cpu_pair). */
 static void pick_two_cpus(void)
@@ -1599,6 +1631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lazy_vp_parked_unbound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_first_answer_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newcomer_bound_to_first_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_leaves_lazy_vp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_request_vps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_request_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unmanaged_cpus_unused, setup, teardown),
