@@ -33,6 +33,7 @@
 
 #define RETRY_MS 100 /* how often a detached client looks for a daemon */
 #define SEQ_TRIES 1000 /* reads of a slot's seqlock before it counts as stuck */
+#define WAIT_SLICE_NS 1000000LL /* nth_cpumgr_client_wait_answer's futex sleeps */
 #define STUCK_MS 500   /* a seqlock stuck this long: run alone (the daemon
                           rewrites aseq within a period of a real write) */
 
@@ -1016,6 +1017,45 @@ uint64_t nth_cpumgr_budget_ns(void)
 {
     return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE) ?
            __atomic_load_n(&C.budget_ns, __ATOMIC_RELAXED) : 0;
+}
+
+int nth_cpumgr_client_wait_answer(int64_t deadline_ns)
+{
+    if (!__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    if (!__atomic_load_n(&C.attached, __ATOMIC_RELAXED) || !C.shm || C.slot < 0) {
+        unlock();
+        return 0;
+    }
+    if (!C.waiting_first) {
+        unlock();
+        return 1;
+    }
+    /* The mapping outlives a detach while the runtime runs (retired, not
+     * unmapped: unmap_segment), so the word stays readable unlocked. */
+    uint32_t *w = &C.shm->slots[C.slot].aseq;
+    uint32_t claimed = C.claim_aseq;
+    unlock();
+    for (;;) {
+        uint32_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+        /* Even and moved: a publication for us is complete. */
+        if (v != claimed && !(v & 1u))
+            break;
+        int64_t t = (int64_t)now_ns();
+        if (t >= deadline_ns)
+            break;
+        /* Shared futex (the daemon, another process, wakes it), in slices:
+         * the daemon skips that wake when the grant woke a VP of ours on
+         * vp_wake instead (cpumgr/daemon.c, publish_wake). */
+        int64_t until = t + WAIT_SLICE_NS < deadline_ns ? t + WAIT_SLICE_NS : deadline_ns;
+        struct timespec ts = { (time_t)(until / 1000000000), (long)(until % 1000000000) };
+        (void)syscall(SYS_futex, w, FUTEX_WAIT_BITSET, v, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+    }
+    /* Read (and applied, through the callback) on this thread, whoever
+     * else may have read it meanwhile. */
+    (void)nth_cpumgr_refresh_handoff();
+    return nth_cpumgr_client_answered();
 }
 
 int nth_cpumgr_client_answered(void)

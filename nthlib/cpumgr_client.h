@@ -144,6 +144,16 @@ uint64_t nth_cpumgr_budget_ns(void);
  * set). Called from the assignment callback (client lock held). */
 int nth_cpumgr_client_answered(void);
 
+/* Wait until the daemon has answered our claim, or CLOCK_MONOTONIC reaches
+ * deadline_ns (absolute), sleeping in the kernel on the slot's publication
+ * word (shared futex: never a nano-thread switch), then read the answer on
+ * the calling thread, which gives it to the assignment callback. For the
+ * runtime's start (cpumgr_rt.c): a newcomer's main thread is bound to its
+ * first grant before the program's serial start-up runs. Returns 1 if
+ * answered (also when it was already), 0 when not attached or at the
+ * deadline. Thread-safe; not from the assignment callback (client lock). */
+int nth_cpumgr_client_wait_answer(int64_t deadline_ns);
+
 /* Without attaching: does a daemon run on the segment, with a valid header
  * and CPUs in common with our mask (what the attach that follows needs)?
  * 1 also when attached already; 0 when off or not initialised. Maps the

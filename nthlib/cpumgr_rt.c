@@ -69,6 +69,11 @@
 /* Ask for the CPUs again this long before the earliest alarm, so the
  * daemon's answer (a pass, a VP woken) is in by its deadline. */
 #define DORMANT_LEAD_NS (1000000LL)
+/* The longest a newcomer's start waits for the daemon's first answer. Its
+ * pass takes well under a millisecond on a quiet machine; the bound covers
+ * a loaded one, and is short against a process's life in a mix (LU 1000:
+ * ~200 ms) and against the daemon's --exit-grace that keeps a CPU for it. */
+#define FIRST_ANSWER_WAIT_NS (20 * 1000000LL)
 /* Moves whose cost sets the margin: the largest of 32 is about their p97,
  * so about 1 move in 30 may be late by a little, not 1 in 2. */
 #define COST_WINDOW 32
@@ -120,6 +125,9 @@ static struct {
      * attach fails or the daemon goes (we run alone: every CPU). Client
      * lock (the callback's). */
     int hold;
+    int followed;            /* the daemon's first answer with a CPU was
+                                seen (VP 0 followed it, nth_vp0_follow_grant);
+                                client lock */
     int attach_tried;        /* nth_cpumgr_rt_start's attach is done */
     int dormancy_on;         /* the watcher watches for idleness (attached);
                                 atomic */
@@ -424,11 +432,47 @@ static hwloc_bitmap_t held_set(hwloc_const_bitmap_t cpus)
     return one;
 }
 
+/* At exit (stop_watcher ran, R.stop): the client, alone once its slot is
+ * freed, gives us the standalone set (go_alone_at_exit), so that an exit
+ * handler run after it finds an enabled VP (test_exit_with_no_cpu). When an
+ * enabled VP keeps a CPU of cpus, only those CPUs: every other one would go
+ * to a lazy VP, whose first CPU binds its sleeping kernel thread and wakes
+ * it -- a migration at every exit of a process that never used that VP
+ * (14 of 18 migrations of an lu+sor+lu run, bench/RESULTS.md "mix2").
+ * NULL: apply cpus as it is. Client lock held. */
+static hwloc_bitmap_t exit_set(hwloc_const_bitmap_t cpus)
+{
+    if (!__atomic_load_n(&R.stop, __ATOMIC_ACQUIRE))
+        return NULL;
+    hwloc_bitmap_t keep = hwloc_bitmap_alloc();
+    for (int i = 0; keep && i < nth_rt.nvps; i++) {
+        struct nth_vp *vp = nth_rt.vps[i];
+        int c = __atomic_load_n(&vp->cpu, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(&vp->disabled, __ATOMIC_ACQUIRE) && c >= 0 &&
+            hwloc_bitmap_isset(cpus, (unsigned)c))
+            hwloc_bitmap_set(keep, (unsigned)c);
+    }
+    if (keep && hwloc_bitmap_iszero(keep)) {
+        hwloc_bitmap_free(keep);
+        keep = NULL;
+    }
+    return keep;
+}
+
 /* The client's assignment callback (client lock held). */
 static void on_assign(hwloc_const_bitmap_t all, void *arg)
 {
     (void)arg;
+    /* The first answer: VP 0, busy with main's serial start-up, moves to a
+     * granted CPU at once rather than being disabled under it (then moved
+     * by bounded reclaim, and back when its CPU returned). */
+    if (!R.followed && nth_cpumgr_client_answered() && !hwloc_bitmap_iszero(all)) {
+        R.followed = 1;
+        (void)nth_vp0_follow_grant(all);
+    }
     hwloc_bitmap_t held = held_set(all);
+    if (!held)
+        held = exit_set(all);
     hwloc_const_bitmap_t cpus = held ? held : all;
     if (hwloc_bitmap_iszero(cpus) || nth_vps_set_allowed(cpus) == EINVAL)
         disable_all(); /* no CPU of ours (EINVAL: none in our topology) */
@@ -876,6 +920,25 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg)
     /* Only now, with every VP able to follow it, may the daemon count on
      * us (nth_cpumgr_client_init_held() in init.c). */
     nth_cpumgr_client_attach();
+    /* A newcomer: the daemon answers a claim within its pass (the claim
+     * wakes it). Wait for that answer here, in the kernel, before main's
+     * serial start-up: VP 0 is then bound to its first grant (on_assign)
+     * and the start-up runs there, not on a CPU another application holds
+     * (bench/RESULTS.md "mix2"). Bounded: a stopped or slow daemon costs
+     * FIRST_ANSWER_WAIT_NS once, and the answer is then followed when it
+     * comes, as before. */
+    if (nth_cpumgr_client_attached()) {
+        /* Test hook NTH_TEST_FIRST_ANSWER_MS (1..600000): a longer bound,
+         * so that a test's check of the binding does not depend on how
+         * fast a loaded machine runs the daemon. */
+        int64_t wait_ns = FIRST_ANSWER_WAIT_NS;
+        const char *fw = getenv("NTH_TEST_FIRST_ANSWER_MS");
+        char *end = NULL;
+        long ms = fw ? strtol(fw, &end, 10) : 0;
+        if (fw && end != fw && !*end && ms >= 1 && ms <= 600000)
+            wait_ns = (int64_t)ms * 1000000;
+        (void)nth_cpumgr_client_wait_answer(now_ns() + wait_ns);
+    }
     /* Not attached after all (the daemon went, every slot taken): alone,
      * the held VPs get their CPUs now (the callback ends the hold). */
     __atomic_store_n(&R.attach_tried, 1, __ATOMIC_RELEASE);

@@ -664,6 +664,21 @@ static inline void nth_sched_point(struct nth_vp *vp, int where)
  * Returns 0, or EINVAL if cpus has no CPU of the topology. Thread-safe. */
 NTH_HIDDEN int nth_vps_set_allowed(hwloc_const_bitmap_t cpus);
 
+/* (2b) The cpumgr daemon's first answer (cpumgr_rt.c) did not grant VP 0's
+ * CPU while VP 0 runs main's serial start-up (not parked; disabled only
+ * if an earlier answer gave no CPU at all):
+ * VP 0 takes a granted CPU that no VP has run on instead -- the name of a
+ * lazy VP (vp.c), which takes VP 0's old CPU as its own, still disabled --
+ * and its kernel thread is bound there at once (by itself if the caller is
+ * VP 0's thread, else from outside). Without it VP 0 ran main's start-up on
+ * a CPU that another application holds, bounded reclaim then moved it to
+ * the grant, and it moved back whenever its own CPU was given back (two
+ * migrations per newcomer, bench/RESULTS.md "mix3"; this one: "mix2").
+ * Call before nth_vps_set_allowed(cpus), which then enables VP 0 there if
+ * it was disabled. Returns 1 if VP 0 was given a CPU of cpus, else 0
+ * (nothing changed). Thread-safe (vps_lock). */
+NTH_HIDDEN int nth_vp0_follow_grant(hwloc_const_bitmap_t cpus);
+
 /* (3) Idle-park timeout: the timer queue tells the idle loop how long it may
  * sleep: fn returns ns until vp's earliest deadline, or -1 for none. The idle
  * loop parks no longer than that and then runs its scheduling-point hooks. */

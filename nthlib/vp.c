@@ -443,6 +443,72 @@ static void enable(struct nth_vp *vp, int cpu)
 
 const struct nth_park_ops *nth_park_ops;
 
+/* Bind vp's kernel thread to cpu alone: itself when vp is the caller's VP,
+ * else from outside by tid (a raw system call: under the pthread shim,
+ * sched_setaffinity is the shim's). 1 if bound. */
+static int bind_to(struct nth_vp *vp, int cpu)
+{
+    if (vp == nth_vp_self()) {
+        nth_vp_bind(vp);
+        return __atomic_load_n(&vp->bound_cpu1, __ATOMIC_ACQUIRE) == cpu + 1;
+    }
+    int tid = __atomic_load_n(&vp->tid, __ATOMIC_SEQ_CST);
+    if (tid <= 0 || cpu < 0 || cpu >= CPU_SETSIZE)
+        return 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((unsigned)cpu, &set);
+    if (syscall(SYS_sched_setaffinity, tid, sizeof set, &set) != 0)
+        return 0;
+    __atomic_store_n(&vp->bound_cpu1, cpu + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+int nth_vp0_follow_grant(hwloc_const_bitmap_t cpus)
+{
+    if (!cpus || !nth_rt.cfg.bind || nth_rt.nvps < 1)
+        return 0;
+    nth_futex_lock(&nth_rt.vps_lock);
+    struct nth_vp *v0 = nth_rt.vps[0];
+    int c0 = v0->cpu, to = -1, moved = 0;
+    struct nth_vp *lazy = NULL;
+    /* Only a VP 0 that runs (main's start-up: not parked, maybe disabled
+     * by an earlier answer that gave no CPU) and has no CPU of cpus: a
+     * parked one costs nothing where it sleeps. */
+    if (c0 < 0 || hwloc_bitmap_isset(cpus, (unsigned)c0) ||
+        __atomic_load_n(&v0->parked, __ATOMIC_ACQUIRE))
+        goto out;
+    /* A granted CPU that no VP has run on: its VP, if any, is lazy (never
+     * enabled, no nano-thread, its kernel thread asleep unbound), so its
+     * CPU is only a name and VP 0 may take it. */
+    for (int c = hwloc_bitmap_first(cpus); c >= 0 && to < 0; c = hwloc_bitmap_next(cpus, c)) {
+        struct nth_vp *owner = NULL;
+        for (int j = 1; j < nth_rt.nvps && !owner; j++)
+            if (nth_rt.vps[j]->cpu == c)
+                owner = nth_rt.vps[j];
+        if (owner && !(__atomic_load_n(&owner->lazy, __ATOMIC_ACQUIRE) &&
+                       __atomic_load_n(&owner->disabled, __ATOMIC_ACQUIRE)))
+            continue;
+        to = c;
+        lazy = owner;
+    }
+    if (to < 0)
+        goto out;
+    /* The lazy VP takes VP 0's old CPU as its name: still disabled, it is
+     * not enabled by the set that follows (that CPU is not in it). */
+    if (lazy)
+        __atomic_store_n(&lazy->cpu, c0, __ATOMIC_RELAXED);
+    __atomic_store_n(&v0->cpu, to, __ATOMIC_RELAXED);
+    /* Not bound (tid unknown, refused): its next scheduling point binds
+     * it, or bounded reclaim moves it (a stale binding, cpumgr_rt.c). */
+    if (!bind_to(v0, to))
+        __atomic_store_n(&v0->rebind, 1, __ATOMIC_RELEASE);
+    moved = 1;
+out:
+    nth_futex_unlock(&nth_rt.vps_lock);
+    return moved;
+}
+
 void nth_unbind_self(void)
 {
     if (initial_mask)

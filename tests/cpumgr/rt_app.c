@@ -21,6 +21,9 @@
  * sleep and prints "SLEPT"). Linked statically to read the runtime's VP table; a plain kernel
  * thread prints the state lines, so they appear while every VP is parked.
  *
+ * Right after nth_init() it prints one "INIT ..." line (init_line()); with
+ * RT_HOME=C in the environment, nth_init() is called on CPU C (start_on()).
+ *
  * usage: rt_app SEGMENT REQUEST [pre|late]
  * With "pre", the application attaches through the public API before
  * nth_init() (see pre_runtime()). REQUEST "default": nth_cpus_request()
@@ -291,7 +294,9 @@ static void find_segment(const char *name)
  * by now. nth_switch_hook_set() wakes each disabled VP through the park
  * operations, as the pthread shim's first sleep does from a late exit
  * handler (issue 4/5: that write went through a word of the unmapped
- * segment, SIGSEGV). Prints "LATE hook=<rc>" on success. */
+ * segment, SIGSEGV). Prints "LATE hook=<rc> unhook=<rc> fenced=<0|1>
+ * vps=<e|d per VP: enabled, disabled> lazy=<1|0 per VP: never given a CPU>",
+ * the VPs as the runtime left them once alone at exit. */
 static void late_exit(void)
 {
     /* Unmapped by the client's detach: an inaccessible mapping in its
@@ -308,12 +313,55 @@ static void late_exit(void)
         else if (p != MAP_FAILED)
             munmap(p, seg_hi - seg_lo); /* no MAP_FIXED_NOREPLACE: elsewhere */
     }
-    char dis[64] = "";
-    for (int i = 0; i < nth_rt.nvps && i < 60; i++)
+    char dis[64] = "", lazy[64] = "";
+    for (int i = 0; i < nth_rt.nvps && i < 60; i++) {
         dis[i] = __atomic_load_n(&nth_rt.vps[i]->disabled, __ATOMIC_ACQUIRE) ? 'd' : 'e';
+        lazy[i] = __atomic_load_n(&nth_rt.vps[i]->lazy, __ATOMIC_ACQUIRE) ? '1' : '0';
+    }
     int r = nth_switch_hook_set(on_switch);
     int r2 = nth_switch_hook_set(NULL);
-    printf("LATE hook=%d unhook=%d fenced=%d vps=%s\n", r, r2, fenced, dis);
+    printf("LATE hook=%d unhook=%d fenced=%d vps=%s lazy=%s\n", r, r2, fenced, dis, lazy);
+    fflush(stdout);
+}
+
+/* RT_HOME=C: start the runtime on CPU C (its VP 0's CPU, the slot's home)
+ * with the whole mask: bound to C until running there, then unbound, so
+ * that nth_init() finds the thread on C. Returns the CPU nth_init() is
+ * called on (sched_getcpu()). */
+static int start_on(const char *c)
+{
+    cpu_set_t all, one;
+    if (c && *c && sched_getaffinity(0, sizeof all, &all) == 0) {
+        CPU_ZERO(&one);
+        CPU_SET(atoi(c), &one);
+        if (sched_setaffinity(0, sizeof one, &one) == 0) {
+            while (sched_getcpu() != atoi(c))
+                sched_yield();
+            (void)sched_setaffinity(0, sizeof all, &all);
+        }
+    }
+    return sched_getcpu();
+}
+
+/* Right after nth_init() and the request, before main's first scheduling
+ * point: "INIT A=<attached> N=<assigned> CPUS=<list> BOUND=<the main
+ * thread's one CPU, -1 if it may run on more> HOME=<CPU nth_init() was
+ * called on> RC=<reclaims>" -- what a program's serial start-up runs on. */
+static void init_line(int home)
+{
+    hwloc_bitmap_t m = NULL;
+    char list[256] = "";
+    if (nth_cpus_assigned_mask(&m) == 0)
+        hwloc_bitmap_list_snprintf(list, sizeof list, m);
+    hwloc_bitmap_free(m);
+    cpu_set_t cs;
+    int bound = -1;
+    if (sched_getaffinity(0, sizeof cs, &cs) == 0 && CPU_COUNT(&cs) == 1)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &cs))
+                bound = c;
+    printf("INIT A=%d N=%d CPUS=%s BOUND=%d HOME=%d RC=%lu\n", nth_cpumgr_attached(),
+           nth_cpus_assigned(), list, bound, home, nth_cpumgr_rt_reclaims());
     fflush(stdout);
 }
 
@@ -330,8 +378,10 @@ int main(int argc, char **argv)
     if (argc > 3 && !strcmp(argv[3], "pre") && pre_runtime(atoi(argv[2])) != 0)
         return 3;
     atexit(sleep_at_exit);
+    int home = start_on(getenv("RT_HOME"));
     if (nth_init(NULL) != 0 || (strcmp(argv[2], "default") && nth_cpus_request(atoi(argv[2])) != 0))
         return 3;
+    init_line(home);
     nth_t gen = NULL, spin = NULL;
     char cmd[128];
     pthread_t rep;

@@ -51,6 +51,7 @@ struct proc {
     char slept[128];  /* "SLEPT ..." line */
     int exiting;      /* an "EXITING" line came */
     char late[128];   /* "LATE ..." line (rt_app late) */
+    char init[256];   /* "INIT ..." line (rt_app, right after nth_init()) */
 };
 
 static char bindir[PATH_MAX];
@@ -210,6 +211,8 @@ static void drain(struct proc *p)
                 snprintf(p->pre, sizeof p->pre, "%.*s", (int)sizeof p->pre - 1, p->buf);
             else if (!strncmp(p->buf, "MOVE", 4))
                 snprintf(p->move, sizeof p->move, "%.*s", (int)sizeof p->move - 1, p->buf);
+            else if (!strncmp(p->buf, "INIT", 4))
+                snprintf(p->init, sizeof p->init, "%.*s", (int)sizeof p->init - 1, p->buf);
             else if (!strncmp(p->buf, "LATE", 4))
                 snprintf(p->late, sizeof p->late, "%.*s", (int)sizeof p->late - 1, p->buf);
             size_t used = (size_t)(nl - p->buf) + 1;
@@ -1408,6 +1411,110 @@ static void test_exit_grace(void **state)
     cm_seg_unmap(s);
 }
 
+/* A newcomer whose home (the CPU its runtime starts on) another
+ * application keeps (issue 6, bench/RESULTS.md "mix2"): a holds CPU x, c
+ * held y and exits, so y cools for applications holding none (--exit-grace)
+ * and b, started on x, is granted y. Its start must wait for that first
+ * answer and bind its main thread (VP 0) to y before nth_init() returns, so
+ * the program's serial start-up runs on y: rt_app's INIT line, printed
+ * right after nth_init(), must say 1 CPU, y, the main thread bound to y,
+ * and no reclaim (VP 0 was not disabled and moved from outside). Before,
+ * nth_init() returned before the answer (INIT said N=2, the standalone
+ * set) and VP 0 stayed bound to x until bounded reclaim moved it, and back
+ * again later. Then b's other VP stays lazy: parked, never bound. */
+static void test_newcomer_bound_to_first_grant(void **state)
+{
+    (void)state;
+    start_daemon_opt("--exit-grace", "5000");
+    NEED_TWO_CPUS();
+    int x = cpu_pair[0], y = cpu_pair[1];
+    struct proc a, b, c;
+    char want[96], cy[8];
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    snprintf(cy, sizeof cy, "%d", y);
+    setenv("CLIENT_HOME", cy, 1);
+    start(&c, "client_app", "1", -1);
+    unsetenv("CLIENT_HOME");
+    snprintf(want, sizeof want, "A=1 N=1 CPUS=%d", y);
+    wait_state(&c, want);
+    snprintf(want, sizeof want, "A=1 N=1 CPUS=%d EN=1", x);
+    wait_state(&a, want);
+    struct nth_cpumgr_shm *s = NULL;
+    char msg[200];
+    assert_int_equal(cm_seg_open(seg, &s, msg, sizeof msg), 0);
+    send(&c, "exit\n");
+    reap(c.pid);
+    uint64_t t0 = us();
+    while (slot_of(s, c.pid) >= 0) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("c's slot never freed");
+        sleep_ms(1);
+    }
+    cm_seg_unmap(s);
+    char cx[8];
+    snprintf(cx, sizeof cx, "%d", x);
+    setenv("RT_HOME", cx, 1);
+    /* The runtime's bound on its wait (20 ms) made generous: the check is
+     * of the binding, not of how soon a loaded machine runs the daemon. */
+    setenv("NTH_TEST_FIRST_ANSWER_MS", "20000", 1);
+    start(&b, "rt_app", "2", -1);
+    unsetenv("NTH_TEST_FIRST_ANSWER_MS");
+    unsetenv("RT_HOME");
+    t0 = us();
+    while (!b.init[0]) {
+        if (us() - t0 > WAIT_MS * 1000u) fail_msg("b printed no INIT line");
+        drain(&b);
+        sleep_ms(2);
+    }
+    print_message("b: %s (a keeps %d)\n", b.init, x);
+    int n = -1, bound = -2, home = -2;
+    unsigned long rc = 99;
+    char cpus[64];
+    assert_int_equal(sscanf(b.init, "INIT A=1 N=%d CPUS=%63s BOUND=%d HOME=%d RC=%lu", &n, cpus,
+                            &bound, &home, &rc), 5);
+    if (home != x)
+        print_message("b's runtime started on %d, not %d: its main thread had no move to make\n",
+                      home, x);
+    assert_int_equal(n, 1);
+    assert_string_equal(cpus, cy);
+    assert_int_equal(bound, y);
+    assert_int_equal(rc, 0);
+    snprintf(want, sizeof want, "A=1 N=1 CPUS=%d EN=1 PK=1 OUT=0 RC=0 NB=0 UB=1", y);
+    wait_state(&b, want);
+}
+
+/* At exit the runtime, alone once its slot is freed, applies the
+ * standalone set so that late exit handlers find an enabled VP
+ * (test_exit_with_no_cpu); a lazy VP (never given a CPU) must not get a
+ * CPU then while VP 0 keeps one: enabling it bound its sleeping kernel
+ * thread and woke it, a migration at nearly every exit of a mix's
+ * processes (bench/RESULTS.md "mix2"). b holds one CPU beside a, its VP 1
+ * lazy; after its exit handlers, rt_app's late handler must still see VP 1
+ * disabled and lazy. Fails without the exit rule (vps=ee lazy=00). */
+static void test_exit_leaves_lazy_vp(void **state)
+{
+    (void)state;
+    start_daemon();
+    NEED_TWO_CPUS();
+    struct proc a, b;
+    start(&a, "rt_app", "2", -1);
+    wait_state(&a, "A=1 N=2 EN=2");
+    start_arg(&b, "rt_app", "2", -1, "late");
+    wait_state(&b, "A=1 N=1 EN=1 PK=1 NB=0 UB=1");
+    send(&b, "exit\n");
+    int st = 0;
+    assert_int_equal(waitpid(b.pid, &st, 0), b.pid);
+    for (int i = 0; i < nkids; i++)
+        if (kids[i] == b.pid)
+            kids[i] = kids[--nkids];
+    drain(&b);
+    print_message("b at exit: '%s'\n", b.late);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_true(strncmp(b.late, "LATE hook=0 unhook=0 ", 21) == 0);
+    assert_non_null(strstr(b.late, " vps=ed lazy=01"));
+}
+
 /* The first 2 CPUs of our mask as cpu_pair; with more, the mask becomes
  * those 2 (see cpu_pair). */
 static void pick_two_cpus(void)
@@ -1631,6 +1738,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_keeps_cpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_vp_parked_unbound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lazy_first_answer_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newcomer_bound_to_first_grant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exit_leaves_lazy_vp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_request_vps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_request_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unmanaged_cpus_unused, setup, teardown),
