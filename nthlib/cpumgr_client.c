@@ -26,7 +26,6 @@
 #include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "cpumgr_request.h"
-#include "cpumgr_wait.h"
 #include "internal.h"
 #include "env_msg.h"
 #include "trace_hooks.h"
@@ -955,39 +954,21 @@ NTH_API int nth_set_priority(int p)
  * nth_cpus_assigned() got 2 on a 2-CPU machine whose daemon then gave it
  * 1 (issue 5). As an eDragon-style manager's register call does, the
  * first asker waits for the daemon's word instead, bounded: a daemon
- * that is alive (fresh heartbeat) but does not answer leaves the caller
- * with the standalone count after FIRST_ANSWER_WAIT_MS. Once per process
+ * that does not answer leaves the caller with the standalone count after
+ * FIRST_ANSWER_WAIT_MS, one that goes away ends the wait at once
+ * (nth_cpumgr_client_wait_answer, the start's wait too). Once per process
  * (first_wait_done): a later re-attach, after a daemon restart, costs no
  * caller a wait; a VP's scheduling point never waits here. */
 #define FIRST_ANSWER_WAIT_MS 1000
-#define FIRST_ANSWER_SLICE_NS 10000000   /* re-check: a missed wake costs this */
 
 static void await_first_answer(void)
 {
     if (__atomic_load_n(&first_wait_done, __ATOMIC_ACQUIRE) ||
         !__atomic_load_n(&C.attached, __ATOMIC_ACQUIRE))
         return;
-    static const int no_kick;
-    uint64_t deadline = now_ns() + (uint64_t)FIRST_ANSWER_WAIT_MS * 1000000u;
-    for (;;) {
-        lock();
-        int waiting = __atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.waiting_first;
-        uint32_t claimed = C.claim_aseq;
-        unlock();
-        uint64_t t = now_ns();
-        if (!waiting || t >= deadline)
-            break;
-        /* The slot's sequence word while attached; the mapping stays
-         * while the runtime runs (unmap_segment), and a detach makes
-         * waiting false at the next look. */
-        const uint32_t *w = __atomic_load_n(&nth_cpumgr_watch, __ATOMIC_ACQUIRE);
-        uint64_t until = t + FIRST_ANSWER_SLICE_NS < deadline ? t + FIRST_ANSWER_SLICE_NS : deadline;
-        (void)nth_cpumgr_wait2(w, claimed, &no_kick, 0, (int64_t)until);
-        lock();   /* read the answer ourselves: a trylock may lose to the watcher */
-        if (__atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.shm)
-            (void)read_assignment();
-        unlock();
-    }
+    /* The start's own wait (nth_cpumgr_rt_start, 20 ms) usually had the
+     * answer already; this one is for a daemon slower than that. */
+    (void)nth_cpumgr_client_wait_answer((int64_t)(now_ns() + (uint64_t)FIRST_ANSWER_WAIT_MS * 1000000u));
     __atomic_store_n(&first_wait_done, 1, __ATOMIC_RELEASE);
 }
 
@@ -1043,7 +1024,9 @@ int nth_cpumgr_client_wait_answer(int64_t deadline_ns)
         if (v != claimed && !(v & 1u))
             break;
         int64_t t = (int64_t)now_ns();
-        if (t >= deadline_ns)
+        /* Gone alone meanwhile (the daemon died or stopped): no answer
+         * is coming. */
+        if (t >= deadline_ns || !__atomic_load_n(&C.attached, __ATOMIC_ACQUIRE))
             break;
         /* Shared futex (the daemon, another process, wakes it), in slices:
          * the daemon skips that wake when the grant woke a VP of ours on
