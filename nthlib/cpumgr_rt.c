@@ -804,6 +804,8 @@ static void *watcher(void *arg)
             D.published = 0;
             D.idle_since = 0;
             (void)nth_cpumgr_client_set_dormant(0);
+            /* Parked VPs slept to the real deadline: the slices again. */
+            nth_dormancy_ended();
         }
         if (last_tick + TICK_NS < until)
             until = last_tick + TICK_NS;
