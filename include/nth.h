@@ -618,6 +618,29 @@ NTH_API int nth_tls_carry(void *addr, size_t len);
 NTH_API int nth_tls_adopt(void *tp);
 NTH_API void *nth_tls_adopted(void);
 
+/* --- waits in slices ----------------------------------------------------- */
+
+/* For a layer that cuts a long wait into short timed waits ("slices") to
+ * look for something between them that cannot end the wait itself (the
+ * pthread shim: cancellation requests and signals, every SHIM_SLICE_NS):
+ * the calling nano-thread's timed waits from now on (nth_sleep_*,
+ * nth_*_clockwait, nth_*_timedlock and relatives) are slices of a wait
+ * whose real end is real_deadline (CLOCK_MONOTONIC, ns since its epoch;
+ * UINT64_MAX: no end, an untimed wait in slices; 0: none, its timed waits
+ * are real again). Their alarms still end each slice on time while the
+ * application runs; what changes is dormancy (cpumgr, DESIGN invariant 3):
+ * an application whose nano-threads all wait, and whose earliest *real*
+ * deadline is far, gives its CPUs back although slices are due, and its
+ * slices are not fired while it is dormant. Dormancy ends before the
+ * earliest real deadline, when work is queued, when a blocking call
+ * returns, and when a signal is pending on the process: the layer must
+ * then find what it looks for at the next slice end, as usual.
+ * Returns the previous value, which the caller puts back when the wait
+ * ends (nesting). Only for the caller; outside a nano-thread (a kernel
+ * thread that is no VP, the runtime not started) does nothing, returns 0.
+ * nthlib's own (no POSIX counterpart). */
+NTH_API uint64_t nth_wait_slices(uint64_t real_deadline);
+
 /* --- blocking system calls ---------------------------------------------- */
 
 /* Bracket a system call that may block in the kernel (read on a pipe or

@@ -91,10 +91,18 @@ int nth_on_standin(void)
 int nth_blocking_leave(void)
 {
     struct nth_vp *vp = nth_vp_self();
-    if (!vp || vp->id < 0 || !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED))
+    if (!vp || vp->id < 0 || !__atomic_load_n(&vp->blocking, __ATOMIC_RELAXED)) {
+        /* A stand-in's call counted as idle too (cpumgr_rt.c). */
+        nth_dormant_check();
         return 0;                 /* enter was a no-op, or no enter */
+    }
     int e = errno;
     __atomic_store_n(&vp->blocking, 0, __ATOMIC_SEQ_CST);
+    /* The call that returned may be what a dormant application waited
+     * for (cpumgr_rt.c): it wants its CPUs back now. Dekker with the
+     * watcher, which sets nth_dormant, fences, then reads blocking: one
+     * load when not dormant. */
+    nth_dormant_check();
     /* Ends a stand-in's lease: it stops once the nano-thread it runs
      * reaches a scheduling point (watchdog.c, still_stalled). */
     __atomic_add_fetch(&vp->nswitch, 1, __ATOMIC_RELEASE);

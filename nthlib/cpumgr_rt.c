@@ -28,15 +28,33 @@
  *    A VP the daemon's --enforce moved instead (we were late, or ignore
  *    the contract) is bound back by the watcher when it has its CPU
  *    again and still reaches no scheduling point (restore_if_due()).
- *  - Dormancy (issue 5, DESIGN invariant 3): every VP parked with nothing
- *    queued for DORMANT_NS, and no alarm due within it, the watcher tells
- *    the daemon the application needs no CPU now (the slot's dormant word:
- *    no CPU, no turn in the rotation, nothing billed). It ends when work
- *    is queued (nth_dormant_check() on the enqueue path kicks the
- *    watcher) or DORMANT_LEAD_NS before the earliest alarm, which the
- *    watcher sleeps until: the app asks for its CPUs again and the daemon
- *    answers at once. Without it, apps that only sleep held the rotation:
- *    8 sleeping 1 s took 6.5 s on 2 CPUs (notes f13t).
+ *  - Dormancy (issue 5, DESIGN invariant 3): every VP idle with nothing
+ *    queued for DORMANT_NS, and no real deadline within it, the watcher
+ *    tells the daemon the application needs no CPU now (the slot's dormant
+ *    word: no CPU, no turn in the rotation, nothing billed). Idle is
+ *    parked, or in a blocking call (nth_blocking_enter: read() on an empty
+ *    pipe, accept, poll, waitpid under the pthread shim) with no stand-in
+ *    running for the VP: that kernel thread uses no CPU either. A real
+ *    deadline is an alarm's, except for the slices of a longer wait
+ *    (nth_wait_slices: the shim's 10 ms slices of a timed condvar wait or
+ *    a sleep, which only look for cancellation and signals), counted at
+ *    that wait's end; while dormant the slices do not fire (a parked VP
+ *    sleeps to the real deadline, the backstop leaves the shared queue).
+ *    Dormancy ends when work is queued (nth_dormant_check() on the
+ *    enqueue path kicks the watcher), when a blocking call returns
+ *    (nth_blocking_leave), when a new signal is pending on the process
+ *    (every kernel thread blocks it until a nano-thread's slice ends:
+ *    sigpending() here), or DORMANT_LEAD_NS before the earliest real
+ *    deadline, which the watcher sleeps until: the app asks for its CPUs
+ *    again and the daemon answers at once. Then the slices due fire, and
+ *    the app stays a requester until a VP has had a CPU (D.hold). A call
+ *    that returns meanwhile runs its nano-thread on its VP's kernel
+ *    thread, on a CPU now another's, to its next scheduling point, where
+ *    the disabled VP parks (as a bounded reclaim would make it). Without
+ *    dormancy, apps that only sleep held the rotation: 8 sleeping 1 s took
+ *    6.5 s on 2 CPUs (notes f13t); shim programs waiting in read() or a
+ *    timed wait were billed 0.6-0.7 CPU-s per second (bench/RESULTS.md
+ *    "Dormancy under the pthread shim").
  */
 #include "internal.h"
 #include "libc_real.h"
@@ -50,6 +68,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +161,18 @@ unsigned long nth_unparks;
 static struct {
     int64_t idle_since;      /* ns when first seen idle, 0 = not idle */
     unsigned long unparks;   /* nth_unparks then */
+    /* Dormancy just ended, or a new signal was seen pending (new_signal):
+     * none again until a VP has had a CPU and left its park since
+     * (hold_enabled, then nth_unparks moved from hold_unparks). The slices
+     * that came due while dormant (a cancellation or a signal to look
+     * for) fire when the VPs have their CPUs back; before the daemon's
+     * answer every VP is still parked and disabled, so without the hold
+     * the watcher went dormant again at once and a pthread_cancel waited
+     * for the wait's real deadline. Not nth_unparks alone: a disabled VP
+     * leaves its park at each change of the slot's word, and parks again. */
+    int hold;
+    int hold_enabled;
+    unsigned long hold_unparks;
     int published;           /* what the slot says (client_set_dormant) */
     unsigned long nents;     /* dormancies begun (atomic; tests) */
 } D;
@@ -236,19 +267,80 @@ void nth_dormant_all_parked(void)
         kick_watcher();
 }
 
-/* Every VP parked and nothing queued anywhere: only alarms, sleeps,
- * blocked calls or waits are pending. */
+/* Every VP idle and nothing queued anywhere: only alarms, sleeps,
+ * blocked calls or waits are pending. A VP is idle when parked, or when
+ * its nano-thread sits in a blocking call (nth_blocking_enter: read() on
+ * an empty pipe, waitpid, poll) and no stand-in runs its queue: its
+ * kernel thread then uses no CPU either. When the call returns,
+ * nth_blocking_leave ends dormancy; until the CPUs come back the
+ * nano-thread runs on its VP's kernel thread to its next scheduling
+ * point, where the disabled VP parks, as after a reclaim. A VP in a call
+ * nobody wrapped (neither parked nor blocking) is busy. */
 static int all_idle(void)
 {
-    if (__atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) < nth_rt.nvps ||
-        !nth_rq_empty(&nth_rt.grq))
+    if (!nth_rq_empty(&nth_rt.grq))
         return 0;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *vp = nth_rt.vps[i];
         if (!nth_rq_empty(&vp->rq) || __atomic_load_n(&vp->next_local, __ATOMIC_SEQ_CST))
             return 0;
+        if (__atomic_load_n(&vp->parked, __ATOMIC_SEQ_CST))
+            continue;
+        if (!__atomic_load_n(&vp->blocking, __ATOMIC_SEQ_CST) || nth_standin_serving(vp))
+            return 0;
     }
     return 1;
+}
+
+static int all_parked(void)
+{
+    return __atomic_load_n(&nth_rt.nparked, __ATOMIC_SEQ_CST) >= nth_rt.nvps;
+}
+
+/* A signal pending on the process that no kernel thread takes: every VP's
+ * idle context blocks all signals (the pthread shim's nano-threads take
+ * them when they resume, at a slice's end), and so does this watcher, so
+ * sigpending() here shows the process-directed ones. Dormant, no slice
+ * ends: a new one must end dormancy. Only signals not pending at the
+ * last look count, so one that every nano-thread blocks for good does not
+ * keep the application from dormancy. Watcher thread only. */
+static sigset_t sig_seen;
+
+static int new_signal(void)
+{
+    sigset_t p;
+    if (sigpending(&p) != 0)
+        return 0;
+    int fresh = 0;
+    for (int s = 1; s < NSIG; s++)
+        if (sigismember(&p, s) == 1 && sigismember(&sig_seen, s) != 1)
+            fresh = 1;
+    sig_seen = p;
+    return fresh;
+}
+
+static void hold_start(void)
+{
+    D.hold = 1;
+    D.hold_enabled = 0;
+}
+
+static void hold_check(void)
+{
+    if (!D.hold_enabled) {
+        for (int i = 0; i < nth_rt.nvps; i++)
+            if (!__atomic_load_n(&nth_rt.vps[i]->disabled, __ATOMIC_SEQ_CST)) {
+                D.hold_enabled = 1;
+                D.hold_unparks = __atomic_load_n(&nth_unparks, __ATOMIC_SEQ_CST);
+                break;
+            }
+        /* Enabled and running already (not parked): it has left its park. */
+        if (D.hold_enabled && !all_parked())
+            D.hold = 0;
+        return;
+    }
+    if (__atomic_load_n(&nth_unparks, __ATOMIC_SEQ_CST) != D.hold_unparks || !all_parked())
+        D.hold = 0;
 }
 
 /* The watcher's dormancy step at t (attached). Returns when it must look
@@ -257,18 +349,26 @@ static int64_t dormancy(int64_t t)
 {
     int64_t next = INT64_MAX;
     int d = __atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST);
-    uint64_t tm = nth_timers_earliest();
+    /* Slices of longer waits (nth_wait_slices) count at their wait's end:
+     * the pthread shim cuts every long wait into 10 ms slices. */
+    uint64_t tm = nth_timers_earliest_real();
     int64_t alarm = tm == NTH_TQ_NONE || tm > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)tm;
+    int sig = new_signal();
+    if (sig)
+        hold_start();
+    else if (D.hold)
+        hold_check();
     if (d) {
-        /* The enqueue hook ends it for queued work; this is the alarm, and
-         * the net for a VP that found work some other way. */
-        if (!all_idle() || alarm - DORMANT_LEAD_NS <= t) {
+        /* The enqueue hook ends it for queued work, nth_blocking_leave for
+         * a call that returned; this is the alarm, a new signal, and the
+         * net for a VP that found work some other way. */
+        if (!all_idle() || sig || alarm - DORMANT_LEAD_NS <= t) {
             __atomic_store_n(&nth_dormant, 0, __ATOMIC_SEQ_CST);
             d = 0;
         } else if (alarm != INT64_MAX) {
             next = alarm - DORMANT_LEAD_NS;
         }
-    } else if (!all_idle()) {
+    } else if (D.hold || !all_idle()) {
         D.idle_since = 0;
     } else {
         unsigned long u = __atomic_load_n(&nth_unparks, __ATOMIC_SEQ_CST);
@@ -300,6 +400,10 @@ static int64_t dormancy(int64_t t)
         D.published = d;
         (void)nth_cpumgr_client_set_dormant(d);
         D.idle_since = 0;
+        if (!d) {
+            hold_start();
+            nth_dormancy_ended();   /* parked VPs, the backstop's shared queue */
+        }
     }
     return next;
 }
@@ -820,6 +924,8 @@ static void *watcher(void *arg)
             D.published = 0;
             D.idle_since = 0;
             (void)nth_cpumgr_client_set_dormant(0);
+            /* Parked VPs slept to the real deadline: the slices again. */
+            nth_dormancy_ended();
         }
         if (last_tick + TICK_NS < until)
             until = last_tick + TICK_NS;

@@ -97,6 +97,9 @@ struct nth_thread {
     char name[NTH_NAME_MAX];
     /* Reserved for other parts. */
     void *specific;                 /* thread-specific data (sync/keys) */
+    /* The real deadline of the sliced wait it is in (nth_wait_slices):
+     * copied into the alarms it arms, 0 none. Owner only. */
+    uint64_t wait_real;
     uint64_t trace_obj;             /* tracing: what it is about to wait on */
     unsigned trace_kind;            /* (trace_core.h), else 0 */
     void *user[4];                  /* spare slots for later parts */
@@ -699,17 +702,25 @@ struct nth_park_ops {
 };
 NTH_HIDDEN extern const struct nth_park_ops *nth_park_ops;
 
-/* (3c) Dormancy (cpumgr_rt.c, issue 5): while every VP is parked with
- * nothing to run, the cpumgr watcher tells the daemon that the application
- * needs no CPU now (nth_dormant = 1); work appearing ends it. nth_unparks
- * counts VPs leaving park (idle.c), so the watcher sees activity between
- * two of its looks. nth_dormant_check() is the enqueue path's hook: one
- * load when not dormant. nth_timers_earliest(): sync_glue.c. */
+/* (3c) Dormancy (cpumgr_rt.c, issue 5): while every VP is idle (parked,
+ * or in a blocking call with no stand-in running for it) with nothing to
+ * run, the cpumgr watcher tells the daemon that the application needs no
+ * CPU now (nth_dormant = 1); work appearing ends it, and so does a
+ * blocking call's return (nth_blocking_leave). nth_unparks counts VPs
+ * leaving park (idle.c), so the watcher sees activity between two of its
+ * looks. nth_dormant_check() is the enqueue path's hook: one load when
+ * not dormant. nth_timers_earliest(), nth_timers_earliest_real() (slices
+ * of longer waits counted at the wait's end, nth_wait_slices): sync_glue.c.
+ * While dormant the backstop leaves the shared timer queue alone (its
+ * slices would end dormancy every slice): nth_dormancy_ended() kicks it
+ * when it ends. */
 NTH_HIDDEN extern int nth_dormant;
 NTH_HIDDEN extern unsigned long nth_unparks;
 NTH_HIDDEN void nth_dormant_end(void);
 NTH_HIDDEN void nth_dormant_all_parked(void);
 NTH_HIDDEN uint64_t nth_timers_earliest(void);
+NTH_HIDDEN uint64_t nth_timers_earliest_real(void);
+NTH_HIDDEN void nth_dormancy_ended(void);
 static inline void nth_dormant_check(void)
 {
     if (__builtin_expect(__atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST), 0))
@@ -772,6 +783,9 @@ NTH_HIDDEN void nth_next_local_plain_init(int nvps);
  * 0 (also when one already serves vp), EAGAIN (no memory, no thread, or vp
  * is no real VP). Any kernel thread. */
 NTH_HIDDEN int nth_standin_lend(struct nth_vp *vp);
+/* 1 while a stand-in holds vp's lease (runs, or is about to run, its
+ * ready nano-threads while vp's kernel thread is in a system call). */
+NTH_HIDDEN int nth_standin_serving(const struct nth_vp *vp);
 /* The nano-thread a stand-in runs (shell: the stand-in's VP, id -1) is
  * about to block in the kernel: the stand-in gives up its lease on the
  * stalled VP and lends the VP to a fresh stand-in if work is waiting, as

@@ -183,6 +183,7 @@ void desc_init(struct nth_thread *t, void *(*fn)(void *), void *arg)
     t->vp = NULL;
     t->move_to = 0;
     t->specific = NULL;
+    t->wait_real = 0;   /* a cancelled sliced wait may have left it set */
     t->trace_obj = 0;
     t->trace_kind = 0;
     /* Not memset: GCC made a rep stos of it here (slow to start). */

@@ -25,6 +25,9 @@
  * nth_tq_next_deadline(), and nth_tq_move()s it to a running VP when the VP
  * parks for good or loses its CPU. */
 NTH_HIDDEN struct nth_tq *nth__vp_timer_queue(void);
+/* The running nano-thread's real deadline for the alarms it arms
+ * (nth_wait_slices), 0 none or no nano-thread. */
+NTH_HIDDEN uint64_t nth__wait_real(void);
 
 /* The address of the calling nano-thread's `specific` pointer (NULL when
  * the caller is no nano-thread). nth__keys_exit(slot) must run when a

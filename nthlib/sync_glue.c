@@ -64,10 +64,18 @@ static int64_t earliest_ns(struct nth_vp *vp)
             nth_wake_one(vp);
         return -1;
     }
-    uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
+    /* Dormant (cpumgr_rt.c), a VP not yet disabled by the daemon's answer
+     * sleeps to the next real deadline: a slice (nth_wait_slices) fired
+     * meanwhile would end dormancy for nothing. Dekker with
+     * nth_dormancy_ended, which clears nth_dormant, then wakes the parked
+     * VPs: we published parked before this load. */
+    int dorm = __atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST);
+    uint64_t next = dorm ? nth_tq_next_real(nth__sync_fallback_tq())
+                         : nth_tq_next_deadline(nth__sync_fallback_tq());
     struct nth_tq *q = __atomic_load_n((struct nth_tq **)&vp->timerq, __ATOMIC_ACQUIRE);
-    if (q && nth_tq_next_deadline(q) < next)
-        next = nth_tq_next_deadline(q);
+    uint64_t mine = !q ? NTH_TQ_NONE : dorm ? nth_tq_next_real(q) : nth_tq_next_deadline(q);
+    if (mine < next)
+        next = mine;
     for (int i = 0; i < nth_rt.nvps; i++) {
         struct nth_vp *o = nth_rt.vps[i];
         struct nth_tq *oq = __atomic_load_n((struct nth_tq **)&o->timerq, __ATOMIC_ACQUIRE);
@@ -197,6 +205,13 @@ static void held_timers(void)
  * ends, which may need this very alarm. */
 static uint64_t orphan_timers(void)
 {
+    /* Dormant (cpumgr_rt.c): every VP is idle and the earliest real
+     * deadline is far; what the shared queue holds before it is slices
+     * (nth_wait_slices), and firing one would end dormancy for nothing.
+     * The watcher ends dormancy before the real deadline and kicks us
+     * (nth_dormancy_ended). */
+    if (__atomic_load_n(&nth_dormant, __ATOMIC_SEQ_CST))
+        return NTH_TQ_NONE;
     held_timers();
     struct nth_tq *fb = nth__sync_fallback_tq();
     uint64_t next = nth_tq_next_deadline(fb);
@@ -259,6 +274,59 @@ static struct nth_tq *vp_tq(struct nth_vp *vp)
         q = expected;
     }
     return q;
+}
+
+uint64_t nth__wait_real(void)
+{
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *t = vp ? vp->current : NULL;
+    return t && !(t->flags & NTH_TF_IDLE) ? t->wait_real : 0;
+}
+
+uint64_t nth_wait_slices(uint64_t real_deadline)
+{
+    struct nth_vp *vp = nth_vp_self();
+    struct nth_thread *t = vp ? vp->current : NULL;
+    if (!t || (t->flags & NTH_TF_IDLE))
+        return 0;
+    uint64_t old = t->wait_real;
+    t->wait_real = real_deadline;
+    return old;
+}
+
+void nth_dormancy_ended(void)
+{
+    /* Parked VPs that the daemon had not disabled yet sleep to the next
+     * real deadline (earliest_ns): wake them to fire the slices due. */
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_vp *o = nth_rt.vps[i];
+        int zero = 0;
+        if (__atomic_load_n(&o->parked, __ATOMIC_SEQ_CST) &&
+            !__atomic_load_n(&o->disabled, __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&o->park_word, &zero, 1, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED))
+            nth_futex_wake(&o->park_word, 1);
+    }
+    uint64_t next = nth_tq_next_deadline(nth__sync_fallback_tq());
+    if (next != NTH_TQ_NONE)
+        nth_watchdog_timers_kick(next);
+}
+
+/* Earliest real deadline of the process (nth_tq_next_real over every
+ * queue; NTH_TQ_NONE if none): the slices of longer waits
+ * (nth_wait_slices) count at their wait's end. The cpumgr watcher's, for
+ * dormancy: may be stale as nth_timers_earliest. */
+uint64_t nth_timers_earliest_real(void)
+{
+    uint64_t next = nth_tq_next_real(nth__sync_fallback_tq());
+    for (int i = 0; i < nth_rt.nvps; i++) {
+        struct nth_tq *q = __atomic_load_n((struct nth_tq **)&nth_rt.vps[i]->timerq,
+                                           __ATOMIC_ACQUIRE);
+        uint64_t r = q ? nth_tq_next_real(q) : NTH_TQ_NONE;
+        if (r < next)
+            next = r;
+    }
+    return next;
 }
 
 struct nth_tq *nth__vp_timer_queue(void)

@@ -91,7 +91,7 @@ void nth_waiter_arm(struct nth_waiter *w, uint32_t *olock, void **head, void **t
 
 /* Without the core's per-VP queues (or from a kernel thread that is no
  * VP) timed waits share this one, fired at every VP's scheduling points. */
-static struct nth_tq fallback_tq = { 0, NULL, NTH_TQ_NONE, 0 };
+static struct nth_tq fallback_tq = { 0, NULL, NTH_TQ_NONE, 0, 0 };
 
 struct nth_tq *nth__sync_fallback_tq(void)
 {
@@ -106,6 +106,9 @@ struct nth_tq *nth__sync_tq(void)
 
 void nth__sync_arm(struct nth_alarm *a)
 {
+    /* A slice of a longer wait (nth_wait_slices): its real deadline. */
+    uint64_t real = nth__wait_real();
+    a->real = real > a->deadline ? real : 0;
     struct nth_tq *q = nth__sync_tq();
     if (q != &fallback_tq) {
         nth_tq_arm(q, a);

@@ -38,6 +38,7 @@ void nth_tq_init(struct nth_tq *q)
     q->root = NULL;
     q->next = NTH_TQ_NONE;
     q->count = 0;
+    q->nslices = 0;
 }
 
 /* Meld two heap roots (either may be NULL); the result has no sibling. */
@@ -100,6 +101,8 @@ static void insert_locked(struct nth_tq *q, struct nth_alarm *a)
     atomic_store_explicit(&a->state, NTH_ALARM_ARMED, memory_order_release);
     q->root = meld(q->root, a);
     q->count++;
+    if (a->real)
+        __atomic_store_n(&q->nslices, q->nslices + 1, __ATOMIC_RELAXED);
 }
 
 static void remove_locked(struct nth_tq *q, struct nth_alarm *a)
@@ -119,6 +122,8 @@ static void remove_locked(struct nth_tq *q, struct nth_alarm *a)
     }
     a->child = NULL;
     q->count--;
+    if (a->real)
+        __atomic_store_n(&q->nslices, q->nslices - 1, __ATOMIC_RELAXED);
 }
 
 void nth_tq_arm(struct nth_tq *q, struct nth_alarm *a)
@@ -183,6 +188,37 @@ uint64_t nth_tq_fire(struct nth_tq *q, uint64_t now)
     uint64_t next = q->root ? q->root->deadline : NTH_TQ_NONE;
     nth_ounlock((uint32_t *)&q->lock);
     return next;
+}
+
+uint64_t nth_tq_next_real(struct nth_tq *q)
+{
+    if (!__atomic_load_n(&q->nslices, __ATOMIC_RELAXED))
+        return nth_tq_next_deadline(q);
+    uint64_t best = NTH_TQ_NONE;
+    nth_olock((uint32_t *)&q->lock);
+    struct nth_alarm *root = q->root, *a = root;
+    /* Depth first through the child/sibling links, back up through prev
+     * (a first child's is its parent, another's its left sibling). A
+     * node's subtree has deadlines >= its own, and real >= deadline. */
+    while (a) {
+        if (a->deadline < best) {
+            uint64_t r = a->real > a->deadline ? a->real : a->deadline;
+            if (r < best)
+                best = r;
+            if (a->child) {
+                a = a->child;
+                continue;
+            }
+        }
+        while (a != root && !a->sibling) {
+            while (a->prev->child != a)
+                a = a->prev;
+            a = a->prev;
+        }
+        a = a == root ? NULL : a->sibling;
+    }
+    nth_ounlock((uint32_t *)&q->lock);
+    return best;
 }
 
 void nth_tq_move(struct nth_tq *from, struct nth_tq *to)

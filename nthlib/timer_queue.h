@@ -30,6 +30,12 @@ typedef int (*nth_alarm_fn)(struct nth_alarm *a, uint64_t now);
 struct nth_alarm {
     struct nth_alarm *child, *sibling, *prev; /* pairing heap links */
     uint64_t deadline;            /* CLOCK_MONOTONIC, ns */
+    /* 0, or this alarm is one slice of a longer wait whose real deadline
+     * this is (> deadline; NTH_TQ_NONE: untimed): it ends the slice so
+     * that the waiter can look for a cancellation or a signal, and is no
+     * work that is due for dormancy (nth_tq_next_real). Set before arming,
+     * constant while armed. */
+    uint64_t real;
     nth_alarm_fn fn;
     void *arg;
     struct nth_tq *_Atomic q;     /* queue holding it while ARMED */
@@ -44,6 +50,8 @@ struct nth_tq {
     _Atomic uint64_t next;        /* root's deadline or UINT64_MAX, read
                                      without the lock by a parking VP */
     uint64_t count;
+    uint64_t nslices;             /* alarms with real set (under lock; read
+                                     without it by nth_tq_next_real) */
 };
 
 #define NTH_TQ_NONE UINT64_MAX
@@ -66,6 +74,12 @@ static inline uint64_t nth_tq_next_deadline(struct nth_tq *q)
 {
     return __atomic_load_n((uint64_t *)&q->next, __ATOMIC_ACQUIRE);
 }
+/* Earliest real deadline (NTH_TQ_NONE if none): an alarm's own, or its
+ * wait's for a slice (nth_alarm.real). Without slices, nth_tq_next_deadline;
+ * with them, a walk of the heap under the lock, pruned where a subtree's
+ * deadlines cannot beat the best found (the cpumgr watcher's, only when
+ * every VP is idle). */
+uint64_t nth_tq_next_real(struct nth_tq *q) __attribute__((visibility("hidden")));
 /* Move every alarm of from to to (a VP parking for good). */
 void nth_tq_move(struct nth_tq *from, struct nth_tq *to) __attribute__((visibility("hidden")));
 

@@ -477,6 +477,13 @@ int nth_standin_lend(struct nth_vp *vp)
     return 0;
 }
 
+int nth_standin_serving(const struct nth_vp *vp)
+{
+    if (!W.vps || vp->id < 0)
+        return 0;
+    return __atomic_load_n(&W.vps[vp->id].busy, __ATOMIC_SEQ_CST) != NULL;
+}
+
 int nth_standin_handoff(struct nth_vp *shell)
 {
     struct standin *s = (struct standin *)shell; /* the shell comes first */

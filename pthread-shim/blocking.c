@@ -53,22 +53,27 @@ static int sleep_until(clockid_t clock, int64_t deadline, int64_t *left_ns)
 {
     shim_signals_begin();
     uint64_t mask = shim_sleep_guard_begin();
+    uint64_t prev = shim_slices_begin(clock, deadline);
     for (;;) {
         int64_t now = shim_now(clock);
         if (now >= deadline) {
+            nth_wait_slices(prev);
             shim_sleep_guard_end(mask);
             return 0;
         }
         if (shim_sleep_guard_check(mask) || shim_signals()) {
+            nth_wait_slices(prev);
             shim_sleep_guard_end(mask);
             if (left_ns)
                 *left_ns = deadline - now;
             return EINTR;
         }
         if (shim_cancel_requested()) {
+            uint64_t real = nth_wait_slices(prev);
             shim_sleep_guard_end(mask);  /* cleanup handlers with the own mask */
             shim_testcancel();
             mask = shim_sleep_guard_begin();
+            nth_wait_slices(real);
         }
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
         shim_nap(clock, end);     /* pthread_kill ends it early (also on a stand-in) */

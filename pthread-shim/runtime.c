@@ -342,6 +342,19 @@ int shim_check_deadline(const struct timespec *ts)
     return (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L) ? EINVAL : 0;
 }
 
+uint64_t shim_slices_begin(clockid_t clock, int64_t deadline)
+{
+    uint64_t real = UINT64_MAX;
+    if (deadline != INT64_MAX) {
+        int64_t left = deadline - shim_now(clock);
+        /* Monotonic, as the alarms: a REALTIME deadline as time left. */
+        real = (uint64_t)shim_now(CLOCK_MONOTONIC) + (uint64_t)(left > 0 ? left : 0);
+        if (real == 0)
+            real = 1;   /* 0 says "no slices" */
+    }
+    return nth_wait_slices(real);
+}
+
 void shim_backoff(int64_t until, int64_t *step)
 {
     if (*step == 0) {

@@ -342,8 +342,14 @@ __attribute__((noreturn)) void shim_cleanup_buf_jump(__pthread_unwind_buf_t *b);
 
 /* Waiting in slices: blocked calls wake up every SHIM_SLICE_NS to act on
  * cancellation requests, since the runtime's waits cannot be interrupted
- * from outside yet. */
+ * from outside yet. The slices are no due work for the cpumgr's dormancy
+ * (nth_wait_slices): a loop of slices tells the runtime its real deadline
+ * with shim_slices_begin (deadline on clock, INT64_MAX for none) and puts
+ * back the value it returns with nth_wait_slices when it leaves, also
+ * around a shim_testcancel that may act (so cleanup handlers wait as
+ * themselves). */
 #define SHIM_SLICE_NS (10 * 1000000LL)
+uint64_t shim_slices_begin(clockid_t clock, int64_t deadline);
 int64_t shim_now(clockid_t clock);
 int64_t shim_ts_ns(const struct timespec *ts);
 struct timespec shim_ns_ts(int64_t ns);

@@ -906,7 +906,11 @@ static int wait_signal(const sigset_t *set, siginfo_t *info, int64_t deadline)
         /* Naps grow to a slice: a process-directed signal is seen by
          * polling; pthread_kill to us rings the doorbell. */
         step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
+        /* A process-directed signal pending ends dormancy (the cpumgr
+         * watcher looks): the naps are slices. */
+        uint64_t prev = shim_slices_begin(CLOCK_MONOTONIC, deadline);
         shim_nap(CLOCK_MONOTONIC, now + step < deadline ? now + step : deadline);
+        nth_wait_slices(prev);
     }
 }
 
@@ -973,7 +977,9 @@ int nth_shim_sigsuspend(const sigset_t *mask)
             break;
         shim_testcancel();
         step = step ? (step < SHIM_SLICE_NS ? step * 2 : step) : 20000;
+        uint64_t prev = shim_slices_begin(CLOCK_MONOTONIC, INT64_MAX);  /* as wait_signal's */
         shim_nap(CLOCK_MONOTONIC, shim_now(CLOCK_MONOTONIC) + step);
+        nth_wait_slices(prev);
     }
     __atomic_store_n(&self->sigmask, during, __ATOMIC_RELEASE);
     kmask_apply(during);                /* kernel-pending handlers run here */

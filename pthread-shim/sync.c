@@ -29,17 +29,22 @@
 static int cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock, int64_t deadline)
 {
     shim_testcancel();
+    uint64_t prev = shim_slices_begin(clock, deadline);
     for (;;) {
         int64_t now = shim_now(clock);
-        if (now >= deadline)
+        if (now >= deadline) {
+            nth_wait_slices(prev);
             return ETIMEDOUT;
+        }
         int64_t left = deadline - now;
         int64_t end = shim_now(CLOCK_MONOTONIC) + (left < SHIM_SLICE_NS ? left : SHIM_SLICE_NS);
         struct timespec ts = shim_ns_ts(end);
         int r = nth_cond_clockwait((nth_cond_t *)c, mtx(m), CLOCK_MONOTONIC, &ts);
+        uint64_t real = nth_wait_slices(prev);
         if (r != ETIMEDOUT)
             return r;
         shim_testcancel();
+        nth_wait_slices(real);
     }
 }
 

@@ -290,7 +290,10 @@ static int wait_done(struct shim_thread *st, int64_t deadline)
             return ETIMEDOUT;
         int64_t end = deadline - now > SHIM_SLICE_NS ? now + SHIM_SLICE_NS : deadline;
         struct timespec ts = shim_ns_ts(end);
-        if (nth_sem_clockwait(&st->done_sem, CLOCK_MONOTONIC, &ts) == 0) {
+        uint64_t prev = shim_slices_begin(CLOCK_MONOTONIC, deadline);
+        int r = nth_sem_clockwait(&st->done_sem, CLOCK_MONOTONIC, &ts);
+        nth_wait_slices(prev);
+        if (r == 0) {
             nth_sem_post(&st->done_sem);     /* leave it for a later look */
             return 0;
         }

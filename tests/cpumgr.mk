@@ -57,6 +57,19 @@ tests_cpumgr_dormant_app_LDADD = libnth.la $(HWLOC_LIBS)
 TESTS += tests/cpumgr/dormant.sh
 EXTRA_DIST += tests/cpumgr/dormant.sh
 
+# Dormancy under the pthread shim (issue 5, shim-idle-not-dormant): plain
+# POSIX programs waiting in read(), waitpid, long timed condvar waits are
+# dormant beside a busy application, and wake right. Not instrumented:
+# it runs under LD_PRELOAD (tests/shim.mk says why).
+check_PROGRAMS += tests/cpumgr/idle_shim_app
+tests_cpumgr_idle_shim_app_SOURCES = tests/cpumgr/idle_shim_app.c
+tests_cpumgr_idle_shim_app_CPPFLAGS = -D_GNU_SOURCE
+tests_cpumgr_idle_shim_app_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
+tests_cpumgr_idle_shim_app_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_cpumgr_idle_shim_app_LDADD =
+TESTS += tests/cpumgr/dormant_shim.sh
+EXTRA_DIST += tests/cpumgr/dormant_shim.sh
+
 # The command line as a new user meets it: --help, --cpus syntax, files
 # checked at start with nothing left behind, --watch MS.
 TESTS += tests/cpumgr/cli.sh

@@ -113,6 +113,7 @@ int nth_vp_id(void) { return 0; }
 /* No per-VP queues here: timed waits use the shared fallback queue, which
  * nth_wait above polls. Key destructors are run by trampoline(). */
 struct nth_tq *nth__vp_timer_queue(void) { return NULL; }
+uint64_t nth__wait_real(void) { return 0; }  /* no slices (nth_wait_slices) here */
 /* Every mock thread polls the fallback queue in nth_wait: nothing to do. */
 void nth__sync_fallback_armed(uint64_t before) { (void)before; }
 void nth__keys_exit_hook_install(void) {}

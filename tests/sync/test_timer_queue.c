@@ -20,6 +20,52 @@ static int record(struct nth_alarm *a, uint64_t now)
     return 0;
 }
 
+/* Slices of longer waits (nth_alarm.real) count at their real deadline:
+ * the earliest real deadline of a heap of random alarms, a third of them
+ * slices, is the brute-force minimum, as alarms fire and are cancelled. */
+static void test_next_real(void **st)
+{
+    (void)st;
+    enum { N = 3000 };
+    static struct nth_alarm al[N];
+    struct nth_tq q;
+    nth_tq_init(&q);
+    assert_int_equal(nth_tq_next_real(&q), NTH_TQ_NONE);
+    srand(11);
+    for (int i = 0; i < N; i++) {
+        uint64_t d = 1 + (uint64_t)(rand() % 100000);
+        al[i] = (struct nth_alarm){ .deadline = d, .fn = record };
+        if (i % 3 == 0)   /* a slice: real end later, or none */
+            al[i].real = i % 6 ? d + 1 + (uint64_t)(rand() % 200000) : NTH_TQ_NONE;
+        nth_tq_arm(&q, &al[i]);
+    }
+    int cancel = 0;
+    for (uint64_t now = 0; now < 120000; now += 7919) {
+        nfired = 0;
+        (void)nth_tq_fire(&q, now);
+        for (int k = 0; k < 40; k++, cancel = (cancel + 37) % N)
+            (void)nth_tq_cancel(&al[cancel]);
+        uint64_t want = NTH_TQ_NONE;
+        int slices = 0;
+        for (int i = 0; i < N; i++) {
+            if (atomic_load(&al[i].state) != NTH_ALARM_ARMED)
+                continue;
+            uint64_t r = al[i].real ? al[i].real : al[i].deadline;
+            slices += al[i].real != 0;
+            if (r < want)
+                want = r;
+        }
+        assert_int_equal(q.nslices, slices);
+        assert_true(nth_tq_next_real(&q) == want);
+        /* Without slices it is the next deadline. */
+        if (!slices)
+            assert_true(nth_tq_next_real(&q) == nth_tq_next_deadline(&q));
+    }
+    nth_tq_fire(&q, UINT64_MAX - 1);
+    assert_int_equal(q.nslices, 0);
+    assert_int_equal(nth_tq_next_real(&q), NTH_TQ_NONE);
+}
+
 static void test_fires_in_order(void **st)
 {
     (void)st;
@@ -180,6 +226,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fires_in_order),
+        cmocka_unit_test(test_next_real),
         cmocka_unit_test(test_rearm),
         cmocka_unit_test(test_move),
         cmocka_unit_test(test_abs_to_mono),
