@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "trace_rt.h"
 #include "trace_clock.h"
@@ -47,17 +48,35 @@ static void arm(struct nth_trace_buf *b, uint64_t head, uint64_t tail)
     b->kick_at = tail + (used < b->cap / 2 ? b->cap / 2 : used < b->cap / 4 * 3 ? b->cap / 4 * 3 : b->cap);
 }
 
+/* The ring's memory. A VP's ring (tl_vp is set before a VP's first
+ * record) comes with every page already mapped: faulted in on demand it
+ * cost the VP a page fault per 128 records until the ring had wrapped
+ * once -- 512 faults for the two 1 MiB rings of LU 1000 on 2 VPs, 15-86 in
+ * each of the first ten traced runs of bench/lu-trace-ab, none after (a
+ * fault in a VP stalls its team). MAP_POPULATE takes them all in the mmap,
+ * at the VP's start, outside the work being traced; a VP records from its
+ * start to its end, so the ring is soon used whole anyway. Any other
+ * kernel thread (a program's own thread calling the API, a probed
+ * thread) may record a handful of events: its pages come on demand, not a
+ * resident NTH_TRACE_BUFFER per thread. Page-aligned, hence line-aligned:
+ * each 32-byte record lies in one cache line (from malloc, 16-byte
+ * aligned, every other record straddled two lines, a split store). Never
+ * unmapped, as buffers are never freed. NULL if out of memory. */
+static struct nth_trace_rec *ring_new(uint64_t cap, int populate)
+{
+    void *p = mmap(NULL, cap * sizeof(struct nth_trace_rec), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static struct nth_trace_buf *buf_new(void)
 {
     struct nth_trace_buf *b;
-    /* Line-aligned (the consumer's tail on a line of its own), and so is
-     * the ring: each 32-byte record then lies in one cache line. From
-     * malloc (16-byte aligned) every other record straddled two lines, a
-     * split store touching both. */
+    /* Line-aligned: the consumer's tail on a line of its own. */
     if (posix_memalign((void **)&b, 64, sizeof *b))
         return NULL;
     memset(b, 0, sizeof *b);
-    if (posix_memalign((void **)&b->ring, 64, nth_trace_ring_cap * sizeof *b->ring)) {
+    if (!(b->ring = ring_new(nth_trace_ring_cap, tl_vp != NTH_TRACE_NO_VP))) {
         free(b);
         return NULL;
     }
