@@ -49,24 +49,36 @@ static void arm(struct nth_trace_buf *b, uint64_t head, uint64_t tail)
 }
 
 /* The ring's memory. A VP's ring (tl_vp is set before a VP's first
- * record) comes with every page already mapped: faulted in on demand it
- * cost the VP a page fault per 128 records until the ring had wrapped
- * once -- 512 faults for the two 1 MiB rings of LU 1000 on 2 VPs, 15-86 in
- * each of the first ten traced runs of bench/lu-trace-ab, none after (a
- * fault in a VP stalls its team). MAP_POPULATE takes them all in the mmap,
- * at the VP's start, outside the work being traced; a VP records from its
- * start to its end, so the ring is soon used whole anyway. Any other
- * kernel thread (a program's own thread calling the API, a probed
- * thread) may record a handful of events: its pages come on demand, not a
- * resident NTH_TRACE_BUFFER per thread. Page-aligned, hence line-aligned:
- * each 32-byte record lies in one cache line (from malloc, 16-byte
- * aligned, every other record straddled two lines, a split store). Never
- * unmapped, as buffers are never freed. NULL if out of memory. */
+ * record) comes with its pages already mapped, up to RING_POPULATE_MAX:
+ * faulted in on demand they cost the VP a page fault per 128 records until
+ * the ring had wrapped once -- 512 faults for the two 1 MiB rings of LU
+ * 1000 on 2 VPs, 15-117 in each of the first traced runs of
+ * bench/lu-trace-ab, none after (a fault in a VP stalls its team; 2.2-2.8
+ * us each on this project's VM, 1.3-1.6 populated). MADV_POPULATE_WRITE
+ * takes them at the VP's start, outside the work being traced; a VP
+ * records from its start to its end, so that part of the ring is soon
+ * used anyway. Bounded, because NTH_TRACE_BUFFER may be up to 1 GiB per
+ * VP: past the bound, pages come on demand as before, and so they do for
+ * any kernel thread that is no VP (a program's own thread calling the
+ * API, a probed thread), which may record a handful of events. A kernel
+ * without MADV_POPULATE_WRITE (before Linux 5.14) refuses it: demand
+ * paging then. Page-aligned, hence line-aligned: each 32-byte record lies
+ * in one cache line (from malloc, 16-byte aligned, every other record
+ * straddled two lines, a split store). Never unmapped, as buffers are
+ * never freed. NULL if out of memory. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+#define RING_POPULATE_MAX ((size_t)4 << 20)
 static struct nth_trace_rec *ring_new(uint64_t cap, int populate)
 {
-    void *p = mmap(NULL, cap * sizeof(struct nth_trace_rec), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    size_t len = cap * sizeof(struct nth_trace_rec);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (populate)
+        (void)madvise(p, len < RING_POPULATE_MAX ? len : RING_POPULATE_MAX, MADV_POPULATE_WRITE);
+    return p;
 }
 
 static struct nth_trace_buf *buf_new(void)

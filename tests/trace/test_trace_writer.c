@@ -245,31 +245,36 @@ static void *vp_thread(void *arg)
 /* A VP's ring is in memory from the VP's first record: its recording
  * takes no page fault (faults in LU's first ten traced runs, a stall of
  * the team each, until the ring had wrapped once). A thread that is no VP
- * gets its ring's pages on demand: one event does not make 1 MiB
- * resident. In a child: a trace of its own, default 1 MiB buffers. */
-static void vp_ring_resident_from_its_start(void **st)
+ * gets its ring's pages on demand: one event does not make the buffer
+ * resident. In a child: a trace of its own, buffers of `bytes`; a VP's
+ * ring resident up to 4 MiB, no more (NTH_TRACE_BUFFER goes to 1 GiB). */
+static void vp_ring_resident(size_t bytes)
 {
-    (void)st;
     char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
     assert_non_null(mkdtemp(cdir));
     snprintf(cbin, sizeof cbin, "%s/r.bin", cdir);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        if (nth_trace_start(cbin, 1 << 20, 60000))
+        if (nth_trace_start(cbin, bytes, 60000))
             _exit(2);
-        size_t pages, in;
+        size_t pages, in, page = (size_t)sysconf(_SC_PAGESIZE);
         nth_trace_event(7, 1);   /* this thread, no VP: its buffer */
         in = ring_resident(&pages);
-        if (pages < 256 || in > 2)
+        if (pages < bytes / page || in > 2)
             _exit(3);            /* demand paging: the first page or two */
         /* A VP's first record is its VP_START, on its own kernel thread. */
         pthread_t t;
         if (pthread_create(&t, NULL, vp_thread, NULL) || pthread_join(t, NULL))
             _exit(4);
         in = ring_resident(&pages);
-        if (in != pages)
+        size_t want = ((size_t)4 << 20) / page;
+        if (want > pages)
+            want = pages;
+        if (in < want)
             _exit(5);
+        if (in > want + 2)
+            _exit(6);
         _exit(0);
     }
     int status;
@@ -278,10 +283,19 @@ static void vp_ring_resident_from_its_start(void **st)
     if (WEXITSTATUS(status) == 3)
         fail_msg("a non-VP thread's ring was made resident by one event");
     if (WEXITSTATUS(status) == 5)
-        fail_msg("a VP's ring was not all resident after its first record (pages come on demand)");
+        fail_msg("a VP's ring was not resident after its first record (pages come on demand)");
+    if (WEXITSTATUS(status) == 6)
+        fail_msg("a VP's %zu-byte ring was made resident past 4 MiB", bytes);
     assert_int_equal(WEXITSTATUS(status), 0);
     unlink(cbin);
     rmdir(cdir);
+}
+
+static void vp_ring_resident_from_its_start(void **st)
+{
+    (void)st;
+    vp_ring_resident((size_t)1 << 20);    /* the default: all of it */
+    vp_ring_resident((size_t)16 << 20);   /* the first 4 MiB */
 }
 
 int main(void)
