@@ -60,9 +60,10 @@ static void arm(struct nth_trace_buf *b, uint64_t head, uint64_t tail)
  * used anyway. Bounded, because NTH_TRACE_BUFFER may be up to 1 GiB per
  * VP: past the bound, pages come on demand as before, and so they do for
  * any kernel thread that is no VP (a program's own thread calling the
- * API, a probed thread), which may record a handful of events. A kernel
- * without MADV_POPULATE_WRITE (before Linux 5.14) refuses it: demand
- * paging then. Page-aligned, hence line-aligned: each 32-byte record lies
+ * API, a probed thread, which may record a handful of events; a watchdog
+ * stand-in, whose first lease serves a stalled VP's nano-threads at
+ * once). A kernel without MADV_POPULATE_WRITE (before Linux 5.14)
+ * refuses it: demand paging then. Page-aligned, hence line-aligned: each 32-byte record lies
  * in one cache line (from malloc, 16-byte aligned, every other record
  * straddled two lines, a split store). Never unmapped, as buffers are
  * never freed. NULL if out of memory. */
@@ -88,7 +89,10 @@ static struct nth_trace_buf *buf_new(void)
     if (posix_memalign((void **)&b, 64, sizeof *b))
         return NULL;
     memset(b, 0, sizeof *b);
-    if (!(b->ring = ring_new(nth_trace_ring_cap, tl_vp != NTH_TRACE_NO_VP))) {
+    /* A VP's own kernel thread; not a watchdog stand-in on loan, whose first
+     * lease must not wait for its pages (nth_trace__loan sets tl_vp first). */
+    int vp_thread = tl_vp != NTH_TRACE_NO_VP && !(tl_vp & NTH_TRACE_LOAN_VP);
+    if (!(b->ring = ring_new(nth_trace_ring_cap, vp_thread))) {
         free(b);
         return NULL;
     }

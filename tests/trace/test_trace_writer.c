@@ -242,12 +242,22 @@ static void *vp_thread(void *arg)
     return NULL;
 }
 
+/* A watchdog stand-in's lease of VP 1 (nthlib/watchdog.c). */
+static void *standin_thread(void *arg)
+{
+    (void)arg;
+    nth_trace__loan(1);
+    nth_trace__loan(-1);
+    return NULL;
+}
+
 /* A VP's ring is in memory from the VP's first record: its recording
  * takes no page fault (faults in LU's first ten traced runs, a stall of
  * the team each, until the ring had wrapped once). A thread that is no VP
- * gets its ring's pages on demand: one event does not make the buffer
- * resident. In a child: a trace of its own, buffers of `bytes`; a VP's
- * ring resident up to 4 MiB, no more (NTH_TRACE_BUFFER goes to 1 GiB). */
+ * (a program's own thread, a watchdog stand-in on loan) gets its ring's
+ * pages on demand: one event does not make the buffer resident. In a
+ * child: a trace of its own, buffers of `bytes`; a VP's ring resident up
+ * to 4 MiB, no more (NTH_TRACE_BUFFER goes to 1 GiB). */
 static void vp_ring_resident(size_t bytes)
 {
     char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
@@ -275,6 +285,13 @@ static void vp_ring_resident(size_t bytes)
             _exit(5);
         if (in > want + 2)
             _exit(6);
+        /* A stand-in on loan records on a VP's track but is no VP: its
+         * first lease must not wait for its ring's pages. */
+        if (pthread_create(&t, NULL, standin_thread, NULL) || pthread_join(t, NULL))
+            _exit(4);
+        in = ring_resident(&pages);
+        if (in > 2)
+            _exit(7);
         _exit(0);
     }
     int status;
@@ -284,6 +301,8 @@ static void vp_ring_resident(size_t bytes)
         fail_msg("a non-VP thread's ring was made resident by one event");
     if (WEXITSTATUS(status) == 5)
         fail_msg("a VP's ring was not resident after its first record (pages come on demand)");
+    if (WEXITSTATUS(status) == 7)
+        fail_msg("a stand-in's ring was made resident by its lease");
     if (WEXITSTATUS(status) == 6)
         fail_msg("a VP's %zu-byte ring was made resident past 4 MiB", bytes);
     assert_int_equal(WEXITSTATUS(status), 0);
