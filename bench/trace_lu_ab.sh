@@ -21,6 +21,8 @@
 # include it (an upper bound: done serially), "wall_run" and "cpu_run" do
 # not. Use BLOCKS = 6k + 1: the six orders of the arms, each k times.
 # The writer threads' CPU time and time slices go to stderr per process.
+# Last line: each arm's page faults and context switches per run (getrusage
+# of the process around each run), sum, median and maximum.
 #
 # usage: bench/trace_lu_ab.sh [BUILDDIR [PROCS [BLOCKS [SIZE]]]]   (default build 4 13 1000)
 # Extra arguments for lu-trace-ab: TRACE_AB_ARGS (e.g. "--threads 2").
@@ -85,4 +87,23 @@ for (what, a), v in ratios.items():
         out["median_s"] = {k: round(statistics.median(x), 6) for k, x in med_t.items()}
         out["settle_on_median_ms"] = round(statistics.median(settle) * 1e3, 3)
     print(json.dumps(out, separators=(',', ':')))
+# The kernel's counts per run (bench/kernels/harness.c: getrusage of the
+# whole process over the run), by arm: page faults and context switches,
+# which a clock's noise does not blur. Sums and medians over the used blocks.
+cnt = {}
+for p in range(procs):
+    for b in range(1, blocks):
+        for k in range(3):
+            o = runs[(p, 3 * b + k)]
+            if 'minflt' not in o:
+                continue
+            for f in ('minflt', 'nvcsw', 'nivcsw'):
+                cnt.setdefault((o['arm'], f), []).append(o[f])
+if cnt:
+    print(json.dumps({"bench": "trace_overhead_lu_ab_counts", "unit": "per run",
+                      "arms": {a: {f: {"sum": sum(cnt[(a, f)]), "median": statistics.median(cnt[(a, f)]),
+                                       "max": max(cnt[(a, f)])} for f in ('minflt', 'nvcsw', 'nivcsw')}
+                               for a in ('on', 'off', 'aa')},
+                      "params": {"size": int(size), "procs": procs, "blocks_used": len(ratios[('wall', 'on')])}},
+                     separators=(',', ':')))
 PY

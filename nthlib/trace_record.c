@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "trace_rt.h"
 #include "trace_clock.h"
@@ -47,17 +48,51 @@ static void arm(struct nth_trace_buf *b, uint64_t head, uint64_t tail)
     b->kick_at = tail + (used < b->cap / 2 ? b->cap / 2 : used < b->cap / 4 * 3 ? b->cap / 4 * 3 : b->cap);
 }
 
+/* The ring's memory. A VP's ring (tl_vp is set before a VP's first
+ * record) comes with its pages already mapped, up to RING_POPULATE_MAX:
+ * faulted in on demand they cost the VP a page fault per 128 records until
+ * the ring had wrapped once -- 512 faults for the two 1 MiB rings of LU
+ * 1000 on 2 VPs, 15-117 in each of the first traced runs of
+ * bench/lu-trace-ab, none after (a fault in a VP stalls its team; 2.2-2.8
+ * us each on this project's VM, 1.3-1.6 populated). MADV_POPULATE_WRITE
+ * takes them at the VP's start, outside the work being traced; a VP
+ * records from its start to its end, so that part of the ring is soon
+ * used anyway. Bounded, because NTH_TRACE_BUFFER may be up to 1 GiB per
+ * VP: past the bound, pages come on demand as before, and so they do for
+ * any kernel thread that is no VP (a program's own thread calling the
+ * API, a probed thread, which may record a handful of events; a watchdog
+ * stand-in, whose first lease serves a stalled VP's nano-threads at
+ * once). A kernel without MADV_POPULATE_WRITE (before Linux 5.14)
+ * refuses it: demand paging then. Page-aligned, hence line-aligned: each 32-byte record lies
+ * in one cache line (from malloc, 16-byte aligned, every other record
+ * straddled two lines, a split store). Never unmapped, as buffers are
+ * never freed. NULL if out of memory. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14 */
+#endif
+#define RING_POPULATE_MAX ((size_t)4 << 20)
+static struct nth_trace_rec *ring_new(uint64_t cap, int populate)
+{
+    size_t len = cap * sizeof(struct nth_trace_rec);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (populate)
+        (void)madvise(p, len < RING_POPULATE_MAX ? len : RING_POPULATE_MAX, MADV_POPULATE_WRITE);
+    return p;
+}
+
 static struct nth_trace_buf *buf_new(void)
 {
     struct nth_trace_buf *b;
-    /* Line-aligned (the consumer's tail on a line of its own), and so is
-     * the ring: each 32-byte record then lies in one cache line. From
-     * malloc (16-byte aligned) every other record straddled two lines, a
-     * split store touching both. */
+    /* Line-aligned: the consumer's tail on a line of its own. */
     if (posix_memalign((void **)&b, 64, sizeof *b))
         return NULL;
     memset(b, 0, sizeof *b);
-    if (posix_memalign((void **)&b->ring, 64, nth_trace_ring_cap * sizeof *b->ring)) {
+    /* A VP's own kernel thread; not a watchdog stand-in on loan, whose first
+     * lease must not wait for its pages (nth_trace__loan sets tl_vp first). */
+    int vp_thread = tl_vp != NTH_TRACE_NO_VP && !(tl_vp & NTH_TRACE_LOAN_VP);
+    if (!(b->ring = ring_new(nth_trace_ring_cap, vp_thread))) {
         free(b);
         return NULL;
     }

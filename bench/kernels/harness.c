@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now_s(void)
@@ -21,6 +22,21 @@ static double cpu_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The whole process's page faults and context switches so far (every
+ * thread: the VPs, the trace writers): counts that say what a run cost the
+ * kernel without the noise of a clock. */
+struct kcounts {
+    long minflt, majflt, nvcsw, nivcsw;
+};
+
+static struct kcounts kcounts_now(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru))
+        memset(&ru, 0, sizeof ru);
+    return (struct kcounts){ ru.ru_minflt, ru.ru_majflt, ru.ru_nvcsw, ru.ru_nivcsw };
 }
 
 __attribute__((weak)) const char *harness_arm(long run)
@@ -160,10 +176,13 @@ int harness_main(int argc, char **argv, const struct kernel *k)
     for (long r = 0; r < runs; r++) {
         const char *arm = harness_arm(r);
         k->generate();
+        struct kcounts k0 = kcounts_now();
         double c0 = cpu_s(), t0 = now_s();
         err = k->compute();
         double t = now_s() - t0, ct = cpu_s() - c0;
+        struct kcounts k1 = kcounts_now();
         double settle_cpu = 0, settle = arm ? harness_settle(r, &settle_cpu) : 0;
+        struct kcounts k2 = kcounts_now();
         if (err) {
             fprintf(stderr, "%s: parallel region failed: %s\n", argv[0], strerror(err));
             failed = 1;
@@ -182,9 +201,13 @@ int harness_main(int argc, char **argv, const struct kernel *k)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"
                    "\"check\":{\"ok\":%s,%s},\"migrations\":%ld,\"migrations_source\":\"%s\",\"run\":%ld,\"arm\":\"%s\",\"cpu_s\":%.6f,"
-                   "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f,\"t0_mono\":%.9f}\n",
+                   "\"settle_s\":%.6f,\"settle_cpu_s\":%.6f,\"t0_mono\":%.9f,"
+                   "\"minflt\":%ld,\"majflt\":%ld,\"nvcsw\":%ld,\"nivcsw\":%ld,"
+                   "\"settle_minflt\":%ld,\"settle_nvcsw\":%ld,\"settle_nivcsw\":%ld}\n",
                    k->name, team_impl(), t, size, nteam, malleable ? ",\"malleable\":true" : "",
-                   c.ok ? "true" : "false", c.json, mig, migr_source(), r, arm, ct, settle, settle_cpu, t0);
+                   c.ok ? "true" : "false", c.json, mig, migr_source(), r, arm, ct, settle, settle_cpu, t0,
+                   k1.minflt - k0.minflt, k1.majflt - k0.majflt, k1.nvcsw - k0.nvcsw, k1.nivcsw - k0.nivcsw,
+                   k2.minflt - k1.minflt, k2.nvcsw - k1.nvcsw, k2.nivcsw - k1.nivcsw);
         else if (json)
             printf("{\"bench\":\"%s\",\"impl\":\"%s\",\"value\":%.6f,\"unit\":\"s\","
                    "\"params\":{\"size\":%ld,\"threads\":%d%s},"

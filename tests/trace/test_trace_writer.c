@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "trace_convert.h"
+#include "trace_hooks.h"
 #include "trace_rt.h"
 
 #define BUF_BYTES 65536   /* 2048 records per buffer */
@@ -214,10 +217,111 @@ static void rescuer_keeps_the_flush_interval(void **st)
     rmdir(cdir);
 }
 
+/* Pages of the newest buffer's ring in memory (mincore), and its size. */
+static size_t ring_resident(size_t *pages)
+{
+    struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)b->ring / pg * pg;   /* mincore wants a page boundary */
+    size_t len = (uintptr_t)b->ring - lo + (size_t)b->cap * sizeof(struct nth_trace_rec);
+    size_t n = (len + pg - 1) / pg, in = 0;
+    unsigned char *vec = calloc(n, 1);
+    if (!vec || mincore((void *)lo, len, vec))
+        _exit(9);
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    free(vec);
+    *pages = n;
+    return in;
+}
+
+static void *vp_thread(void *arg)
+{
+    (void)arg;
+    nth_trace_vp_start(1);
+    return NULL;
+}
+
+/* A watchdog stand-in's lease of VP 1 (nthlib/watchdog.c). */
+static void *standin_thread(void *arg)
+{
+    (void)arg;
+    nth_trace__loan(1);
+    nth_trace__loan(-1);
+    return NULL;
+}
+
+/* A VP's ring is in memory from the VP's first record: its recording
+ * takes no page fault (faults in LU's first ten traced runs, a stall of
+ * the team each, until the ring had wrapped once). A thread that is no VP
+ * (a program's own thread, a watchdog stand-in on loan) gets its ring's
+ * pages on demand: one event does not make the buffer resident. In a
+ * child: a trace of its own, buffers of `bytes`; a VP's ring resident up
+ * to 4 MiB, no more (NTH_TRACE_BUFFER goes to 1 GiB). */
+static void vp_ring_resident(size_t bytes)
+{
+    char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
+    assert_non_null(mkdtemp(cdir));
+    snprintf(cbin, sizeof cbin, "%s/r.bin", cdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (nth_trace_start(cbin, bytes, 60000))
+            _exit(2);
+        size_t pages, in, page = (size_t)sysconf(_SC_PAGESIZE);
+        nth_trace_event(7, 1);   /* this thread, no VP: its buffer */
+        in = ring_resident(&pages);
+        if (pages < bytes / page || in > 2)
+            _exit(3);            /* demand paging: the first page or two */
+        /* A VP's first record is its VP_START, on its own kernel thread. */
+        pthread_t t;
+        if (pthread_create(&t, NULL, vp_thread, NULL) || pthread_join(t, NULL))
+            _exit(4);
+        in = ring_resident(&pages);
+        size_t want = ((size_t)4 << 20) / page;
+        if (want > pages)
+            want = pages;
+        if (in < want)
+            _exit(5);
+        if (in > want + 2)
+            _exit(6);
+        /* A stand-in on loan records on a VP's track but is no VP: its
+         * first lease must not wait for its ring's pages. */
+        if (pthread_create(&t, NULL, standin_thread, NULL) || pthread_join(t, NULL))
+            _exit(4);
+        in = ring_resident(&pages);
+        if (in > 2)
+            _exit(7);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 3)
+        fail_msg("a non-VP thread's ring was made resident by one event");
+    if (WEXITSTATUS(status) == 5)
+        fail_msg("a VP's ring was not resident after its first record (pages come on demand)");
+    if (WEXITSTATUS(status) == 7)
+        fail_msg("a stand-in's ring was made resident by its lease");
+    if (WEXITSTATUS(status) == 6)
+        fail_msg("a VP's %zu-byte ring was made resident past 4 MiB", bytes);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(cbin);
+    rmdir(cdir);
+}
+
+static void vp_ring_resident_from_its_start(void **st)
+{
+    (void)st;
+    vp_ring_resident((size_t)1 << 20);    /* the default: all of it */
+    vp_ring_resident((size_t)16 << 20);   /* the first 4 MiB */
+}
+
 int main(void)
 {
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(rescuer_keeps_the_flush_interval),
+        cmocka_unit_test(vp_ring_resident_from_its_start),
     };
     int failed = cmocka_run_group_tests(alone, NULL, NULL);
     const struct CMUnitTest tests[] = {
