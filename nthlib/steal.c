@@ -17,9 +17,9 @@
  * others at the same distances, and the rotation from the thief's index is
  * applied when walking (nth_steal) rather than stored. One array of nvps
  * indices per PU in use, and a start offset per distance per VP: memory
- * linear in VPs for a fixed machine (it was one nvps-entry list per VP,
- * 64 MB at 4096 VPs, and building it sorted nvps^2 entries: 1.6 s of CPU
- * at start). The order a thief walks is the same as before: distance,
+ * linear in VPs for a fixed machine, PUs x nvps ints (it was one
+ * nvps-entry list per VP, 64 MB at 4096 VPs, and building it sorted
+ * nvps^2 entries: 1.6 s of CPU at start). The order a thief walks is the same as before: distance,
  * then VP index rotated from the thief's.
  */
 
@@ -35,18 +35,19 @@ static int pu_depth(hwloc_topology_t topo, hwloc_obj_t a, hwloc_obj_t b)
 
 /* The group of the VPs on PU p: every VP j by pu_depth(p, pus[j]),
  * deepest first, by index within one depth (counting sort: stable). */
-static struct nth_steal_group *group_new(hwloc_topology_t topo, hwloc_obj_t p, int n, const int *gof, const hwloc_obj_t *gpu, int ng, int maxd)
+static struct nth_steal_group *group_new(hwloc_topology_t topo, hwloc_obj_t p, int n, const int *gof,
+                                         const hwloc_obj_t *gpu, int ng, int maxd)
 {
-    int *dg = calloc((size_t)ng, sizeof(*dg));      /* depth to each group's PU */
-    int *cnt = calloc((size_t)maxd + 2, sizeof(*cnt));
+    int *dg = calloc((size_t)ng, sizeof(*dg));           /* depth to each group's PU */
+    int *cnt = calloc((size_t)maxd + 1, sizeof(*cnt));   /* VPs at each depth */
+    int *at = calloc((size_t)maxd + 1, sizeof(*at));     /* next slot of each depth */
     struct nth_steal_group *g = malloc(sizeof(*g) + (size_t)(maxd + 2) * sizeof(int));
     int *order = malloc((size_t)n * sizeof(int));
-    if (!dg || !cnt || !g || !order) {
-        free(dg);
-        free(cnt);
+    if (!dg || !cnt || !at || !g || !order) {
         free(g);
         free(order);
-        return NULL;
+        g = NULL;
+        goto out;
     }
     for (int h = 0; h < ng; h++) {
         dg[h] = pu_depth(topo, p, gpu[h]);
@@ -57,14 +58,6 @@ static struct nth_steal_group *group_new(hwloc_topology_t topo, hwloc_obj_t p, i
         cnt[dg[gof[j]]]++;
     /* Segments from the deepest depth down, empty ones left out. */
     int nlev = 0, pos = 0;
-    int *at = calloc((size_t)maxd + 1, sizeof(*at));
-    if (!at) {
-        free(dg);
-        free(cnt);
-        free(g);
-        free(order);
-        return NULL;
-    }
     for (int d = maxd; d >= 0; d--) {
         if (!cnt[d])
             continue;
@@ -77,6 +70,7 @@ static struct nth_steal_group *group_new(hwloc_topology_t topo, hwloc_obj_t p, i
     for (int j = 0; j < n; j++)
         order[at[dg[gof[j]]]++] = j;
     g->order = order;
+out:
     free(at);
     free(dg);
     free(cnt);
