@@ -200,3 +200,7 @@ noinst_PROGRAMS += bench/cpumgr-place
 bench_cpumgr_place_SOURCES = bench/cpumgr_place.c
 bench_cpumgr_place_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -I$(top_srcdir)/cpumgr
 bench_cpumgr_place_LDADD = cpumgr/libcpumgr-core.la $(HWLOC_LIBS)
+
+# ---- the cost of many VPs (issue 5/runtime): bench/vps_scale.sh compiles
+# bench/vps_tiny.c against each build it is given.
+EXTRA_DIST += bench/vps_scale.sh bench/vps_tiny.c

@@ -226,8 +226,12 @@ struct nth_vp {
      * idle context runs with, and the one loaded now (owner only). */
     void *tp_own, *tp_loaded;
     struct nth_thread idle;           /* the idle/scheduler context */
-    int *steal_order;                 /* other VPs, nearest first */
-    int nsteal;
+    /* Work stealing, this VP as a thief (steal.c): the victim order of
+     * the VPs on its PU, shared with them, and where its own walk starts
+     * in each distance segment of it (steal_grp->nlev entries). */
+    const struct nth_steal_group *steal_grp;
+    int *steal_start;
+    int nsteal;                       /* other VPs: 0 with one VP */
     int park_word;                    /* futex: 0 parked/ing, 1 woken */
     int parked;                       /* 1 while in the kernel (atomic) */
     int disabled;                     /* CPU taken away (nth_vps_set_allowed) */
@@ -281,18 +285,28 @@ struct nth_vp {
      * it lies in a slab (slabs are never unmapped), so nth_join checks only
      * its magic, not the slab registry (create then join). */
     struct nth_thread *last_created;
-    /* Work stealing, this VP as a thief (owner only; steal.c): what it
-     * last saw in each running victim's next_local, indexed by victim id
-     * (nvps entries), and when it may look at those slots again. */
-    struct nth_peek *peek;
+    /* Work stealing, this VP as a thief (owner only; steal.c): when it
+     * may look at its victims' next_local slots again. */
     int64_t peek_next;
+    /* What thieves saw in this VP's next_local (steal.c): written by
+     * thieves only, in a cache line of its own so that the owner's
+     * switches do not miss on it. One record per victim, not one per
+     * (thief, victim) pair: that was nvps^2 records, 400 MB at 4096 VPs. */
+    struct nth_peek {
+        struct nth_thread *t;         /* occupant seen, NULL none (atomic) */
+        uint64_t nswitch;             /* the victim's switch count then (atomic) */
+        int64_t since;                /* when first seen so, CLOCK_MONOTONIC ns (atomic) */
+    } seen __attribute__((aligned(NTH_CACHELINE)));
 } __attribute__((aligned(NTH_CACHELINE)));
 
-/* A thief's observation of one victim's next_local (steal.c). */
-struct nth_peek {
-    struct nth_thread *t;             /* occupant seen, NULL none */
-    uint64_t nswitch;                 /* the victim's switch count then */
-    int64_t since;                    /* when first seen so (CLOCK_MONOTONIC ns) */
+/* The victim order of the VPs on one PU (steal.c): every VP, nearest to
+ * that PU first, split into segments of equal topological distance, each
+ * sorted by VP index. A thief walks each segment from the first VP above
+ * its own index, wrapping, and skips itself. */
+struct nth_steal_group {
+    int *order;                       /* nvps VP indices */
+    int nlev;                         /* segments */
+    int lev[];                        /* nlev + 1 bounds into order */
 };
 
 /* How long thieves leave a nano-thread moving to a running VP
@@ -511,6 +525,8 @@ NTH_HIDDEN void nth__exit_return(struct nth_thread *t, void *ret);  /* never ret
 NTH_HIDDEN void nth_ctx_first_run(struct nth_vp *vp);
 NTH_HIDDEN struct nth_thread *nth_steal(struct nth_vp *vp);
 NTH_HIDDEN int nth_steal_order(struct nth_vp **vps, int n, hwloc_topology_t topo, hwloc_obj_t *pus);
+/* vp's victims in the order nth_steal visits them, into out[vp->nsteal] (tests). */
+NTH_HIDDEN int nth_steal_victims(const struct nth_vp *vp, int *out);
 NTH_HIDDEN void nth_idle_loop(struct nth_vp *vp) __attribute__((noreturn));
 NTH_HIDDEN void nth_idle_entry(void *vp);
 NTH_HIDDEN void nth_wake_one(struct nth_vp *prefer);

@@ -5,7 +5,7 @@ core_tests = tests/core/test_create_join tests/core/test_sched \
 	tests/core/test_errors tests/core/test_overflow tests/core/test_config \
 	tests/core/test_switch_hook tests/core/test_context tests/core/test_move \
 	tests/core/test_topology tests/core/test_helper_mask tests/core/test_fork \
-	tests/core/test_ldso_pin tests/core/test_stack_rss
+	tests/core/test_ldso_pin tests/core/test_stack_rss tests/core/test_vps_scale
 check_PROGRAMS += $(core_tests)
 TESTS += $(core_tests) tests/core/no_sleeping_waits.sh
 dist_check_SCRIPTS += tests/core/no_sleeping_waits.sh
@@ -85,3 +85,8 @@ tests_core_test_stack_rss_SOURCES = tests/core/test_stack_rss.c tests/core/child
 tests_core_test_stack_rss_CFLAGS = $(TEST_CFLAGS)
 tests_core_test_stack_rss_LDFLAGS = $(core_test_ldflags)
 tests_core_test_stack_rss_LDADD = $(core_test_libs)
+
+tests_core_test_vps_scale_SOURCES = tests/core/test_vps_scale.c tests/core/child.h
+tests_core_test_vps_scale_CFLAGS = $(TEST_CFLAGS)
+tests_core_test_vps_scale_LDFLAGS = $(core_test_ldflags)
+tests_core_test_vps_scale_LDADD = $(core_test_libs)
