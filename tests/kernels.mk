@@ -20,6 +20,8 @@ tests_test_migrations_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bench/kernels
 tests_test_migrations_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_test_migrations_LDADD = $(CMOCKA_LIBS) -lpthread
 dist_check_SCRIPTS += tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh \
-	tests/kernels_no_task_proc.sh tests/kernels_impl.sh tests/workload_ab_table.sh tests/grant_gaps.sh tests/mig_classify.sh
+	tests/kernels_no_task_proc.sh tests/kernels_impl.sh tests/workload_ab_table.sh tests/grant_gaps.sh tests/mig_classify.sh \
+	tests/kernels_exit_migrations.sh
 TESTS += tests/test_team tests/kernels_validate.sh tests/kernels_corrupt.sh tests/kernels_jgf.sh tests/workload_tiny.sh \
-	tests/test_migrations tests/kernels_no_task_proc.sh tests/kernels_impl.sh tests/workload_ab_table.sh tests/grant_gaps.sh tests/mig_classify.sh
+	tests/test_migrations tests/kernels_no_task_proc.sh tests/kernels_impl.sh tests/workload_ab_table.sh tests/grant_gaps.sh tests/mig_classify.sh \
+	tests/kernels_exit_migrations.sh

@@ -72,9 +72,23 @@ static void usage(FILE *f, const char *prog, const struct kernel *k)
     if (!strcmp(impl, "nth-fixed"))
         impl = "nth (nth-fixed; nth-malleable with --malleable)";
     fprintf(f,
-            "usage: %s [--size N] [--threads N] [--malleable] [--runs R] [--json]%s [--corrupt] [--print-cpus]\n"
-            "  %s kernel, %s build; size defaults to %ld, threads to one per CPU\n",
+            "usage: %s [--size N] [--threads N] [--malleable] [--runs R] [--json [--exit-migrations]]%s [--corrupt] [--print-cpus]\n"
+            "  %s kernel, %s build; size defaults to %ld, threads to one per CPU\n"
+            "  --exit-migrations: a last JSON line, bench \"migrations_exit\", counts the CPU migrations up to\n"
+            "  the end of the process's exit handlers (the runtime's included)\n",
             prog, k->takes_ref ? " [--ref GTOTAL]" : "", k->name, impl, k->default_size);
+}
+
+/* --exit-migrations: the process's migrations counted to its end. Printed
+ * from an atexit handler registered before team_start(), so it runs after
+ * the runtime's own exit handlers (atexit runs them in reverse order of
+ * registration): a VP woken or moved while the process ends is counted,
+ * which the last run's line, read before exit, cannot show. */
+static void print_exit_migrations(void)
+{
+    printf("{\"bench\":\"migrations_exit\",\"migrations\":%ld,\"migrations_source\":\"%s\"}\n", migr_read(),
+           migr_source());
+    fflush(stdout);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -86,7 +100,7 @@ static int cmp_double(const void *a, const void *b)
 int harness_main(int argc, char **argv, const struct kernel *k)
 {
     long size = k->default_size, threads = 0, runs = 1;
-    int json = 0, corrupt = 0, malleable = 0, have_ref = 0, threads_given = 0;
+    int json = 0, corrupt = 0, malleable = 0, have_ref = 0, threads_given = 0, exit_migrations = 0;
     double ref = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -114,6 +128,8 @@ int harness_main(int argc, char **argv, const struct kernel *k)
             i++;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--exit-migrations")) {
+            exit_migrations = 1;
         } else if (!strcmp(a, "--corrupt")) {
             corrupt = 1;
         } else if (!strcmp(a, "--malleable")) {
@@ -137,6 +153,13 @@ int harness_main(int argc, char **argv, const struct kernel *k)
     /* Before team_start: the counter covers the threads created after it. */
     if (migr_start())
         return 2;
+    if (exit_migrations) {
+        if (!json) {
+            fprintf(stderr, "%s: --exit-migrations needs --json (it prints a JSON line)\n", argv[0]);
+            return 2;
+        }
+        atexit(print_exit_migrations);
+    }
     int err = team_start((int)threads, malleable);
     if (err) {
         fprintf(stderr, "%s: cannot start a team of %ld%s in the %s build: %s\n", argv[0], threads,
