@@ -22,10 +22,13 @@
  * sigsuspend, pause, sleeps, poll and the other polling waits) wakes at
  * once; one in pthread_cond_wait is woken (a spurious wake-up, which
  * pthread_cond_wait(3p) allows: the handler runs and the wait returns 0);
- * others (mutexes, sem_wait, joins) notice it within a wait slice
- * (SHIM_SLICE_NS) or when they resume. The switch-in hook delivers the
- * queued signals the mask leaves open, with the target's mask on the
- * kernel thread, by raising them there: the handler runs on the target.
+ * one in sem_wait or an untimed pthread_join is interrupted at once
+ * (waiting_sem: the handler runs, then sem_wait returns EINTR or goes on
+ * with SA_RESTART, the join goes on); timed waits notice it within a wait
+ * slice (SHIM_SLICE_NS); a mutex lock only when it has the mutex. The
+ * switch-in hook delivers the queued signals the mask leaves open, with
+ * the target's mask on the kernel thread, by raising them there with
+ * their siginfo: the handler runs on the target.
  *
  * Process-directed signals (kill, sigqueue, timers): the kernel picks a
  * kernel thread whose mask does not block the signal. Since a VP's kernel
@@ -35,13 +38,16 @@
  * nano-thread that does not block it is switched in (the hook's mask
  * change lets the kernel deliver it then, on that nano-thread) or takes
  * it with sigwait. A VP's idle context blocks every signal (but faults),
- * so no handler runs outside a nano-thread: when every VP is idle, the
- * signal waits until a nano-thread that leaves it open resumes (the
- * shim's waits -- sleeps, sem_wait, sigwait, poll, joins -- resume at
- * least once a slice; an untimed pthread_cond_wait or mutex lock only
- * when woken). Limits: a running nano-thread that never
- * reaches a scheduling point receives a thread-directed signal only when
- * it next calls the shim's signal functions or switches.
+ * so no handler runs outside a nano-thread (one that left with siglongjmp
+ * would leave the idle context). Untimed waits (sem_wait, joins, condvar
+ * and mutex waits) do not resume by themselves, so when every VP is idle
+ * the watcher thread (sigwatch.c) takes the signals some nano-thread
+ * leaves open and queues each on such a nano-thread as above (or takes
+ * the default action itself). Sleeps, sigwait, sigsuspend and poll look
+ * at the process's pending set at least once a slice on their own.
+ * Limits: a running nano-thread that never reaches a scheduling point
+ * receives a thread-directed signal only when it next calls the shim's
+ * signal functions or switches.
  *
  * Masks and the queue cover signals 1..64 (Linux's); glibc's internal
  * signals (32, 33) and SIGKILL/SIGSTOP are never blocked.

@@ -6,7 +6,7 @@
 # pass) and under LD_PRELOAD=libnth-pthread.so, with the default VPs and
 # with one. Before the fix every case hung under the shim once it had
 # slept: a VP's idle context blocked every signal, so no kernel thread
-# took it. A hang is a failure after 20 s (SIGKILL).
+# took it. A hang is a failure after 30 s (SIGKILL).
 # usage: sigidle.sh [CASE...]
 # environment: top_builddir, NTH_SHIM_BUILT, NTH_SHIM_LIB (as run-compare.sh)
 set -uo pipefail
@@ -44,7 +44,8 @@ run() {
   # stdout is written with write(2): "ready" shows at once.
   env "$@" "$prog" "$c" >"$o.out" 2>"$o.err" &
   local pid=$!
-  ( sleep 20; kill -KILL "$pid" 2>/dev/null ) &
+  # The guard against a hang; killed, it takes its sleep with it.
+  ( sleep 30 & s=$!; trap 'kill $s 2>/dev/null; exit 0' TERM; wait $s; kill -KILL "$pid" 2>/dev/null ) &
   killer=$!
   if [ "$sig" != - ]; then
     # Until "ready" is there, then long enough for the wait to begin (an
@@ -59,7 +60,7 @@ run() {
     echo "PASS: $c ($mode): status $rc"
   else
     local why="status $rc, wanted $want"
-    [ "$rc" = 137 ] && why="hung (killed after 20 s)"
+    [ "$rc" = 137 ] && why="hung (killed after 30 s)"
     echo "FAIL: $c ($mode): $why; stdout: $(tr '\n' ' ' <"$o.out")"
     sed 's/^/  | /' "$o.err" | head -5
     fail=1
