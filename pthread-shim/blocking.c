@@ -503,6 +503,7 @@ pid_t nth_shim_fork(void)
     if (p == 0) {
         shim_kick_forget();
         shim_defer_fork_child();
+        shim_sigwatch_fork_child();
     }
     return p;
 }

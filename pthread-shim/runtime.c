@@ -278,6 +278,7 @@ struct shim_thread *shim_self(void)
          * the kernel thread: the thread's own is the one here. */
         shim_sig_init(st, NULL);
         nth_setspecific(self_key, st);
+        shim_sigwatch_add(st);
         shim_sig_started(st);
         return st;
     }
@@ -290,6 +291,7 @@ struct shim_thread *shim_self(void)
     }
     record_init(st, nt);
     nth_setspecific(self_key, st);
+    shim_sigwatch_add(st);
     shim_sig_started(st);
     return st;
 }

@@ -127,6 +127,8 @@ struct shim_thread {
                                     this thread (sighand.c's trampoline;
                                     atomic, only ever grows) */
     unsigned sleep_ran0;         /* handlers_ran when its sleep began */
+    struct shim_thread *reg_next, *reg_prev;   /* the registry (sigwatch.c);
+                                    NULL when not in it */
 };
 
 /* m as an nth mutex, after the static-initialiser fix-up (mutex.c). */
@@ -259,6 +261,33 @@ void shim_defer_forget_thread(struct shim_thread *st);
 /* Turn the switch-in hook on (signal.c; allocates, may wait): never from
  * a handler. */
 void shim_sig_hook_ensure(void);
+/* Process-directed signals while every VP is idle (sigwatch.c).
+ * shim_sigwatch_add/_remove: a record enters the registry the watcher
+ * looks for targets in (ordinary context only; remove before freeing it).
+ * shim_sigwatch_idle(vp)/shim_sigwatch_busy(vp): the switch-in hook saw
+ * VP vp (-1: no VP, ignored) resume its idle context / a nano-thread with
+ * a record. shim_sigwatch_start: start the watcher in this process (from
+ * the hook's installation; ordinary context). shim_sigwatch_fork_child:
+ * in a fork() child, only the caller's record, and a new watcher.
+ * shim_sig_queue_info (signal.c): queue sig for st with the sender and
+ * value of *si, as pthread_kill queues: 0 or EAGAIN (queue full). */
+void shim_sigwatch_add(struct shim_thread *st);
+void shim_sigwatch_remove(struct shim_thread *st);
+void shim_sigwatch_idle(int vp);
+void shim_sigwatch_busy_slow(int vp);
+#define SHIM_SIGWATCH_MAX_VPS 4096
+extern uint64_t shim_idle_bits[SHIM_SIGWATCH_MAX_VPS / 64];
+/* Called at every switch-in once the hook is on: a load and a branch
+ * unless the VP was idle. */
+static inline void shim_sigwatch_busy(int vp)
+{
+    if (__builtin_expect((unsigned)vp < SHIM_SIGWATCH_MAX_VPS &&
+                         (__atomic_load_n(&shim_idle_bits[vp / 64], __ATOMIC_RELAXED) & (1ULL << (vp % 64))), 0))
+        shim_sigwatch_busy_slow(vp);
+}
+void shim_sigwatch_start(void);
+void shim_sigwatch_fork_child(void);
+int shim_sig_queue_info(struct shim_thread *st, int sig, const siginfo_t *si);
 /* Per-thread TLS (tls.c): shim_tls_init at start-up reads NTH_SHIM_TLS
  * and enables it (shim_tls_on); shim_tls_thread_begin is a created
  * thread's first call (its TCB: new, or a used one reset);

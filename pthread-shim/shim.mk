@@ -11,7 +11,7 @@ libnth_pthread_la_SOURCES = \
 	pthread-shim/cancel.c pthread-shim/mutex.c pthread-shim/sync.c \
 	pthread-shim/sem.c pthread-shim/signal.c pthread-shim/sighand.c pthread-shim/blocking.c \
 	pthread-shim/tls.c pthread-shim/cpumask.c pthread-shim/unwind.c \
-	pthread-shim/sigdefer.c
+	pthread-shim/sigdefer.c pthread-shim/sigwatch.c
 libnth_pthread_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/pthread-shim
 # Unwind tables in every function: pthread_exit and cancellation unwind
 # through the shim's own frames (unwind.c), whatever the target's default.

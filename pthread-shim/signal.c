@@ -22,10 +22,13 @@
  * sigsuspend, pause, sleeps, poll and the other polling waits) wakes at
  * once; one in pthread_cond_wait is woken (a spurious wake-up, which
  * pthread_cond_wait(3p) allows: the handler runs and the wait returns 0);
- * others (mutexes, sem_wait, joins) notice it within a wait slice
- * (SHIM_SLICE_NS) or when they resume. The switch-in hook delivers the
- * queued signals the mask leaves open, with the target's mask on the
- * kernel thread, by raising them there: the handler runs on the target.
+ * one in sem_wait or an untimed pthread_join is interrupted at once
+ * (waiting_sem: the handler runs, then sem_wait returns EINTR or goes on
+ * with SA_RESTART, the join goes on); timed waits notice it within a wait
+ * slice (SHIM_SLICE_NS); a mutex lock only when it has the mutex. The
+ * switch-in hook delivers the queued signals the mask leaves open, with
+ * the target's mask on the kernel thread, by raising them there with
+ * their siginfo: the handler runs on the target.
  *
  * Process-directed signals (kill, sigqueue, timers): the kernel picks a
  * kernel thread whose mask does not block the signal. Since a VP's kernel
@@ -35,13 +38,16 @@
  * nano-thread that does not block it is switched in (the hook's mask
  * change lets the kernel deliver it then, on that nano-thread) or takes
  * it with sigwait. A VP's idle context blocks every signal (but faults),
- * so no handler runs outside a nano-thread: when every VP is idle, the
- * signal waits until a nano-thread that leaves it open resumes (the
- * shim's waits -- sleeps, sem_wait, sigwait, poll, joins -- resume at
- * least once a slice; an untimed pthread_cond_wait or mutex lock only
- * when woken). Limits: a running nano-thread that never
- * reaches a scheduling point receives a thread-directed signal only when
- * it next calls the shim's signal functions or switches.
+ * so no handler runs outside a nano-thread (one that left with siglongjmp
+ * would leave the idle context). Untimed waits (sem_wait, joins, condvar
+ * and mutex waits) do not resume by themselves, so when every VP is idle
+ * the watcher thread (sigwatch.c) takes the signals some nano-thread
+ * leaves open and queues each on such a nano-thread as above (or takes
+ * the default action itself). Sleeps, sigwait, sigsuspend and poll look
+ * at the process's pending set at least once a slice on their own.
+ * Limits: a running nano-thread that never reaches a scheduling point
+ * receives a thread-directed signal only when it next calls the shim's
+ * signal functions or switches.
  *
  * Masks and the queue cover signals 1..64 (Linux's); glibc's internal
  * signals (32, 33) and SIGKILL/SIGSTOP are never blocked.
@@ -224,10 +230,10 @@ static void q_summary(struct shim_thread *st)
     __atomic_store_n(&st->pending, p, __ATOMIC_RELEASE);
 }
 
-/* Queue sig for st: 0, or EAGAIN when a real-time signal finds the queue
- * full (sigqueue(3p)'s resource limit). A standard signal already pending
- * is not queued twice. */
-static int q_put(struct shim_thread *st, int sig, int code, union sigval value)
+/* Queue sig for st as sent by pid/uid: 0, or EAGAIN when a real-time
+ * signal finds the queue full (sigqueue(3p)'s resource limit). A standard
+ * signal already pending is not queued twice. */
+static int q_put_from(struct shim_thread *st, int sig, int code, union sigval value, pid_t pid, uid_t uid)
 {
     sigset_t saved;
     int r = 0;
@@ -240,14 +246,24 @@ static int q_put(struct shim_thread *st, int sig, int code, union sigval value)
             struct shim_sigq_entry *e = &st->sigq[st->sigq_n++];
             e->sig = sig;
             e->code = code;
-            e->pid = getpid();
-            e->uid = getuid();
+            e->pid = pid;
+            e->uid = uid;
             e->value = value;
             __atomic_or_fetch(&st->pending, BIT(sig), __ATOMIC_SEQ_CST);
         }
     }
     q_unlock(st, &saved);
     return r;
+}
+
+static int q_put(struct shim_thread *st, int sig, int code, union sigval value)
+{
+    return q_put_from(st, sig, code, value, getpid(), getuid());
+}
+
+int shim_sig_queue_info(struct shim_thread *st, int sig, const siginfo_t *si)
+{
+    return q_put_from(st, sig, si->si_code, si->si_value, si->si_pid, si->si_uid);
 }
 
 /* Take the oldest entry of the lowest-numbered signal in want (the
@@ -289,16 +305,23 @@ static void fill_info(siginfo_t *info, const struct shim_sigq_entry *e)
 
 /* Raise on the calling kernel thread, whose mask is st's, every signal
  * queued for st that its mask leaves open: the kernel runs each handler
- * before the raising call returns, on this nano-thread. */
+ * before the raising call returns, on this nano-thread. With the siginfo
+ * it was queued with (rt_tgsigqueueinfo: to the caller's own kernel
+ * thread the kernel takes any si_code), so that a signal the watcher took
+ * for it (sigwatch.c) shows its sender, as natively. */
 static void deliver_queued(struct shim_thread *st)
 {
     struct shim_sigq_entry e;
     int any = 0;
     while (q_take(st, ~__atomic_load_n(&st->sigmask, __ATOMIC_ACQUIRE), &e)) {
-        if (e.code == SI_QUEUE)
-            real_sigqueue(real_self(), e.sig, e.value);
-        else
-            real_kill(real_self(), e.sig);
+        siginfo_t si;
+        fill_info(&si, &e);
+        if (syscall(SYS_rt_tgsigqueueinfo, getpid(), (int)syscall(SYS_gettid), e.sig, &si) != 0) {
+            if (e.code == SI_QUEUE)
+                real_sigqueue(real_self(), e.sig, e.value);
+            else
+                real_kill(real_self(), e.sig);
+        }
         __atomic_or_fetch(&st->sig_delivered, BIT(e.sig), __ATOMIC_RELAXED);
         any = 1;
     }
@@ -312,13 +335,18 @@ static void deliver_queued(struct shim_thread *st)
 static void on_switch_in(void *data)
 {
     struct shim_thread *st = data;
+    int vp = nth_vp_id();
     if (!st) {
         /* A VP's idle context (or a nano-thread the shim has no record
-         * for): nothing may run a handler there, so a process-directed
-         * signal waits for a nano-thread that leaves it open. */
+         * for): nothing may run a handler there. A process-directed
+         * signal goes to a nano-thread that leaves it open when it
+         * resumes, or, once every VP is idle, to the watcher
+         * (sigwatch.c), which queues it on one. */
         kmask_apply(IDLE_MASK);
+        shim_sigwatch_idle(vp);
         return;
     }
+    shim_sigwatch_busy(vp);
     uint64_t m = __atomic_load_n(&st->sigmask, __ATOMIC_RELAXED);
     kmask_apply(m);
     if (__builtin_expect((__atomic_load_n(&st->pending, __ATOMIC_ACQUIRE) & ~m) != 0, 0))
@@ -346,6 +374,7 @@ static void hook_ensure(void)
     real_init();
     if (__atomic_exchange_n(&hook_on, 1, __ATOMIC_ACQ_REL))
         return;
+    shim_sigwatch_start();       /* before the hook: idle VPs may wake it */
     nth_switch_hook_set(on_switch_in);
     int n = nth_num_vps();
     for (int i = 0; i < n; i++) {
@@ -374,6 +403,7 @@ void shim_sig_started(struct shim_thread *st)
 {
     nth_switch_data_set(st);
     if (__atomic_load_n(&hook_on, __ATOMIC_ACQUIRE)) {
+        shim_sigwatch_busy(nth_vp_id());
         kmask_apply(__atomic_load_n(&st->sigmask, __ATOMIC_RELAXED));
         if (__atomic_load_n(&st->pending, __ATOMIC_ACQUIRE) & ~st->sigmask)
             deliver_queued(st);

@@ -54,6 +54,7 @@ static void zombies_reap(void)
         if (nth_id(z->nt) != z->nid) {
             *p = z->next_zombie;
             shim_defer_forget_thread(z);
+            shim_sigwatch_remove(z);
             free(z);
         } else {
             p = &z->next_zombie;
@@ -215,9 +216,11 @@ int nth_shim_pthread_create(pthread_t *restrict t, const pthread_attr_t *restric
     /* the creator has a record before any child; the child starts with
      * its mask (pthread_create(3p)) */
     shim_sig_init(st, shim_self());
+    shim_sigwatch_add(st);       /* a process-directed signal may go to it */
     nth_t nt;
     int r = nth_create(&nt, &na, thread_start, st);
     if (r != 0) {
+        shim_sigwatch_remove(st);
         free(st);
         return r == ENOMEM ? EAGAIN : r;
     }
@@ -262,7 +265,11 @@ SHIM_EXPORT(pthread_equal)
  * deadline; a try when deadline is 0). Join is a cancellation point. An
  * untimed join needs no timer: pthread_cancel of the joiner posts the
  * target's done_sem to wake it; done_sem is a "look again" signal, the
- * done flag says what is true. */
+ * done flag says what is true. A signal queued for the joiner
+ * (pthread_kill, or a process-directed one the watcher gave it,
+ * sigwatch.c) interrupts the wait as it does sem_wait's (waiting_sem):
+ * the handler runs when it resumes, and the join goes on, as natively
+ * (pthread_join(3p): never EINTR). */
 static int wait_done(struct shim_thread *st, int64_t deadline)
 {
     if (deadline == INT64_MAX) {
@@ -271,11 +278,22 @@ static int wait_done(struct shim_thread *st, int64_t deadline)
             if (__atomic_load_n(&st->done, __ATOMIC_SEQ_CST))
                 return 0;
             shim_testcancel();
+            (void)shim_signals();
             __atomic_store_n(&self->joining, st, __ATOMIC_SEQ_CST);
-            if (!__atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST))
-                nth_sem_wait(&st->done_sem);
+            /* Stop flag, then where we wait, then the requests: Dekker
+             * with shim_interrupt_waits, as in sem_wait (sem.c). */
+            __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&self->waiting_sem, (sem_t *)&st->done_sem, __ATOMIC_SEQ_CST);
+            int r = EINTR;
+            uint64_t open = __atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) &
+                            ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+            int cancel = __atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
+                         self->cancel_state == PTHREAD_CANCEL_ENABLE;
+            if (!cancel && !open)
+                r = nth_sem_clockwait_interruptible(&st->done_sem, CLOCK_MONOTONIC, NULL, &self->cond_wake);
+            __atomic_store_n(&self->waiting_sem, NULL, __ATOMIC_SEQ_CST);
             __atomic_store_n(&self->joining, NULL, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&st->done, __ATOMIC_SEQ_CST)) {
+            if (r == 0 && __atomic_load_n(&st->done, __ATOMIC_SEQ_CST)) {
                 nth_sem_post(&st->done_sem);  /* leave it for a later look */
                 return 0;
             }
@@ -324,6 +342,7 @@ static int join_common(pthread_t t, void **ret, int64_t deadline)
         *ret = v;
     if (st->created) {
         shim_defer_forget_thread(st);
+        shim_sigwatch_remove(st);
         free(st);
     }
     return 0;
@@ -381,6 +400,7 @@ int nth_shim_pthread_detach(pthread_t t)
          * a terminated thread succeeds). */
         nth_join(st->nt, NULL);
         shim_defer_forget_thread(st);
+        shim_sigwatch_remove(st);
         free(st);
         return 0;
     }

@@ -440,3 +440,15 @@ tests_shim_librtcalls_audit_la_LDFLAGS = -module -avoid-version -shared -rpath /
 tests_shim_librtcalls_audit_la_LIBADD =
 TESTS += tests/shim/rtcalls.sh
 EXTRA_DIST += tests/shim/rtcalls.sh
+
+# A process-directed signal reaches a program whose every thread is in an
+# untimed wait (sigidle.sh sends it from outside; each case natively and
+# under the shim).
+check_PROGRAMS += tests/shim/posix-sigidle
+tests_shim_posix_sigidle_SOURCES = tests/shim/sigidle.c
+tests_shim_posix_sigidle_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_sigidle_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_sigidle_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_sigidle_LDADD =
+TESTS += tests/shim/sigidle.sh
+EXTRA_DIST += tests/shim/sigidle.sh
