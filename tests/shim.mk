@@ -225,6 +225,13 @@ tests_shim_posix_guard_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_guard_LDADD =
 
+check_PROGRAMS += tests/shim/posix-bigtls
+tests_shim_posix_bigtls_SOURCES = tests/shim/bigtls.c tests/shim/check.h
+tests_shim_posix_bigtls_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_bigtls_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_bigtls_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_bigtls_LDADD =
+
 check_PROGRAMS += tests/shim/posix-setid
 tests_shim_posix_setid_SOURCES = tests/shim/setid.c tests/shim/check.h
 tests_shim_posix_setid_CPPFLAGS = $(shim_posix_cppflags)
