@@ -232,6 +232,13 @@ tests_shim_posix_bigtls_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_bigtls_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_bigtls_LDADD =
 
+check_PROGRAMS += tests/shim/posix-bigframe
+tests_shim_posix_bigframe_SOURCES = tests/shim/bigframe.c tests/shim/check.h
+tests_shim_posix_bigframe_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_bigframe_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_bigframe_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_bigframe_LDADD =
+
 check_PROGRAMS += tests/shim/posix-setid
 tests_shim_posix_setid_SOURCES = tests/shim/setid.c tests/shim/check.h
 tests_shim_posix_setid_CPPFLAGS = $(shim_posix_cppflags)

@@ -17,7 +17,7 @@ progdir=$top_builddir/tests/shim
 out=$progdir/compare-out
 mkdir -p "$out"
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork forkrt forkc11 forkwait forkrelock sigwrite sigsafe sigaction sigjmp static_init first_call errno_migrate sigwake restart sleepint sleephook tls manyread rdtimers c11 cancelblk standinsig busy once negtime dlctor guard bigtls setid cpumask schedprio cleanupexc futexbar omp4 omp8 rbar)
+[ ${#names[@]} -gt 0 ] || names=(threads mutex cond rwlock barrier spin keys sem signals sigmask cancel blocking fork forkrt forkc11 forkwait forkrelock sigwrite sigsafe sigaction sigjmp static_init first_call errno_migrate sigwake restart sleepint sleephook tls manyread rdtimers c11 cancelblk standinsig busy once negtime dlctor guard bigtls bigframe setid cpumask schedprio cleanupexc futexbar omp4 omp8 rbar)
 # The C++ programs, built when configure found a C++ compiler (NTH_SHIM_CXX
 # from make check; run by hand, when they are there).
 if [ $# -eq 0 ] && { [ "${NTH_SHIM_CXX:-}" = yes ] || { [ -z "${NTH_SHIM_CXX:-}" ] && [ -x "$top_builddir/tests/shim/posix-cxxexit" ]; }; }; then
