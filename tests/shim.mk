@@ -350,6 +350,11 @@ TESTS += tests/shim/run-compare.sh
 EXTRA_DIST += tests/shim/run-compare.sh
 CLEANFILES += -r tests/shim/compare-out
 
+# A frame that jumps over its thread's guard page: the runtime's line
+# naming the thread under the shim (posix-bigframe jump).
+TESTS += tests/shim/stackjump.sh
+EXTRA_DIST += tests/shim/stackjump.sh
+
 # nthrun's test preloads this probe in place of the shim.
 check_LTLIBRARIES += tests/shim/libnthrun-probe.la
 tests_shim_libnthrun_probe_la_SOURCES = tests/shim/nthrun-probe.c
