@@ -157,10 +157,11 @@ __attribute__((noreturn)) void shim_finish(struct shim_thread *self)
  * their frames for glibc's threads, and a 3 MiB local array died with a
  * bare SIGSEGV. Stacks are mapped lazily, so the cost is address space:
  * 10 000 threads alive at once under the shim grew RSS alike with 1 and
- * 8 MiB stacks (about 8 KiB each: the descriptor's page and the frame),
- * the address space 11 GB vs 80 GB (of 128 TiB), mappings 48 vs 2 (guard
- * regions do not split a slab), create time within the noise
- * (bench/RESULTS.md "Shim default stack"). 0 if glibc will not say. */
+ * 8 MiB stacks (about 10 KiB each), page tables 20 vs 40 MB (as glibc's),
+ * the address space 11 GB vs 80 GB (of 128 TiB), mappings a few dozen
+ * either way (guard regions do not split a slab), create time within the
+ * noise (bench/RESULTS.md "Shim default stack"). 0 if glibc will not say
+ * (then the runtime's default). */
 static size_t default_stack(void)
 {
     pthread_attr_t a;
