@@ -189,6 +189,16 @@ EXTRA_DIST += bench/shim-io.sh bench/teambar-ab.sh
 bench-shim-io: bench/shim-iofast libnth-pthread.la
 	$(SHELL) $(top_srcdir)/bench/shim-io.sh $(BENCH_SHIM_IO_REPS)
 
+# The cost of the default thread stack size (bench/shim/stacks.c): N
+# threads alive at once with 1 MiB and 8 MiB stacks, natively or under the
+# shim (nthrun), ratios between the sizes of one run.
+bench_programs += bench/shim-stacks
+noinst_PROGRAMS += bench/shim-stacks
+bench_shim_stacks_SOURCES = bench/shim/stacks.c
+bench_shim_stacks_CFLAGS = $(WARN_CFLAGS) $(AX_PTHREAD_CFLAGS)
+bench_shim_stacks_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+bench_shim_stacks_LDADD =
+
 # Keep last: the prerequisite list is expanded when this rule is read.
 .PHONY: bench-programs
 bench-programs: $(bench_programs)

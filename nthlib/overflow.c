@@ -12,6 +12,18 @@
  * line, then flushes the trace, then dies of SIGSEGV; untraced, the process
  * dies as it would have without us.
  *
+ * A frame bigger than the guard (a large local array) can jump over it:
+ * the stack pointer then lies below the stack, in unmapped memory or in
+ * another mapping, and the fault is not on a guard page. Such a fault is
+ * still the running nano-thread's overflow when the interrupted stack
+ * pointer (ucontext) lies below that nano-thread's stack by at most
+ * JUMP_REACH; it gets the same line. The stack pointer, not the faulting
+ * address: compiled code moves it down first (sub, or a stack-clash probe
+ * loop) and then touches the frame, so a frame that jumped always has it
+ * below; an address below the stack with the stack pointer still in it is
+ * a wild access, not an overflow. It is checked before the guard pages:
+ * a jump that lands on another unit's guard is still the runner's.
+ *
  * A SIGSEGV is not always a fault: kill(2), raise(3), tgkill(2) and
  * sigqueue(3) send one too (si_code <= 0, the kernel's SI_FROMUSER), and
  * nothing repeats it if the handler just returns. Such a signal (and any
@@ -27,9 +39,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define ALTSTACK_SIZE (64 * 1024)
+/* How far below the running nano-thread's stack the interrupted stack
+ * pointer may lie and still be taken for its overflow. A frame that ran natively
+ * fits in glibc's default thread stack (RLIMIT_STACK, 8 MiB on Debian):
+ * eight times that covers such frames on any smaller stack, while a crash
+ * on some unrelated stack or mapping further away is left alone (the
+ * reach is what bounds a wrong report). */
+#define JUMP_REACH ((uintptr_t)64 << 20)
 
 static struct sigaction old_segv;
 
@@ -87,11 +107,51 @@ static void chain(int sig, siginfo_t *si, void *uc)
         syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
 }
 
+/* The interrupted stack pointer, 0 where we cannot read it. */
+static uintptr_t fault_sp(const void *uc)
+{
+    const ucontext_t *u = uc;
+#if defined(__x86_64__)
+    return (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    return (uintptr_t)u->uc_mcontext.sp;
+#else
+    (void)u;
+    return 0;            /* other architectures: the guard pages only */
+#endif
+}
+
+/* The nano-thread running on this kernel thread if the fault is its frame
+ * having jumped over its guard (see the top), else NULL. */
+static struct nth_thread *jump_owner(const void *uc)
+{
+    struct nth_vp *vp = nth_vp_self();
+    uintptr_t sp = fault_sp(uc);
+    if (!vp || !sp)
+        return NULL;
+    struct nth_thread *t = __atomic_load_n(&vp->current, __ATOMIC_RELAXED);
+    if (!t || !t->stack_lo)      /* main on the process stack: the kernel's */
+        return NULL;
+    /* A handler that faulted on an alternate signal stack (ours, or one
+     * the program set): that stack may lie anywhere, below ours too. */
+    stack_t alt;
+    if (syscall(SYS_sigaltstack, NULL, &alt) == 0 && !(alt.ss_flags & SS_DISABLE) &&
+        sp >= (uintptr_t)alt.ss_sp && sp - (uintptr_t)alt.ss_sp < alt.ss_size)
+        return NULL;
+    uintptr_t lo = (uintptr_t)t->stack_lo;
+    return sp < lo && lo - sp <= JUMP_REACH ? t : NULL;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
     int saved_errno = errno;
     /* si_addr means nothing for a sent signal (it overlays si_pid). */
-    struct nth_thread *t = is_fault(si) ? nth_guard_owner(si->si_addr) : NULL;
+    struct nth_thread *t = NULL;
+    if (is_fault(si)) {
+        t = jump_owner(uc);
+        if (!t)
+            t = nth_guard_owner(si->si_addr);
+    }
     if (t) {
         char buf[256], num[24];
         size_t at = put(buf, 0, "nthlib: stack overflow in nano-thread ");

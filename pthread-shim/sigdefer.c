@@ -52,6 +52,7 @@ static uintptr_t busy;           /* the request the helper works on now */
 static pid_t helper_pid;         /* the process whose helper runs (0: none) */
 static int helper_lock;
 static int need_bits;            /* 1: a handler was installed; 2: a semaphore or thread made */
+static int helper_told;          /* 1: the failure to start it was said */
 
 static void run(uintptr_t item)
 {
@@ -89,6 +90,24 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
+/* Create the helper kernel thread, detached, with a stack of stack_size
+ * bytes (0: glibc's default). 0, or pthread_create's error. */
+static int start_helper(size_t stack_size)
+{
+    pthread_attr_t a;
+    pthread_t t;
+    int r = REAL(pthread_attr_init)(&a);
+    if (r != 0)
+        return r;
+    REAL(pthread_attr_setdetachstate)(&a, PTHREAD_CREATE_DETACHED);
+    if (stack_size)
+        r = REAL(pthread_attr_setstacksize)(&a, stack_size);
+    if (r == 0)
+        r = REAL(pthread_create)(&t, &a, helper_main, NULL);
+    REAL(pthread_attr_destroy)(&a);
+    return r;
+}
+
 /* Start the helper in this process if both needs are there. Normal
  * context only. */
 static void helper_ensure(void)
@@ -110,19 +129,20 @@ static void helper_ensure(void)
         sigdelset(&all, SIGSEGV);
         sigdelset(&all, SIGBUS);
         syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, (size_t)(_NSIG / 8));
-        pthread_attr_t a;
-        pthread_t t;
-        int r = REAL(pthread_attr_init)(&a);
-        if (r == 0) {
-            REAL(pthread_attr_setdetachstate)(&a, PTHREAD_CREATE_DETACHED);
-            REAL(pthread_attr_setstacksize)(&a, 64 * 1024);
-            r = REAL(pthread_create)(&t, &a, helper_main, NULL);
-            REAL(pthread_attr_destroy)(&a);
-        }
+        /* 64 KiB is plenty for the helper, but glibc puts the static TLS
+         * at the top of a thread's stack and refuses (EINVAL) a size that
+         * leaves too little room for it: a program with 64 KiB or more of
+         * __thread data. Then glibc's default size (RLIMIT_STACK, 8 MiB;
+         * mapped lazily, so it costs address space, not memory). */
+        int r = start_helper(64 * 1024);
+        if (r != 0)
+            r = start_helper(0);
         syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
         if (r == 0) {
             __atomic_store_n(&helper_pid, me, __ATOMIC_RELEASE);
-        } else {
+        } else if (!__atomic_exchange_n(&helper_told, 1, __ATOMIC_RELAXED)) {
+            /* Once: each later sem_init, sigaction and pthread_create
+             * tries again, and would say it again. */
             static const char msg[] =
                 "nthlib: pthread shim: cannot start the signal helper thread: a sem_post or "
                 "pthread_kill from a signal handler may wake its target late\n";

@@ -143,11 +143,35 @@ __attribute__((noreturn)) void shim_finish(struct shim_thread *self)
     nth_exit(value);
 }
 
+/* The stack size of a thread created without attributes: glibc's default,
+ * the one pthread_attr_getstacksize reports for a freshly initialised
+ * attr (and pthread_getattr_default_np), which a thread created with such
+ * an attr gets too: POSIX has pthread_create(NULL attr) use "the default
+ * attributes", so the two must agree. glibc's rule (nptl
+ * __pthread_initialize_minimal / __libc_early_init): RLIMIT_STACK when
+ * finite (8 MiB on Debian), rounded to pages, at least PTHREAD_STACK_MIN;
+ * 2 MiB on x86-64 (ARCH_STACK_DEFAULT_SIZE) when unlimited; or what the
+ * program set with pthread_setattr_default_np. So `ulimit -s` is the knob,
+ * as natively; NTH_STACK_SIZE stays the nano-thread API's default only.
+ *
+ * Why not a smaller default (1 MiB before): unmodified programs size
+ * their frames for glibc's threads, and a 3 MiB local array died with a
+ * bare SIGSEGV. Stacks are mapped lazily, so the cost is address space:
+ * 10 000 threads alive at once under the shim grew RSS alike with 1 and
+ * 8 MiB stacks (about 10 KiB each), page tables 20 vs 40 MB (as glibc's),
+ * the address space 11 GB vs 80 GB (of 128 TiB), mappings a few dozen
+ * either way (guard regions do not split a slab), create time within the
+ * noise (bench/RESULTS.md "Shim default stack"). 0 if glibc will not say
+ * (then the runtime's default). */
 static size_t default_stack(void)
 {
-    /* glibc gives threads RLIMIT_STACK (8 MiB); nano-threads get 1 MiB
-     * unless NTH_STACK_SIZE says otherwise (then the runtime's default). */
-    return getenv("NTH_STACK_SIZE") ? 0 : 1u << 20;
+    pthread_attr_t a;
+    size_t ss = 0;
+    if (REAL(pthread_getattr_default_np)(&a) == 0) {
+        REAL(pthread_attr_getstacksize)(&a, &ss);
+        REAL(pthread_attr_destroy)(&a);
+    }
+    return ss;
 }
 
 SHIM_DECL(pthread_create)

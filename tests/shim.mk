@@ -225,6 +225,20 @@ tests_shim_posix_guard_CFLAGS = $(shim_posix_cflags)
 tests_shim_posix_guard_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_shim_posix_guard_LDADD =
 
+check_PROGRAMS += tests/shim/posix-bigtls
+tests_shim_posix_bigtls_SOURCES = tests/shim/bigtls.c tests/shim/check.h
+tests_shim_posix_bigtls_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_bigtls_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_bigtls_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_bigtls_LDADD =
+
+check_PROGRAMS += tests/shim/posix-bigframe
+tests_shim_posix_bigframe_SOURCES = tests/shim/bigframe.c tests/shim/check.h
+tests_shim_posix_bigframe_CPPFLAGS = $(shim_posix_cppflags)
+tests_shim_posix_bigframe_CFLAGS = $(shim_posix_cflags)
+tests_shim_posix_bigframe_LDFLAGS = $(AX_PTHREAD_CFLAGS)
+tests_shim_posix_bigframe_LDADD =
+
 check_PROGRAMS += tests/shim/posix-setid
 tests_shim_posix_setid_SOURCES = tests/shim/setid.c tests/shim/check.h
 tests_shim_posix_setid_CPPFLAGS = $(shim_posix_cppflags)
@@ -335,6 +349,11 @@ AM_TESTS_ENVIRONMENT += NTH_SHIM_BUILT='$(NTH_SHIM_BUILT)'; export NTH_SHIM_BUIL
 TESTS += tests/shim/run-compare.sh
 EXTRA_DIST += tests/shim/run-compare.sh
 CLEANFILES += -r tests/shim/compare-out
+
+# A frame that jumps over its thread's guard page: the runtime's line
+# naming the thread under the shim (posix-bigframe jump).
+TESTS += tests/shim/stackjump.sh
+EXTRA_DIST += tests/shim/stackjump.sh
 
 # nthrun's test preloads this probe in place of the shim.
 check_LTLIBRARIES += tests/shim/libnthrun-probe.la

@@ -68,6 +68,58 @@ static void test_guard_page_unnamed(void **s)
     check_guard_page(NULL, "nthlib: stack overflow in nano-thread 2\n");
 }
 
+/* ---- a frame that jumps over the guard --------------------------------- */
+
+static void assert_killed_by_segv(int st, const char *how);
+
+#define BIG_FRAME (3u << 20)
+static volatile size_t big_pick = 12345;
+
+/* A 3 MiB local array on a 1 MiB stack: the stack pointer lands 2 MiB
+ * below the stack, past the one-page guard, and the first touch faults
+ * outside any guard. */
+static void *big_frame(void *a)
+{
+    (void)a;
+    char buf[BIG_FRAME];
+    memset(buf, 1, sizeof buf);
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+    return (void *)(uintptr_t)buf[big_pick % BIG_FRAME];
+}
+
+static void c_jump(void *a)
+{
+    (void)a;
+    child_init(2);
+    nth_attr_t attr;
+    nth_attr_init(&attr);
+    nth_attr_setstacksize(&attr, 1u << 20);
+    nth_attr_setname(&attr, "jumper");
+    nth_t t;
+    CHECK_EQ(nth_create(&t, &attr, big_frame, NULL), 0);
+    CHECK_EQ(nth_id(t), 2);
+    nth_join(t, NULL);
+    fprintf(stderr, "not reached\n");
+}
+
+/* The jump gets the guard page's line, not a bare SIGSEGV. */
+static void test_frame_jumps_guard(void **s)
+{
+    (void)s;
+    char path[] = "/tmp/nth-overflow-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    int st = run_child(c_jump, NULL, path, 30);
+    char buf[4096] = {0};
+    assert_true(pread(fd, buf, sizeof buf - 1, 0) >= 0);
+    close(fd);
+    unlink(path);
+    assert_killed_by_segv(st, "a frame jumping the guard");
+    if (!strstr(buf, "nthlib: stack overflow in nano-thread 2 (jumper)\n"))
+        fail_msg("expected the overflow line naming nano-thread 2 (jumper) in: %s", buf);
+    assert_null(strstr(buf, "not reached"));
+}
+
 /* ---- SIGSEGV sent, not a fault ---------------------------------------- */
 
 enum send_how { SEND_RAISE, SEND_KILL, SEND_SIGQUEUE };
@@ -251,6 +303,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_guard_page),
         cmocka_unit_test(test_guard_page_unnamed),
+        cmocka_unit_test(test_frame_jumps_guard),
         cmocka_unit_test(test_sent_raise),
         cmocka_unit_test(test_sent_kill),
         cmocka_unit_test(test_sent_sigqueue),
