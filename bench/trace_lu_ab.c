@@ -32,6 +32,7 @@
 #include <nth.h>
 #include "kernels/harness.h"
 #include "trace_rt.h"
+#include "trace_clock.h"
 
 static double clock_s(clockid_t c)
 {
@@ -46,6 +47,11 @@ static double clock_s(clockid_t c)
  * (registered after it: atexit is last in, first out), writers alive. */
 static void writer_report(void)
 {
+    /* Which clock the records read: "auto" takes the TSC only when the
+     * kernel's clock source is tsc, and this project's VM has booted with
+     * either (bench/RESULTS.md "trace9": ~360 vs ~140 ns of tracing per
+     * region), so figures from different days compare only with this. */
+    fprintf(stderr, "lu-trace-ab: nth-trace clock: %s\n", nth_trace_clock_is_tsc() ? "tsc" : "clock_gettime");
     DIR *d = opendir("/proc/self/task");
     if (!d)
         return;

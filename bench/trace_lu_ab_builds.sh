@@ -42,11 +42,15 @@ one() {   # one() TAG DIR PROC
         > "$tmp/out" 2> "$tmp/err" || { echo "trace_lu_ab_builds.sh: $2/bench/lu-trace-ab failed: $(cat "$tmp/err")" >&2; exit 1; }
     grep -q '"ok":false' "$tmp/out" && { echo "trace_lu_ab_builds.sh: a run failed its check ($2)" >&2; exit 1; }
     sed "s/^/$1 $3 /" "$tmp/out" >> "$tmp/all"
+    c=$(grep -m1 '^lu-trace-ab: nth-trace clock:' "$tmp/err" | sed 's/^lu-trace-ab: nth-trace clock: //') || true
+    echo "$1: ${c:-not said (an lu-trace-ab older than trace9)}" > "$tmp/clock.$1"
 }
 for ((r = 0; r < rounds; r++)); do
     if (( r % 2 == 0 )); then one base "$base" "$r"; one new "$new" "$r"
     else one new "$new" "$r"; one base "$base" "$r"; fi
 done
+# The records' clock per build (the VM's clock source decides "auto").
+echo "trace_lu_ab_builds.sh: trace clock: $(cat "$tmp/clock.base" 2>/dev/null), $(cat "$tmp/clock.new" 2>/dev/null)" >&2
 python3 - "$tmp/all" "$blocks" "$size" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "${TRACE_AB_ARGS:-}" <<'PY'
 import json, random, statistics, sys
 path, blocks, size, load0, load1, extra = sys.argv[1:7]

@@ -105,6 +105,15 @@ enum nth_trace_switch_why {
     NTH_SWITCH_YIELD = 0,
     NTH_SWITCH_BLOCK = 1,
     NTH_SWITCH_UNBLOCK = 2,
+    /* Blocked on a wait whose kind names it with no object (trace_read.c,
+     * nth_tr_obj_label): the switch stands for NTH_REC_WAIT_OBJ of that
+     * kind + NTH_SWITCH_BLOCK, one record less. A team member waits for
+     * its next region once per region: 1 of the ~9 records of each region
+     * of LU (bench/RESULTS.md, "trace9"). An older reader takes these for
+     * a yield (READY instead of SYNCH); the records are otherwise those of
+     * format version 1. */
+    NTH_SWITCH_BLOCK_TEAM_IDLE = 3,
+    NTH_SWITCH_BLOCK_SLEEP = 4,
 };
 /* The rest of a SWITCH arg: how long (ns, saturated) the runtime's switch
  * path ran (picking the next nano-thread, the switch) before the record,

@@ -92,9 +92,11 @@ NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
 /* The runtime's switch (trace_core.h): vp now runs `to`; `from` left it
  * blocked or not (why). Every record of the switch in one reservation and
  * one clock read: `from`'s THREAD_END if it ended, NTH_REC_WAIT_OBJ (kind,
- * obj) if obj is nonzero (it blocked on obj), the SWITCH record -- whose
- * arg carries the switch path's time since t0 (trace clock ns, 0 =
- * unknown) -- and the VP's ready-queue length if rq_vp >= 0. */
+ * obj) if obj is nonzero (it blocked on obj; a wait named by its kind
+ * alone comes as obj 0 and why NTH_SWITCH_BLOCK_TEAM_IDLE or _SLEEP,
+ * trace_format.h), the SWITCH record -- whose arg carries the switch
+ * path's time since t0 (trace clock ns, 0 = unknown) -- and the VP's
+ * ready-queue length if rq_vp >= 0. */
 struct nth_trace_sw {
     uint64_t from, to, t0, obj, rq_len;
     unsigned why, kind;

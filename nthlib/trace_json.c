@@ -363,7 +363,7 @@ static void j_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
     const char *s = state_name(f, l->state, b, sizeof b);
     ev_x(j, ts, THREAD_TID(t));
     jp(j, ",\"cat\":\"state\",\"name\":");
-    if (l->obj) {
+    if (l->obj || l->kind) {   /* kind alone: a wait named by its kind (team idle, sleep) */
         char lab[320], addr[24];
         nth_tr_obj_label(f, l->kind, l->obj, lab, sizeof lab);
         snprintf(addr, sizeof addr, "0x%" PRIx64, l->obj);

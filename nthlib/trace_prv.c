@@ -151,7 +151,7 @@ static void p_state_begin(void *c, struct nth_tr_file *f, uint64_t ts, struct nt
 {
     (void)f;
     if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, l->obj);
-    if (l->obj && l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, l->kind);
+    if (l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, l->kind);   /* also with no object: team idle, sleep */
 }
 
 static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_tr_thread *t, const struct nth_tr_level *l)
@@ -159,7 +159,7 @@ static void p_state_end(void *c, struct nth_tr_file *f, uint64_t ts, struct nth_
     (void)f;
     if (ts > l->since) add(c, 1, cpu_of(t), t, l->since, ts, l->state, 0);
     if (l->obj) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJECT, 0);
-    if (l->obj && l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, 0);
+    if (l->kind) add(c, 2, cpu_of(t), t, ts, ts, EV_OBJKIND, 0);
 }
 
 static void p_run_begin(void *c, struct nth_tr_file *f, uint64_t ts, unsigned vp, struct nth_tr_thread *t)

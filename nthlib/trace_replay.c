@@ -251,6 +251,12 @@ static void step_rec(struct replay *r, const struct nth_trace_rec *x, struct nth
             if (from) from->last = x->ts;
             break;
         }
+        if (from && (why == NTH_SWITCH_BLOCK_TEAM_IDLE || why == NTH_SWITCH_BLOCK_SLEEP)) {
+            /* a WAIT_OBJ of that kind, no object, folded in (trace_format.h) */
+            from->wobj = 0;
+            from->wkind = why == NTH_SWITCH_BLOCK_TEAM_IDLE ? NTH_OBJ_TEAM_IDLE : NTH_OBJ_SLEEP;
+            why = NTH_SWITCH_BLOCK;
+        }
         if (from && from != t && from->depth > 0)
             switch_out(r, x->ts, from, why, x->arg >> NTH_SWITCH_OVH_SHIFT);
         if (from) {

@@ -33,7 +33,8 @@ NTH_HIDDEN extern uint64_t nth_trace_ring_cap;            /* records per buffer 
 NTH_HIDDEN extern uint64_t nth_trace_alloc_lost;          /* records of threads without a buffer */
 
 NTH_HIDDEN uint64_t nth_trace_now(void);
-/* Wake the (SCHED_IDLE) writer because some buffer is half full. */
+/* Wake the idle writer (SCHED_BATCH, trace_writer.c): some buffer is half
+ * full, or the rescuer's tick found records waiting. */
 NTH_HIDDEN void nth_trace_kick_writer(void);
 /* Wake the normal-policy rescuer: some buffer is three quarters full. */
 NTH_HIDDEN void nth_trace_kick_rescuer(void);

@@ -53,6 +53,14 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
         .ended = s == NTH_ST_EXITED,   /* its last switch ends its exit OVERHEAD */
         .rq_vp = -1,
     };
+    /* A wait named by its kind alone: in the switch record (trace_format.h). */
+    if (sw.obj && sw.kind == NTH_OBJ_TEAM_IDLE) {
+        sw.why = NTH_SWITCH_BLOCK_TEAM_IDLE;
+        sw.obj = 0;
+    } else if (sw.obj && sw.kind == NTH_OBJ_SLEEP) {
+        sw.why = NTH_SWITCH_BLOCK_SLEEP;
+        sw.obj = 0;
+    }
     /* A watchdog stand-in's shell VP (id < 0) has no queue and no track. */
     if (vp->id >= 0) {
         long n = nth_trace_rt_rq_len(&vp->rq);

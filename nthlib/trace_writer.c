@@ -5,19 +5,25 @@
  * that a pthread shim interposing pthread_* does not turn them into
  * nano-threads), with every signal blocked so fatal-signal handlers never
  * run on them:
- *   nth-trace      drains every buffer at least every NTH_TRACE_FLUSH_MS,
- *                  or sooner when a buffer is half full, under SCHED_BATCH:
- *                  its wake-ups never preempt a computing VP (sched(7)).
+ *   nth-trace      the idle writer, under SCHED_BATCH (its wake-ups never
+ *                  preempt a computing VP, sched(7)): drains every buffer
+ *                  when the rescuer's tick finds records waiting, or at
+ *                  once when a buffer is half full. It has no timer of its
+ *                  own: while nothing is recorded it never wakes (it woke
+ *                  every NTH_TRACE_FLUSH_MS, 10 times a second by default,
+ *                  to find nothing).
  *   nth-trace-rs   the rescuer, normal policy, keeps the two promises a
  *                  late writer would break (a SCHED_BATCH thread waits
- *                  for the running thread's slice to end): every NTH_TRACE_FLUSH_MS it checks that the idle
- *                  writer has started a pass since its previous tick, and
- *                  drains itself if not, so a record reaches the file
+ *                  for the running thread's slice to end): every
+ *                  NTH_TRACE_FLUSH_MS it looks for records waiting and,
+ *                  if there are, kicks the idle writer; at the end of
+ *                  that tick, if the writer has not started a pass since
+ *                  the kick, it drains itself, so a record reaches the file
  *                  within two flush intervals (what _exit() and SIGKILL
  *                  keep); and a buffer three quarters full wakes it at
  *                  once, so the recording does not lose events for as
- *                  long as the CPUs stay busy. A tick that finds the idle
- *                  writer on time costs a wake-up and two loads.
+ *                  long as the CPUs stay busy. An idle process's tick
+ *                  costs this one wake-up and two loads per buffer.
  * Draining is serialised by a spin flag (never pthread_mutex_*), taken per
  * buffer by the writers and for everything by nth_trace_finish().
  */
@@ -252,10 +258,13 @@ static void *idle_writer_main(void *arg)
     struct sched_param sp = { 0 };
     (void)sched_setscheduler(0, SCHED_BATCH, &sp);  /* if refused: as before, normal policy */
     prctl(PR_SET_NAME, "nth-trace", 0, 0, 0);       /* after: named means settled */
+    /* No timeout: the rescuer's tick kicks when records wait. `seen` is
+     * read before the pass, so a kick that comes during a pass is not
+     * lost: the futex then returns at once for another pass. */
+    uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
-        uint32_t seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
-        struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
-        syscall(SYS_futex, &wr_wake, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
+        syscall(SYS_futex, &wr_wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+        seen = __atomic_load_n(&wr_wake, __ATOMIC_ACQUIRE);
         if (!__atomic_load_n(&nth_trace_writer_test_hold, __ATOMIC_ACQUIRE)) {
             uint64_t tick = __atomic_load_n(&wr_tick, __ATOMIC_ACQUIRE);
             writer_pass();
@@ -266,23 +275,39 @@ static void *idle_writer_main(void *arg)
     return NULL;
 }
 
-/* Tick k starts when the rescuer goes to sleep. At its end, if no idle
- * pass started during it, the rescuer drains: any record published before
- * tick k started is on file by the end of tick k. A kick (a buffer three
- * quarters full, trace_record.c: the idle writer has not drained half a
- * buffer since it was kicked) drains at once. */
+/* 1 if some buffer holds records not yet drained. Two loads per buffer;
+ * a record being published meanwhile is seen at the next tick. */
+static int records_waiting(void)
+{
+    for (struct nth_trace_buf *b = __atomic_load_n(&nth_trace_bufs, __ATOMIC_ACQUIRE); b; b = b->next)
+        if (__atomic_load_n(&b->head, __ATOMIC_ACQUIRE) != __atomic_load_n(&b->tail, __ATOMIC_ACQUIRE))
+            return 1;
+    return 0;
+}
+
+/* Tick k starts when the rescuer goes to sleep; just before, it looks for
+ * records and, if some wait, kicks the idle writer. At the end of tick k,
+ * if it kicked and no idle pass started during tick k, the rescuer
+ * drains: any record published before tick k started is on file by the
+ * end of tick k (one published during tick k is seen at the start of
+ * tick k+1). A kick of its own (a buffer three quarters full,
+ * trace_record.c: the idle writer has not drained half a buffer since it
+ * was kicked) drains at once. */
 static void *rescuer_main(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "nth-trace-rs", 0, 0, 0);
     while (!__atomic_load_n(&wr_stop, __ATOMIC_ACQUIRE)) {
         uint64_t tick = __atomic_add_fetch(&wr_tick, 1, __ATOMIC_ACQ_REL);
+        int asked = records_waiting();
+        if (asked)
+            nth_trace_kick_writer();
         uint32_t seen = __atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE);
         struct timespec to = { wr_flush_ms / 1000, (long)(wr_flush_ms % 1000) * 1000000L };
         syscall(SYS_futex, &wr_urgent, FUTEX_WAIT_PRIVATE, seen, &to, NULL, 0);
         nth_trace_clock_refine();   /* the trace clock follows CLOCK_MONOTONIC */
         if (__atomic_load_n(&wr_urgent, __ATOMIC_ACQUIRE) != seen ||
-            __atomic_load_n(&wr_idle_covered, __ATOMIC_ACQUIRE) < tick)
+            (asked && __atomic_load_n(&wr_idle_covered, __ATOMIC_ACQUIRE) < tick))
             writer_pass();
     }
     __atomic_fetch_add(&wr_done, 1, __ATOMIC_RELEASE);

@@ -9,7 +9,7 @@ tests_trace_trace_sim_LDADD = libnth_trace_rec.la $(ZLIB_LIBS) -ldl
 tests_trace_test_trace_api_SOURCES = tests/trace/test_trace_api.c
 tests_trace_test_trace_api_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_trace_test_trace_api_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
-# The background writers: SCHED_IDLE writer, normal-policy rescuer.
+# The background writers: SCHED_BATCH idle writer, normal-policy rescuer.
 check_PROGRAMS += tests/trace/test_trace_writer
 tests_trace_test_trace_writer_SOURCES = tests/trace/test_trace_writer.c
 tests_trace_test_trace_writer_CFLAGS = $(TEST_CFLAGS) -pthread

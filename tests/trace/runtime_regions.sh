@@ -35,4 +35,8 @@ for ty in 60000002 60000005 60000006; do
 done
 awk -F: '$1==2 {for (i=7; i<NF; i+=2) if ($i==60000006 && $(i+1)==3 && !($5 in th)) {th[$5]=1; f++}}
          END {exit !(f==3)}' r.prv || fail ".prv: not 3 threads with a team-size event of 3"
+# A member's wait for the next region (its switch record carries it, no
+# object) still shows its kind: the object-kind event (60000004) = 11, team idle.
+awk -F: '$1==2 {for (i=7; i<NF; i+=2) if ($i==60000004 && $(i+1)==11) f=1} END {exit !f}' r.prv ||
+    fail ".prv: no object-kind event 'team idle' (60000004 = 11)"
 exit 0

@@ -1,13 +1,15 @@
 /*
  * test_trace_writer.c -- the background writers (nthlib/trace_writer.c):
- * the periodic writer runs under SCHED_BATCH, so that its wake-ups never
- * preempt a computing VP, and a normal-policy rescuer drains a buffer the
- * idle writer left three quarters full, so that busy CPUs cannot make the
- * recording lose events for as long as they stay busy.
+ * the idle writer runs under SCHED_BATCH, so that its wake-ups never
+ * preempt a computing VP, and sleeps while nothing is recorded; a
+ * normal-policy rescuer drains a buffer the idle writer left three
+ * quarters full, so that busy CPUs cannot make the recording lose events
+ * for as long as they stay busy.
  *
- * Tracing starts once per process: the flush-interval test runs its trace
- * in a child; the others run in order on the trace the group set-up starts
- * (flush interval 60 s, so that only a kick can wake the rescuer).
+ * Tracing starts once per process: the flush-interval and idle tests run
+ * their traces in children; the others run in order on the trace the
+ * group set-up starts (flush interval 60 s, so that only a kick can wake
+ * the rescuer).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -83,7 +85,7 @@ static int policy_of(const char *name)
     }
 }
 
-static void writer_is_sched_idle_rescuer_is_not(void **st)
+static void writer_is_sched_batch_rescuer_is_not(void **st)
 {
     (void)st;
     assert_int_equal(policy_of("nth-trace"), SCHED_BATCH);
@@ -217,6 +219,106 @@ static void rescuer_keeps_the_flush_interval(void **st)
     rmdir(cdir);
 }
 
+/* The tid of this process's thread named `name`, or -1. */
+static int tid_of(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    struct dirent *e;
+    int tid = -1;
+    while (tid < 0 && (e = readdir(d))) {
+        char p[300], comm[64] = "";
+        snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = 0;
+        fclose(f);
+        if (strcmp(comm, name) == 0)
+            tid = atoi(e->d_name);
+    }
+    closedir(d);
+    return tid;
+}
+
+/* Times thread tid has gone to sleep so far (its voluntary context
+ * switches: one per futex wait that blocked), or -1. */
+static long sleeps_of(int tid)
+{
+    char p[96], line[128];
+    snprintf(p, sizeof p, "/proc/self/task/%d/status", tid);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return -1;
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* A traced process that records nothing: over 2 s (40 flush intervals of
+ * 50 ms) the idle writer never wakes -- it woke every interval, 40 times,
+ * to find nothing -- and the rescuer wakes about once per interval; then
+ * the first records wake the writer (the rescuer's tick kicks it) and
+ * reach the file. Wake-ups are counted, not timed: a loaded machine only
+ * delays them. In a child: its own trace. */
+static void idle_writer_sleeps_while_nothing_is_recorded(void **st)
+{
+    (void)st;
+    char cdir[] = "/tmp/nth-trace-writer-XXXXXX", cbin[300];
+    assert_non_null(mkdtemp(cdir));
+    snprintf(cbin, sizeof cbin, "%s/i.bin", cdir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (nth_trace_start(cbin, BUF_BYTES, 50))
+            _exit(2);
+        policy_of("nth-trace");      /* both named: settled in their loops */
+        policy_of("nth-trace-rs");
+        int w = tid_of("nth-trace"), r = tid_of("nth-trace-rs");
+        long w0 = sleeps_of(w), r0 = sleeps_of(r);
+        if (w < 0 || r < 0 || w0 < 0 || r0 < 0)
+            _exit(3);
+        struct timespec two = { 2, 0 };
+        while (nanosleep(&two, &two))
+            ;
+        long w1 = sleeps_of(w), r1 = sleeps_of(r);
+        fprintf(stderr, "idle 2 s, 50 ms interval: idle writer slept %ld times, rescuer %ld\n", w1 - w0, r1 - r0);
+        if (w1 - w0 > 2)
+            _exit(4);                 /* the idle writer woke with nothing to do */
+        if (r1 - r0 > 2000 / 50 + 5)
+            _exit(5);                 /* the rescuer ticks once per interval */
+        off_t start = size_of(cbin);
+        for (int i = 0; i < 10; i++)
+            nth_trace_event(7, (uint64_t)i);
+        for (int i = 0; size_of(cbin) < start + 10 * 32; i++) {   /* liveness bound, as in wait_for_size */
+            if (i == 120000)
+                _exit(6);
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        /* The records waiting woke the idle writer (the rescuer's kick),
+         * which then slept again. Liveness bound as above. */
+        for (int i = 0; sleeps_of(w) <= w1; i++) {
+            if (i == 120000)
+                _exit(7);
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(cbin);
+    rmdir(cdir);
+}
+
 /* Pages of the newest buffer's ring in memory (mincore), and its size. */
 static size_t ring_resident(size_t *pages)
 {
@@ -321,11 +423,12 @@ int main(void)
 {
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(rescuer_keeps_the_flush_interval),
+        cmocka_unit_test(idle_writer_sleeps_while_nothing_is_recorded),
         cmocka_unit_test(vp_ring_resident_from_its_start),
     };
     int failed = cmocka_run_group_tests(alone, NULL, NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(writer_is_sched_idle_rescuer_is_not),
+        cmocka_unit_test(writer_is_sched_batch_rescuer_is_not),
         cmocka_unit_test(records_whole_across_ring_wraps),
         cmocka_unit_test(rescuer_drains_when_idle_writer_cannot),
     };
