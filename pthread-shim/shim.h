@@ -250,6 +250,14 @@ void shim_kwait_abandon(void);
  * sem_destroy, drain s here and wait until the helper no longer uses it.
  * shim_defer_fork_child: in a fork() child, start the helper again. */
 void shim_defer_need(int what);
+
+/* Start one of the shim's own kernel threads (the signal helper, the
+ * signal watcher): detached, running fn(NULL), with a 64 KiB stack, or
+ * glibc's default when 64 KiB is refused (a program's static TLS does not
+ * fit in it). The caller sets the signal mask it inherits. 0, or
+ * pthread_create's error (EAGAIN, EINVAL) from the second try. Normal
+ * context only; thread-safe. */
+int shim_kthread_start(void *(*fn)(void *), pthread_t *t);
 void shim_defer_drain(nth_sem_t *s);
 void shim_defer_forget(nth_sem_t *s);
 void shim_defer_fork_child(void);

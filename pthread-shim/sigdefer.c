@@ -90,12 +90,9 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
-/* Create the helper kernel thread, detached, with a stack of stack_size
- * bytes (0: glibc's default). 0, or pthread_create's error. */
-static int start_helper(size_t stack_size)
+static int start_kthread(void *(*fn)(void *), pthread_t *t, size_t stack_size)
 {
     pthread_attr_t a;
-    pthread_t t;
     int r = REAL(pthread_attr_init)(&a);
     if (r != 0)
         return r;
@@ -103,9 +100,20 @@ static int start_helper(size_t stack_size)
     if (stack_size)
         r = REAL(pthread_attr_setstacksize)(&a, stack_size);
     if (r == 0)
-        r = REAL(pthread_create)(&t, &a, helper_main, NULL);
+        r = REAL(pthread_create)(t, &a, fn, NULL);
     REAL(pthread_attr_destroy)(&a);
     return r;
+}
+
+int shim_kthread_start(void *(*fn)(void *), pthread_t *t)
+{
+    /* 64 KiB is plenty for the shim's helper threads, but glibc puts the
+     * static TLS at the top of a thread's stack and refuses (EINVAL) a
+     * size that leaves too little room for it: a program with 64 KiB or
+     * more of __thread data. Then glibc's default size (RLIMIT_STACK,
+     * 8 MiB; mapped lazily, so it costs address space, not memory). */
+    int r = start_kthread(fn, t, 64 * 1024);
+    return r == 0 ? 0 : start_kthread(fn, t, 0);
 }
 
 /* Start the helper in this process if both needs are there. Normal
@@ -129,14 +137,8 @@ static void helper_ensure(void)
         sigdelset(&all, SIGSEGV);
         sigdelset(&all, SIGBUS);
         syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, (size_t)(_NSIG / 8));
-        /* 64 KiB is plenty for the helper, but glibc puts the static TLS
-         * at the top of a thread's stack and refuses (EINVAL) a size that
-         * leaves too little room for it: a program with 64 KiB or more of
-         * __thread data. Then glibc's default size (RLIMIT_STACK, 8 MiB;
-         * mapped lazily, so it costs address space, not memory). */
-        int r = start_helper(64 * 1024);
-        if (r != 0)
-            r = start_helper(0);
+        pthread_t t;
+        int r = shim_kthread_start(helper_main, &t);
         syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
         if (r == 0) {
             __atomic_store_n(&helper_pid, me, __ATOMIC_RELEASE);

@@ -329,15 +329,8 @@ void shim_sigwatch_start(void)
         b |= BIT(KICK_SIG);
         memcpy(&all, &b, sizeof b);
         syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, (size_t)(_NSIG / 8));
-        pthread_attr_t a;
         pthread_t t;
-        int r = REAL(pthread_attr_init)(&a);
-        if (r == 0) {
-            REAL(pthread_attr_setdetachstate)(&a, PTHREAD_CREATE_DETACHED);
-            REAL(pthread_attr_setstacksize)(&a, 64 * 1024);
-            r = REAL(pthread_create)(&t, &a, watcher_main, NULL);
-            REAL(pthread_attr_destroy)(&a);
-        }
+        int r = shim_kthread_start(watcher_main, &t);
         syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, (size_t)(_NSIG / 8));
         if (r == 0) {
             REAL(pthread_setname_np)(t, "nth-sigwatch");
