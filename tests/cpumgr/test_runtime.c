@@ -746,11 +746,13 @@ static uint64_t spin_and_reclaim(const char *reclaim_us, struct move_plan *plan)
  * NTH_RECLAIM_US (1 ms; asserted with a generous bound: timing here is
  * noisy). Checked on a lower bound of the move's time (spin_and_reclaim):
  * a loaded machine that delays this process cannot make it fail, a thread
- * still seen on C that long after the grant does. */
+ * still seen on C that long after the grant does. No --enforce: the
+ * daemon's own move (2 ms) would pass for the runtime's, and a runtime
+ * 600 ms late passed so (checked). */
 static void test_bounded_reclaim(void **state)
 {
     (void)state;
-    start_daemon();
+    start_daemon_opt("--enforce", "0");
     NEED_TWO_CPUS();
     assert_true(spin_and_reclaim(NULL, NULL) < RECLAIM_BOUND_MS * 1000u);
 }
