@@ -47,7 +47,7 @@ struct proc {
     char spin[128];   /* "SPIN ..." line */
     char fspin[64];   /* "FSPIN ..." line */
     char pre[128];    /* last "PRE ..." line */
-    char move[128];   /* last "MOVE ..." line */
+    char move[160];   /* last "MOVE ..." line */
     char slept[128];  /* "SLEPT ..." line */
     int exiting;      /* an "EXITING" line came */
     char late[128];   /* "LATE ..." line (rt_app late) */
@@ -674,9 +674,9 @@ static uint64_t spin_and_reclaim(const char *reclaim_us, struct move_plan *plan)
         if (us() - t0 > WAIT_MS * 1000u) fail_msg("no SPIN line");
         sleep_ms(2);
     }
-    int tid = -1, cpu = -1;
-    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d", &tid, &cpu), 2);
-    assert_true(tid > 0 && cpu >= 0);
+    int tid = -1, cpu = -1, vp = -1;
+    assert_int_equal(sscanf(a.spin, "SPIN tid=%d cpu=%d vp=%d", &tid, &cpu, &vp), 3);
+    assert_true(tid > 0 && cpu >= 0 && vp >= 0);
     start(&b, "client_app", "1", cpu);
     /* From the moment B's slot holds C (the daemon gave it), poll A's thread. */
     struct nth_cpumgr_shm *s = NULL;
@@ -731,7 +731,19 @@ static uint64_t spin_and_reclaim(const char *reclaim_us, struct move_plan *plan)
         }
         plan->budget_ns = budget_ns;
         plan->left_ns = left;
-        assert_int_equal(sscanf(a.move, "MOVE since=%lld due=%lld", &plan->since_ns, &plan->due_ns), 2);
+        /* The plan of the move watched: the process's only one (n=1, as
+         * RC=1 said), of the spinner's VP, off a CPU taken away. A later
+         * move (the stale-binding path, the VP disabled again) would
+         * bring another plan. */
+        unsigned long n = 0;
+        int mvp = -1;
+        char path[16] = "";
+        if (sscanf(a.move, "MOVE n=%lu vp=%d path=%15s since=%lld due=%lld", &n, &mvp, path,
+                   &plan->since_ns, &plan->due_ns) != 5)
+            fail_msg("app %d: MOVE line '%s' unreadable", (int)a.pid, a.move);
+        if (n != 1 || mvp != vp || strcmp(path, "disabled"))
+            fail_msg("app %d: the last move is not the spinner's VP %d moved once off CPU %d: "
+                     "'%s'", (int)a.pid, vp, cpu, a.move);
     }
     /* Let it reach a scheduling point: its VP parks; give the CPU back. */
     send(&a, "unspin\n");
