@@ -195,14 +195,26 @@ int nth_cpumgr_rt_start(const struct nth_config *cfg);
  * the number of times bounded reclaim moved a VP. For tests and benches. */
 int nth_cpumgr_rt_vp_tid(int vp);
 unsigned long nth_cpumgr_rt_reclaims(void);
-/* The last move bounded reclaim made: *since_ns when its reclaim clock
- * started (the budget's start, nth_cpumgr_budget_start()) and *due_ns when
+/* The last move bounded reclaim made: since_ns when its reclaim clock
+ * started (the budget's start, nth_cpumgr_budget_start()) and due_ns when
  * the watcher planned to start it (since + NTH_RECLAIM_US - the margin),
- * both CLOCK_MONOTONIC ns. Returns 1, or 0 (nothing written) before the
- * first move or without a daemon. Thread-safe (the watcher's lock); not
- * from a signal handler. For tests: the margin is checked on the plan,
- * which no delay of a loaded machine changes. */
-int nth_cpumgr_rt_last_move(int64_t *since_ns, int64_t *due_ns);
+ * both CLOCK_MONOTONIC ns; n, its number among this process's moves
+ * (nth_cpumgr_rt_reclaims() just after it, 1 for the first); vp, the VP
+ * whose kernel thread it moved; path, NTH_CPUMGR_MOVE_DISABLED (a disabled
+ * VP onto the CPUs still ours) or NTH_CPUMGR_MOVE_STALE (an enabled VP
+ * still bound to a CPU taken away, onto its own). All from the same move:
+ * a test tells the move it watched from a later one. */
+enum { NTH_CPUMGR_MOVE_DISABLED = 1, NTH_CPUMGR_MOVE_STALE = 2 };
+struct nth_cpumgr_move {
+    int64_t since_ns, due_ns;
+    unsigned long n;
+    int vp, path;
+};
+/* Fills *m with the last move. Returns 1, or 0 (nothing written) before
+ * the first move or without a daemon. Thread-safe (the watcher's lock);
+ * not from a signal handler. For tests: the margin is checked on the
+ * plan, which no delay of a loaded machine changes. */
+int nth_cpumgr_rt_last_move(struct nth_cpumgr_move *m);
 /* Dormancies begun since start (the watcher said the application needs no
  * CPU, issue 5): for tests. Thread-safe. */
 unsigned long nth_cpumgr_rt_dormancies(void);

@@ -137,6 +137,9 @@ static struct {
      * the margin on, the plan rather than when a loaded machine let the
      * watcher carry it out. */
     int64_t last_since, last_due;
+    /* Which VP it moved, and how (NTH_CPUMGR_MOVE_*): a test tells the
+     * move it watched from another one. R.lock. */
+    int last_vp, last_path;
     int no_reclaim;          /* test hook NTH_TEST_NO_RECLAIM: the client
                                 ignores the contract (the daemon enforces) */
     /* Lazy VPs (vp.c) held back: 1 until the daemon's first answer, during
@@ -833,6 +836,8 @@ static int64_t reclaim_pass(void)
             __atomic_store_n(&vp->bound_cpu1, 0, __ATOMIC_RELEASE);
             R.last_since = s->since;
             R.last_due = due;
+            R.last_vp = i;
+            R.last_path = NTH_CPUMGR_MOVE_STALE;
             s->since = 0;
             note_move_cost(now_ns() - due);
             __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
@@ -861,6 +866,8 @@ static int64_t reclaim_pass(void)
         s->moved = 1;
         R.last_since = s->since;
         R.last_due = due;
+        R.last_vp = i;
+        R.last_path = NTH_CPUMGR_MOVE_DISABLED;
         note_move_cost(now_ns() - due);
         __atomic_add_fetch(&R.nreclaims, 1, __ATOMIC_RELAXED);
     }
@@ -1079,15 +1086,17 @@ unsigned long nth_cpumgr_rt_reclaims(void)
     return __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED);
 }
 
-int nth_cpumgr_rt_last_move(int64_t *since_ns, int64_t *due_ns)
+int nth_cpumgr_rt_last_move(struct nth_cpumgr_move *m)
 {
     nth_futex_lock(&R.lock);   /* zeroed static: usable before any start */
-    int64_t since = R.last_since, due = R.last_due;
+    /* Under the lock that each move holds from its record to its count. */
+    struct nth_cpumgr_move last = {R.last_since, R.last_due,
+                                   __atomic_load_n(&R.nreclaims, __ATOMIC_RELAXED), R.last_vp,
+                                   R.last_path};
     nth_futex_unlock(&R.lock);
-    if (!due)
+    if (!last.due_ns)
         return 0;
-    *since_ns = since;
-    *due_ns = due;
+    *m = last;
     return 1;
 }
 

@@ -7,12 +7,14 @@
  *    V=<VPs> NB=<disabled VPs whose kernel thread is bound to one CPU>
  *    UB=<disabled VPs whose kernel thread may run on more> SB=<enabled VPs
  *    bound to one CPU>"
- * and, after each move bounded reclaim made, "MOVE since=<ns> due=<ns>"
+ * and, after each move bounded reclaim made, "MOVE n=<its number, 1 for
+ * the first> vp=<VP moved> path=<disabled|stale> since=<ns> due=<ns>"
  * (nth_cpumgr_rt_last_move(): the reclaim clock's start and when the move
- * was planned, CLOCK_MONOTONIC ns).
+ * was planned, CLOCK_MONOTONIC ns). Moves closer than the reporter's
+ * 0.5 ms turn show the last only; n says how many came before.
  * Commands: "request N", "work" (start counted work items), "stop" (end
  * them; prints "DONE items=I lost=L dup=D"), "spin" (a nano-thread that
- * never reaches a scheduling point; prints "SPIN tid=T cpu=C"), "unspin",
+ * never reaches a scheduling point; prints "SPIN tid=T cpu=C vp=V"), "unspin",
  * "fspin C" (a plain kernel thread, no VP, bound by itself to CPU C,
  * spinning; prints "FSPIN tid=T"), "exit", "exitzero" (main, never reaching a scheduling point, waits until
  * the daemon has given the application no CPU and VP 0 is disabled under
@@ -57,7 +59,7 @@
 static unsigned char counts[MAX_ITEMS]; /* runs of each work item */
 static long next_item;
 static int work_stop, spin_stop;
-static int spin_tid, spin_cpu;
+static int spin_tid, spin_cpu, spin_vp;
 
 static void *item(void *arg)
 {
@@ -94,6 +96,7 @@ static void *spinner(void *arg)
 {
     (void)arg;
     __atomic_store_n(&spin_cpu, sched_getcpu(), __ATOMIC_RELEASE);
+    __atomic_store_n(&spin_vp, nth_vp_id(), __ATOMIC_RELEASE);
     __atomic_store_n(&spin_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     volatile unsigned long x = 0;
     while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE))
@@ -162,7 +165,7 @@ static void *reporter(void *arg)
 {
     (void)arg;
     char last[512] = "", line[512];
-    int64_t last_due = 0;
+    unsigned long last_n = 0;
     for (;;) {
         status(line, sizeof line);
         if (strcmp(line, last) != 0) {
@@ -170,11 +173,13 @@ static void *reporter(void *arg)
             fflush(stdout);
             strcpy(last, line);
         }
-        int64_t since, due;
-        if (nth_cpumgr_rt_last_move(&since, &due) && due != last_due) {
-            printf("MOVE since=%lld due=%lld\n", (long long)since, (long long)due);
+        struct nth_cpumgr_move m;
+        if (nth_cpumgr_rt_last_move(&m) && m.n != last_n) {
+            printf("MOVE n=%lu vp=%d path=%s since=%lld due=%lld\n", m.n, m.vp,
+                   m.path == NTH_CPUMGR_MOVE_STALE ? "stale" : "disabled", (long long)m.since_ns,
+                   (long long)m.due_ns);
             fflush(stdout);
-            last_due = due;
+            last_n = m.n;
         }
         struct timespec ts = {0, 500000};
         nanosleep(&ts, NULL);
@@ -445,7 +450,8 @@ int main(int argc, char **argv)
         }
         nth_yield();
         if (spin && !spin_told && __atomic_load_n(&spin_tid, __ATOMIC_ACQUIRE)) {
-            printf("SPIN tid=%d cpu=%d\n", spin_tid, __atomic_load_n(&spin_cpu, __ATOMIC_ACQUIRE));
+            printf("SPIN tid=%d cpu=%d vp=%d\n", spin_tid, __atomic_load_n(&spin_cpu, __ATOMIC_ACQUIRE),
+                   __atomic_load_n(&spin_vp, __ATOMIC_ACQUIRE));
             spin_told = 1;
         }
         fflush(stdout);
