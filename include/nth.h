@@ -384,6 +384,15 @@ NTH_API int nth_cond_wait_interruptible(nth_cond_t *c, nth_mutex_t *m, const int
  * else EINVAL), after pthread_cond_clockwait. */
 NTH_API int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
                                const struct timespec *abstime);
+/* nth_cond_clockwait() that a third party can interrupt as
+ * nth_cond_wait_interruptible(): EINTR (m held) if the waiter saw *stop
+ * after queueing itself, else 0 when the broadcast woke it, or ETIMEDOUT.
+ * For a pthread layer's timed waits, which are cancellation points
+ * (pthread_cond_timedwait(3p)): without it a cancel waited for the next
+ * wake-up the waiter arranged itself. Thread-safe; EINVAL for a NULL
+ * stop, otherwise as nth_cond_clockwait(). */
+NTH_API int nth_cond_clockwait_interruptible(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
+                                             const struct timespec *abstime, const int *stop);
 /* Wake the first waiter / all waiters. 0. Callable from any kernel thread. */
 NTH_API int nth_cond_signal(nth_cond_t *c);
 NTH_API int nth_cond_broadcast(nth_cond_t *c);

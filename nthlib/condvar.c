@@ -203,6 +203,14 @@ int nth_cond_clockwait(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
     return cond_wait(c, m, clock, abstime, NULL);
 }
 
+int nth_cond_clockwait_interruptible(nth_cond_t *c, nth_mutex_t *m, clockid_t clock,
+                                     const struct timespec *abstime, const int *stop)
+{
+    if (!stop || !abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+        return EINVAL;
+    return cond_wait(c, m, clock, abstime, stop);
+}
+
 int nth_cond_signal(nth_cond_t *c)
 {
     if (!c)

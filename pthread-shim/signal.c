@@ -20,12 +20,13 @@
  * nano-thread, it queues the signal there and rings its doorbell: a
  * target napping in an interruptible wait (sigwait and relatives,
  * sigsuspend, pause, sleeps, poll and the other polling waits) wakes at
- * once; one in pthread_cond_wait is woken (a spurious wake-up, which
- * pthread_cond_wait(3p) allows: the handler runs and the wait returns 0);
+ * once; one in pthread_cond_wait or a timed condvar wait is woken (a
+ * spurious wake-up, which pthread_cond_wait(3p) allows: the handler runs
+ * and the wait returns 0);
  * one in sem_wait or an untimed pthread_join is interrupted at once
  * (waiting_sem: the handler runs, then sem_wait returns EINTR or goes on
- * with SA_RESTART, the join goes on); timed waits notice it within a wait
- * slice (SHIM_SLICE_NS); a mutex lock only when it has the mutex. The
+ * with SA_RESTART, the join goes on); other timed waits notice it within a
+ * wait slice (SHIM_SLICE_NS); a mutex lock only when it has the mutex. The
  * switch-in hook delivers the queued signals the mask leaves open, with
  * the target's mask on the kernel thread, by raising them there with
  * their siginfo: the handler runs on the target.

@@ -6,9 +6,10 @@
  * work as they are). After pthread_cond_wait(3p), pthread_rwlock_rdlock(3p),
  * pthread_barrier_wait(3p), pthread_key_create(3p). pthread_once is in once.c.
  *
- * Condition waits are cancellation points: they wait in slices of
- * SHIM_SLICE_NS and look for a cancellation request between slices (with
- * the mutex held, as POSIX wants when cleanup handlers run).
+ * Condition waits are cancellation points: pthread_cancel (and
+ * pthread_kill) interrupts them (cond_wait_publish), and the request is
+ * acted on with the mutex held, as POSIX wants when cleanup handlers run;
+ * timed waits also wait in slices of SHIM_SLICE_NS and look between them.
  * Process-shared condvars, rwlocks and barriers are refused (ENOTSUP).
  */
 #include <errno.h>
@@ -25,9 +26,37 @@
 
 #define mtx shim_mutex
 
-/* Wait on c until the absolute time deadline on clock (INT64_MAX: none). */
+/* Publish that self is about to wait on c, then look for a request
+ * (cancellation, a queued signal the mask leaves open): 1 if the wait
+ * must not start. pthread_cancel and pthread_kill set their request, then
+ * cond_wake, then broadcast the condvar in waiting_cond without our mutex
+ * (shim_interrupt_waits); a plain check before waiting lost that
+ * broadcast when it came between the check and the queueing (posix-cancel
+ * hung about once in 300 runs; a lost pthread_kill left its handler
+ * waiting for the next real wake-up). Either the sender sees waiting_cond
+ * and cond_wake stops the wait, or we see its request here. cond_wake,
+ * not cancel_pending, is the stop flag: with cancellation disabled a
+ * pending request must not turn every wait into a spin. */
+static int cond_wait_publish(struct shim_thread *self, pthread_cond_t *c)
+{
+    __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&self->waiting_cond, c, __ATOMIC_SEQ_CST);
+    int cancel = __atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
+                 self->cancel_state == PTHREAD_CANCEL_ENABLE;
+    uint64_t open = __atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) &
+                    ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
+    return cancel || open;
+}
+
+/* Wait on c until the absolute time deadline on clock (INT64_MAX: none).
+ * Interruptible as the untimed wait (cond_wait_publish): a cancellation
+ * acts at once, not at the next slice. The slices alone left it to the
+ * runtime to fire a slice, and a process that the cpumgr made dormant
+ * meanwhile fires none until the wait's real deadline: dormant_shim.sh's
+ * cancel of a 30 s wait took 28-29 s about once in 50 runs at load 20. */
 static int cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock, int64_t deadline)
 {
+    struct shim_thread *self = shim_self();
     shim_testcancel();
     uint64_t prev = shim_slices_begin(clock, deadline);
     for (;;) {
@@ -39,10 +68,20 @@ static int cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, clockid_t cloc
         int64_t left = deadline - now;
         int64_t end = shim_now(CLOCK_MONOTONIC) + (left < SHIM_SLICE_NS ? left : SHIM_SLICE_NS);
         struct timespec ts = shim_ns_ts(end);
-        int r = nth_cond_clockwait((nth_cond_t *)c, mtx(m), CLOCK_MONOTONIC, &ts);
+        int r = EINTR;
+        if (!cond_wait_publish(self, c))
+            r = nth_cond_clockwait_interruptible((nth_cond_t *)c, mtx(m), CLOCK_MONOTONIC, &ts,
+                                                 &self->cond_wake);
+        __atomic_store_n(&self->waiting_cond, NULL, __ATOMIC_SEQ_CST);
         uint64_t real = nth_wait_slices(prev);
-        if (r != ETIMEDOUT)
-            return r;
+        if (r != ETIMEDOUT) {
+            /* Woken, or interrupted: a spurious wake-up to the caller
+             * (POSIX allows one), after the handlers and the cancellation
+             * point. */
+            shim_signals();
+            shim_testcancel();
+            return r == EINTR ? 0 : r;
+        }
         shim_testcancel();
         nth_wait_slices(real);
     }
@@ -57,24 +96,10 @@ int nth_shim_pthread_cond_wait(pthread_cond_t *restrict c, pthread_mutex_t *rest
 {
     struct shim_thread *self = shim_self();
     shim_testcancel();
-    /* Interruptible: pthread_cancel and pthread_kill set their request
-     * (cancel_pending, a queued signal), then cond_wake, then broadcast c
-     * without our mutex; a plain check before waiting lost that broadcast
-     * when it came between the check and the queueing (posix-cancel hung
-     * about once in 300 runs; a lost pthread_kill left its handler
-     * waiting for the next real wake-up). Either the sender sees
-     * waiting_cond and cond_wake stops the wait, or we see its request
-     * here. EINTR is a spurious wake-up to the caller. cond_wake, not
-     * cancel_pending, is the stop flag: with cancellation disabled a
-     * pending request must not turn every wait into a spin. */
-    __atomic_store_n(&self->cond_wake, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&self->waiting_cond, c, __ATOMIC_SEQ_CST);
+    /* Interruptible (cond_wait_publish). EINTR is a spurious wake-up to
+     * the caller. */
     int r = 0;
-    int cancel = __atomic_load_n(&self->cancel_pending, __ATOMIC_SEQ_CST) &&
-                 self->cancel_state == PTHREAD_CANCEL_ENABLE;
-    uint64_t open = __atomic_load_n(&self->pending, __ATOMIC_SEQ_CST) &
-                    ~__atomic_load_n(&self->sigmask, __ATOMIC_RELAXED);
-    if (!cancel && !open)
+    if (!cond_wait_publish(self, c))
         r = nth_cond_wait_interruptible((nth_cond_t *)c, mtx(m), &self->cond_wake);
     if (r == EINTR)
         r = 0;

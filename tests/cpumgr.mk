@@ -69,6 +69,10 @@ tests_cpumgr_idle_shim_app_LDFLAGS = $(AX_PTHREAD_CFLAGS)
 tests_cpumgr_idle_shim_app_LDADD =
 TESTS += tests/cpumgr/dormant_shim.sh
 EXTRA_DIST += tests/cpumgr/dormant_shim.sh
+# pthread_cancel of a timed condvar wait acts during the wait, also when
+# the process goes dormant right after (the slices no longer fire then).
+TESTS += tests/cpumgr/dormant_cancel.sh
+EXTRA_DIST += tests/cpumgr/dormant_cancel.sh
 
 # The command line as a new user meets it: --help, --cpus syntax, files
 # checked at start with nothing left behind, --watch MS.

@@ -16,6 +16,11 @@
  *                          in read() on stdin; once a line comes, main
  *                          cancels the thread and joins it: prints
  *                          "CANCELED waited_ms=W" (W: the line to the join)
+ *   idle_shim_app cancelsleep S MS  a thread in pthread_cond_timedwait
+ *                          for S s; main sleeps MS ms (nanosleep), then
+ *                          cancels it and joins: prints "CANCELED early=E"
+ *                          (E 1 when the cancel acted before the wait's
+ *                          deadline, as its cleanup handler saw the clock)
  * Bad arguments: a usage line, status 2.
  */
 #include <errno.h>
@@ -65,6 +70,32 @@ static void *waiter(void *arg)
     return (void *)1;
 }
 
+/* The cancelsleep waiter: its deadline, and what its cleanup handler saw. */
+static struct timespec waiter_dl;
+static int waiter_early = -1;
+
+static void waiter_cleanup(void *arg)
+{
+    (void)arg;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    waiter_early = now.tv_sec < waiter_dl.tv_sec ||
+                   (now.tv_sec == waiter_dl.tv_sec && now.tv_nsec < waiter_dl.tv_nsec);
+    pthread_mutex_unlock(&mu);   /* acted on with the mutex held */
+}
+
+static void *deadline_waiter(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    pthread_cleanup_push(waiter_cleanup, NULL);
+    int r = 0;
+    while (r == 0)
+        r = pthread_cond_timedwait(&cv, &mu, &waiter_dl);
+    pthread_cleanup_pop(1);
+    return NULL;
+}
+
 static int read_line(char *buf, size_t n)
 {
     size_t k = 0;
@@ -98,7 +129,7 @@ int main(int argc, char **argv)
         printf("READ %s\n", buf);
         return 0;
     }
-    double secs = argc == 3 ? atof(argv[2]) : 0;
+    double secs = argc >= 3 ? atof(argv[2]) : 0;
     if (argc == 3 && !strcmp(argv[1], "cond") && secs > 0) {
         double t0 = now_ms();
         int r = timed_wait(secs);
@@ -129,6 +160,21 @@ int main(int argc, char **argv)
                now_ms() - t0);
         return ret == PTHREAD_CANCELED ? 0 : 1;
     }
+    if (argc == 4 && !strcmp(argv[1], "cancelsleep") && secs > 0) {
+        double ms = atof(argv[3]);
+        pthread_t t;
+        void *ret = NULL;
+        clock_gettime(CLOCK_REALTIME, &waiter_dl);
+        waiter_dl.tv_sec += (time_t)secs;
+        if (pthread_create(&t, NULL, deadline_waiter, NULL))
+            return 1;
+        struct timespec nap = { (time_t)(ms / 1000), (long)((ms - (time_t)(ms / 1000) * 1000) * 1e6) };
+        nanosleep(&nap, NULL);
+        pthread_cancel(t);
+        pthread_join(t, &ret);
+        printf("%s early=%d\n", ret == PTHREAD_CANCELED ? "CANCELED" : "NOT-CANCELED", waiter_early);
+        return ret == PTHREAD_CANCELED ? 0 : 1;
+    }
     if (argc == 3 && !strcmp(argv[1], "wait")) {
         char script[512];
         snprintf(script, sizeof script, "while [ ! -e '%s' ]; do sleep 0.1; done", argv[2]);
@@ -146,6 +192,6 @@ int main(int argc, char **argv)
         printf("CHILD status=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
         return 0;
     }
-    fprintf(stderr, "usage: idle_shim_app read | cond SECS | signal SECS | cancel SECS | wait FILE\n");
+    fprintf(stderr, "usage: idle_shim_app read | cond SECS | signal SECS | cancel SECS | cancelsleep SECS MS | wait FILE\n");
     return 2;
 }

@@ -565,6 +565,58 @@ static void test_cond_interruptible(void *st)
     }
 }
 
+/* nth_cond_clockwait_interruptible: as above with a deadline (60 s, far
+ * beyond the case's alarm, so only the interrupter ends the waits): the
+ * errors, EINTR for a flag set before, ETIMEDOUT once the deadline
+ * passed (mutex held either way), then rounds of an interrupter at a
+ * random moment. Without the interruptible timed wait, the pthread
+ * shim's cancel of a timed wait waited for the waiter's own next
+ * wake-up (tests/cpumgr/dormant_cancel.sh). */
+static void *interruptible_timed_waiter(void *a)
+{
+    (void)a;
+    struct timespec d = in_ns(CLOCK_MONOTONIC, 60ULL * 1000 * 1000 * 1000);
+    nth_mutex_lock(&im);
+    while (!__atomic_load_n(&istop, __ATOMIC_SEQ_CST)) {
+        int r = nth_cond_clockwait_interruptible(&ic, &im, CLOCK_MONOTONIC, &d, &istop);
+        T_TRUE(r == 0 || r == EINTR);
+    }
+    nth_mutex_unlock(&im);
+    return NULL;
+}
+
+static void test_cond_clockwait_interruptible(void *st)
+{
+    (void)st;
+    int stop = 1;
+    struct timespec far = in_ns(CLOCK_MONOTONIC, 60ULL * 1000 * 1000 * 1000);
+    T_EQ(nth_cond_clockwait_interruptible(&ic, &im, CLOCK_MONOTONIC, &far, NULL), EINVAL);
+    T_EQ(nth_cond_clockwait_interruptible(&ic, &im, CLOCK_MONOTONIC, NULL, &stop), EINVAL);
+    T_EQ(nth_cond_clockwait_interruptible(&ic, &im, CLOCK_PROCESS_CPUTIME_ID, &far, &stop), EINVAL);
+    nth_mutex_lock(&im);
+    T_EQ(nth_cond_clockwait_interruptible(&ic, &im, CLOCK_MONOTONIC, &far, &stop), EINTR);
+    T_EQ(nth_mutex_trylock(&im), EBUSY);          /* still ours */
+    stop = 0;
+    struct timespec soon = in_ns(CLOCK_MONOTONIC, 1000 * 1000);
+    T_EQ(nth_cond_clockwait_interruptible(&ic, &im, CLOCK_MONOTONIC, &soon, &stop), ETIMEDOUT);
+    T_EQ(nth_mutex_trylock(&im), EBUSY);
+    nth_mutex_unlock(&im);
+    unsigned x = 88675123u;
+    for (int round = 0; round < 1000; round++) {
+        __atomic_store_n(&istop, 0, __ATOMIC_SEQ_CST);
+        nth_t w;
+        T_EQ(nth_create(&w, NULL, interruptible_timed_waiter, NULL), 0);
+        x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+        for (unsigned k = x % 4; k > 0; k--)
+            nth_yield();
+        for (unsigned k = (x >> 8) % 200; k > 0; k--)
+            __asm__ __volatile__("" ::: "memory");   /* a short, random delay */
+        (void)__atomic_exchange_n(&istop, 1, __ATOMIC_SEQ_CST);
+        T_EQ(nth_cond_broadcast(&ic), 0);
+        T_EQ(nth_join(w, NULL), 0);
+    }
+}
+
 /* Signal racing timeout: a waiter with a deadline right now-ish and a
  * signaller firing at about the same time. Each round: the signal is
  * delivered at most once, a waiter that returns 0 was really signalled,
@@ -1115,6 +1167,7 @@ static void case_test_cond_broadcast(void **st) { (void)st; run_case(test_cond_b
 static void case_test_cond_timedwait(void **st) { (void)st; run_case(test_cond_timedwait, 30); }
 static void case_test_cond_monotonic(void **st) { (void)st; run_case(test_cond_monotonic, 30); }
 static void case_test_cond_interruptible(void **st) { (void)st; run_case(test_cond_interruptible, 30); }
+static void case_test_cond_clockwait_interruptible(void **st) { (void)st; run_case(test_cond_clockwait_interruptible, 30); }
 static void case_test_cond_signal_vs_timeout(void **st) { (void)st; run_case(test_cond_signal_vs_timeout, 30); }
 static void case_test_sem_post_vs_timeout(void **st) { (void)st; run_case(test_sem_post_vs_timeout, 30); }
 static void case_test_sem_errors(void **st) { (void)st; run_case(test_sem_errors, 30); }
@@ -1150,6 +1203,7 @@ int main(void)
         cmocka_unit_test(case_test_cond_timedwait),
         cmocka_unit_test(case_test_cond_monotonic),
         cmocka_unit_test(case_test_cond_interruptible),
+        cmocka_unit_test(case_test_cond_clockwait_interruptible),
         cmocka_unit_test(case_test_cond_signal_vs_timeout),
         cmocka_unit_test(case_test_sem_post_vs_timeout),
         cmocka_unit_test(case_test_sem_errors),
