@@ -26,10 +26,11 @@ for run in 1 2 3; do
     pa=$!
     NTH_VPS=2 NTH_TRACE=b$run.bin "$DEMO" cpumgr-early $seg >b$run.out 2>b$run.err &
     pb=$!
-    wait $pa || fail "run $run: client a exited $?: $(cat a$run.err)"
-    wait $pb || fail "run $run: client b exited $?: $(cat b$run.err)"
+    # Bounded (wait_bounded.sh): a hang fails with the client's stacks.
+    wait_bounded $pa "run $run: client a" || fail "run $run: client a exited $?: $(cat a$run.err)"
+    wait_bounded $pb "run $run: client b" || fail "run $run: client b exited $?: $(cat b$run.err)"
 done
-kill -TERM $dpid; wait $dpid; st=$?
+kill -TERM $dpid; wait_bounded $dpid "the daemon, after SIGTERM"; st=$?
 [ "$st" = 0 ] || fail "daemon exited $st: $(cat d.err)"
 "$TOOL" convert d.bin -o d.json || fail "convert d.bin"
 for run in 1 2 3; do
