@@ -8,11 +8,12 @@
 #   still runs after SECONDS (default NTH_TEST_HANG_S, else 180: a bound on
 #   a hang, far above an ASan run at load 20, not a timing check), prints
 #   one line "HANG: WHAT (pid PID) still running after N s", its threads'
-#   stacks (gdb if present, else each thread's name, state and kernel
-#   wait channel), kills it with SIGKILL and returns 124 (as timeout(1)).
-#   Callers treat 124 as a failure like any other status.
+#   names, states and kernel wait channels, then their stacks (gdb, if
+#   present and the process is not traced already), kills it with
+#   SIGKILL and returns 124 (as timeout(1)). Callers treat 124 as a
+#   failure like any other status.
 
-# 1 while PID runs (not yet a zombie): kill -0 succeeds on a zombie too.
+# True while PID runs (not yet a zombie): kill -0 succeeds on a zombie too.
 _wb_alive() {
     local st
     st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
@@ -22,15 +23,16 @@ _wb_alive() {
 # hang_dump PID: what each thread of PID is doing, on stdout.
 hang_dump() {
     local pid=$1 t
+    # Names, states and kernel wait channels first: gdb cannot attach to a
+    # process already traced (strace) and may be missing.
+    echo "threads of $pid: tid name state wchan"
+    for t in /proc/"$pid"/task/*; do
+        echo "$(basename "$t") $(cat "$t/comm" 2>/dev/null) $(sed 's/.*) //; s/ .*//' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+    done
     if command -v gdb >/dev/null 2>&1; then
         # Bounded too: gdb may itself be slow to attach under load.
         timeout -s KILL 120 gdb -batch -nx -p "$pid" -ex 'info threads' \
             -ex 'thread apply all bt' 2>&1 | grep -v '^\[New LWP\|^warning: \|^$'
-    else
-        echo "(no gdb: thread names, states and kernel wait channels)"
-        for t in /proc/"$pid"/task/*; do
-            echo "$(basename "$t") $(cat "$t/comm" 2>/dev/null) $(sed 's/.*) //; s/ .*//' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
-        done
     fi
 }
 
