@@ -37,10 +37,12 @@ hang_dump() {
 }
 
 wait_bounded() {
-    local pid=$1 what=$2 secs=${3:-${NTH_TEST_HANG_S:-180}} i
-    for ((i = 0; i < secs * 10; i++)); do
+    local pid=$1 what=$2 secs=${3:-${NTH_TEST_HANG_S:-180}} i=0
+    # POSIX sh: some callers are dash scripts (tests/cpumgr).
+    while [ "$i" -lt $((secs * 10)) ]; do
         _wb_alive "$pid" || break
         sleep 0.1
+        i=$((i + 1))
     done
     if _wb_alive "$pid"; then
         echo "HANG: $what (pid $pid) still running after $secs s; its threads:"
