@@ -814,6 +814,30 @@ void nth_cpumgr_client_rebind_self(void)
     unlock();
 }
 
+int nth_cpumgr_client_early_mask(hwloc_bitmap_t out)
+{
+    if (!out || !__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return 0;
+    lock();
+    int have = C.inited && C.ever_attached && C.affinity && !hwloc_bitmap_iszero(C.affinity);
+    if (have)
+        hwloc_bitmap_copy(out, C.affinity);
+    unlock();
+    return have;
+}
+
+void nth_cpumgr_client_test_enforce(void)
+{
+    const char *e = getenv("NTH_TEST_ENFORCE_AT_INIT");
+    if (!e || strcmp(e, "1") != 0 || !__atomic_load_n(&C.inited, __ATOMIC_ACQUIRE))
+        return;
+    lock();
+    if (C.inited && __atomic_load_n(&C.attached, __ATOMIC_RELAXED) && C.assigned &&
+        !hwloc_bitmap_iszero(C.assigned))
+        (void)hwloc_set_cpubind(C.topo, C.assigned, HWLOC_CPUBIND_PROCESS);
+    unlock();
+}
+
 /* At exit, once the slot is freed: alone from here on, as when the daemon
  * dies (DESIGN invariant 8), the standalone set given to the callback even
  * if it equals the last assignment (held lazy VPs, R.hold in cpumgr_rt.c).

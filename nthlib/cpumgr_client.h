@@ -76,6 +76,26 @@ int nth_cpumgr_client_attach(void);
  * Thread-safe. */
 void nth_cpumgr_client_rebind_self(void);
 
+/* The process affinity mask the client read before it first attached,
+ * into out, if it was ever attached (1); else 0 and out untouched. For
+ * nth_init() when the application attached first (nth_cpus_request()
+ * before nth_init()): the runtime's topology is restricted to this mask,
+ * not to the calling thread's binding of the moment, which the daemon's
+ * --enforce may narrow at any time to the CPUs then assigned -- also just
+ * after nth_cpumgr_client_rebind_self(). A topology narrowed so had one
+ * CPU while the daemon went on granting from the whole mask: a later
+ * grant of only the other CPU left every VP disabled, for good (the
+ * runtime_cpumgr_early.sh hang). Thread-safe (client lock). */
+int nth_cpumgr_client_early_mask(hwloc_bitmap_t out);
+
+/* Test hook NTH_TEST_ENFORCE_AT_INIT=1: bind every thread of the process
+ * to the assignment, as the daemon's --enforce does to a client
+ * that overstays on a CPU taken away, at the moment nth_init() calls it
+ * (just after nth_cpumgr_client_rebind_self(): the window in which an
+ * early client's enforcement narrowed the runtime's topology). Attached
+ * only; a no-op otherwise. Not thread-safe against nth_init(). */
+void nth_cpumgr_client_test_enforce(void);
+
 /* Detach (slot freed) and release everything. Safe to call twice. Called
  * by the client's exit handler. With a detach hook registered (the
  * runtime's VPs sleep on and wake through the slot's words), the hook runs

@@ -56,6 +56,7 @@ static int start(const nth_config_t *cfg)
      * may have narrowed this thread's binding (--enforce); the VPs and the
      * topology are taken from it just below. */
     nth_cpumgr_client_rebind_self();
+    nth_cpumgr_client_test_enforce();
     /* With a daemon running, the VPs other than VP 0 wait for its first
      * answer unbound (vp.c, lazy birth): a bound birth cost a migration
      * whenever the kernel started the thread elsewhere, also for a VP that

@@ -10,6 +10,7 @@
  * and a VP must not become a nano-thread of itself.
  */
 #include "internal.h"
+#include "cpumgr_client.h"
 #include "cpumgr_probe.h"
 #include "trace_core.h"
 #include "libc_real.h"
@@ -239,12 +240,28 @@ static int start_vp_thread_inner(struct nth_vp *vp)
     return nth_libc_pthread_create()(&vp->kthread, NULL, vp_main, vp);
 }
 
+/* The topology of the CPUs we may use: the calling thread's binding, or,
+ * when the application attached to a cpumgr before nth_init(), the process
+ * mask the client read then (nth_cpumgr_client_early_mask: the daemon may
+ * narrow our binding to its grant of the moment, --enforce, and then
+ * grants from the whole mask again). */
 static int load_topology(void)
 {
     hwloc_topology_t t;
-    if (nth_topology_load(&t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
-                              HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING) != 0)
+    hwloc_bitmap_t early = hwloc_bitmap_alloc();
+    int have = early && nth_cpumgr_client_early_mask(early);
+    unsigned long flags = HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+    if (!have)
+        flags |= HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING;
+    if (nth_topology_load(&t, flags) != 0) {
+        hwloc_bitmap_free(early);
         return EAGAIN;
+    }
+    /* As the flag does (hwloc restricts to the binding it reads); kept
+     * unrestricted if refused (a mask outside the topology). */
+    if (have)
+        (void)hwloc_topology_restrict(t, early, 0);
+    hwloc_bitmap_free(early);
     nth_rt.topo = t;
     return 0;
 }

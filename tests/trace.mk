@@ -29,7 +29,7 @@ TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trac
 	tests/trace/big_runs.sh
 TESTS += tests/trace/test_trace_api $(TRACE_SH_TESTS)
 dist_check_SCRIPTS += $(TRACE_SH_TESTS) tests/trace/lib.sh
-EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90
+EXTRA_DIST += tests/trace/check_json.jq tests/trace/probes_demo.f90 tests/wait_bounded.sh
 
 # The runtime traced for real (not the simulator). rt_demo links libnth
 # statically, like tests/cpumgr/client_app, to drive the cpumgr client.

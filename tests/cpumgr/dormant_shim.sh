@@ -41,6 +41,7 @@ cleanup() {
   "$cm" stop --name "$seg" >/dev/null 2>&1; rm -f "/dev/shm$seg"; rm -rf "$tmp"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/../wait_bounded.sh"   # wait_bounded: a hang fails with its stacks
 fail=0
 ok()  { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fail=1; }
@@ -102,9 +103,9 @@ else bad "signal: no handler within 10 s: $(head -c 300 "$tmp/signal")"; fi
 kill -TERM "$sigpid" 2>/dev/null
 for p in "${pids[@]}"; do
   [ "$p" = "$sigpid" ] && continue
-  wait "$p" || bad "a program (pid $p) ended with status $?"
+  wait_bounded "$p" "${mode[$p]:-busy} program" || bad "a program (pid $p) ended with status $? (124: hung)"
 done
-wait "$sigpid" 2>/dev/null
+wait_bounded "$sigpid" "signal program, after SIGTERM" 2>/dev/null
 pids=()
 chk() { # name, regex of its whole output
   if [ "$(wc -l <"$tmp/$1")" = 1 ] && grep -Eq "$2" "$tmp/$1"; then ok "$1: $(cat "$tmp/$1")"

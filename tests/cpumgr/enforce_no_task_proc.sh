@@ -34,6 +34,7 @@ cleanup() {
     rm -rf "$out"; rm -f "/dev/shm$seg"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/../wait_bounded.sh"   # wait_bounded: a hang fails with its stacks
 strace -f -qq -e trace=openat,open -o "$out/trace" "$cm" run --foreground --name "$seg" --period 2 --quantum 5 \
     2>"$out/daemon.err" &
 spid=$!
@@ -70,11 +71,11 @@ wait_for 'grep -qE "$pass_re" "$out/trace" || ! alive $lu1' ||
     { echo "FAIL: no enforcement pass 20 s after lu-nth 1 lost a CPU to lu-nth 2"; exit 1; }
 start_lu 3
 fail=0
-for p in $pids; do wait "$p" || { echo "FAIL: lu-nth exited non-zero"; fail=1; }; done
+for p in $pids; do wait_bounded "$p" "lu-nth (under strace)" || { echo "FAIL: lu-nth exited non-zero ($?; 124: hung)"; fail=1; }; done
 # The daemon is strace's child: stop it, strace ends with it.
 dpid=$(ps -o pid= --ppid "$spid" | tr -d ' ' | head -n 1)
 [ -n "$dpid" ] && kill "$dpid"
-wait "$spid"
+wait_bounded "$spid" "the daemon under strace, after SIGTERM"
 spid=
 [ $fail -eq 0 ] || { cat "$out"/lu*; exit 1; }
 passes=$(grep -cE "$pass_re" "$out/trace")

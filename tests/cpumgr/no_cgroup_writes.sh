@@ -22,6 +22,7 @@ cleanup() {
     rm -rf "$out"; rm -f "/dev/shm$seg"
 }
 trap cleanup EXIT
+. "$(dirname "$0")/../wait_bounded.sh"   # wait_bounded: a hang fails with its stacks
 calls=open,openat,openat2,creat,mkdir,mkdirat,rmdir,unlink,unlinkat,rename,renameat,renameat2,truncate
 strace -f -qq -e trace=$calls -o "$out/daemon.trace" "$cm" run --foreground --name "$seg" \
     --period 2 --quantum 5 2>"$out/daemon.err" &
@@ -36,10 +37,10 @@ for k in 1 2; do
     pids="$pids $!"
 done
 fail=0
-for p in $pids; do wait "$p" || { echo "FAIL: lu-nth exited non-zero"; fail=1; }; done
+for p in $pids; do wait_bounded "$p" "lu-nth (under strace)" || { echo "FAIL: lu-nth exited non-zero ($?; 124: hung)"; fail=1; }; done
 dpid=$(ps -o pid= --ppid "$spid" | tr -d ' ' | head -n 1)
 [ -n "$dpid" ] && kill "$dpid"
-wait "$spid"
+wait_bounded "$spid" "the daemon under strace, after SIGTERM"
 spid=
 [ $fail -eq 0 ] || { cat "$out"/lu?; exit 1; }
 n=$(grep -c "attached to slot" "$out/daemon.err")

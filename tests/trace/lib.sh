@@ -12,6 +12,9 @@ cd "$work"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# wait_bounded PID WHAT: wait for a child, a hang failing with its stacks.
+. "$top_srcdir/tests/wait_bounded.sh"
+
 # check_json FILE: parses, and check_json.jq finds nothing wrong.
 check_json() {
     jq -e . "$1" >/dev/null || fail "$1 does not parse as JSON"

@@ -22,8 +22,9 @@ grep -q ready d.err || fail "daemon not ready: $(cat d.err)"
 # 2 VPs: with 1, the default request is 1 CPU (min(VPs, mask)), which the
 # process reports as assigned from its claim on, before any grant: its
 # wait for 1 then ends at once and the counter has no 1 to show.
-NTH_VPS=2 NTH_TRACE=app.bin "$DEMO" cpumgr $seg > app.out 2>app.err || fail "rt_demo cpumgr exited $?: $(cat app.err)"
-kill -TERM $dpid; wait $dpid; st=$?
+NTH_VPS=2 NTH_TRACE=app.bin "$DEMO" cpumgr $seg > app.out 2>app.err &
+wait_bounded $! "rt_demo cpumgr" || fail "rt_demo cpumgr exited $?: $(cat app.err)"
+kill -TERM $dpid; wait_bounded $dpid "the daemon, after SIGTERM"; st=$?
 [ "$st" = 0 ] || fail "daemon exited $st: $(cat d.err)"
 "$TOOL" convert app.bin -o app.json || fail "convert app.bin"
 check_json app.json

@@ -19,11 +19,12 @@ for mode in exit sigterm abort overflow segv-raise segv-kill segv-wait; do
         done
         grep -q 'leaver waiting' $mode.out || { kill -KILL $pid; fail "segv-wait: the leaver never waited: $(cat $mode.err)"; }
         kill -SEGV $pid
-        wait $pid
+        wait_bounded $pid "segv-wait after kill -SEGV"; st=$?
     else
-        ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err
+        ( ulimit -c 0; NTH_VPS=2 NTH_TRACE=$mode.json exec "$DEMO" $mode ) >$mode.out 2>$mode.err &
+        wait_bounded $! "rt_demo $mode"; st=$?
     fi
-    st=$?
+    [ "$st" != 124 ] || fail "$mode: hung (wait_bounded)"
     case $mode in
         exit) want=0 ;;
         sigterm) want=$((128 + 15)) ;;
