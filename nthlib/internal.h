@@ -102,6 +102,7 @@ struct nth_thread {
     uint64_t wait_real;
     uint64_t trace_obj;             /* tracing: what it is about to wait on */
     unsigned trace_kind;            /* (trace_core.h), else 0 */
+    uint64_t trace_last;            /* tracing: stamp of its last record, its track's floor (trace_clock.h) */
     void *user[4];                  /* spare slots for later parts */
     /* Tooling. */
     void *asan_fake;

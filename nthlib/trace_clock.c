@@ -11,10 +11,17 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "libc_real.h"
 #include "trace_clock.h"
 
 struct nth_trace_clock_cur nth_trace_clock_cur;   /* trace_clock.h */
+__thread uint64_t nth_trace_clock_floor __attribute__((tls_model("initial-exec")));
+#ifdef NTH_TRACE_TSC_TEST_HOOK
+__thread int64_t nth_trace_tsc_test_offset;
+#endif
 static uint64_t start_tsc, start_ns;      /* the calibration's first pair */
 
 uint64_t nth_trace_clock_mono_ns(void)
@@ -58,21 +65,44 @@ static void publish(const struct nth_trace_cal *c)
     __atomic_store_n(&nth_trace_clock_cur.tsc0, c->tsc0, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_trace_clock_cur.ns0, c->ns0, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_trace_clock_cur.mult, c->mult, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.lo, c->lo, __ATOMIC_RELEASE);
+    __atomic_store_n(&nth_trace_clock_cur.span, c->span, __ATOMIC_RELEASE);
     __atomic_store_n(&nth_trace_clock_cur.seq, s + 2, __ATOMIC_RELEASE);
 }
 
-struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t s_tsc, uint64_t s_ns, uint64_t tsc,
+/* ns -> ticks under slope mult (32.32 ns per tick), saturated. */
+static uint64_t ticks_of(uint64_t ns, uint64_t mult)
+{
+    unsigned __int128 t = ((unsigned __int128)ns << 32) / (mult ? mult : 1);
+    return t >> 62 ? (uint64_t)1 << 62 : (uint64_t)t;
+}
+
+struct nth_trace_cal nth_trace_cal_window(struct nth_trace_cal c)
+{
+    uint64_t before = ticks_of(NTH_TRACE_CAL_BEFORE_NS, c.mult);
+    c.lo = c.tsc0 - before;   /* wraps near 0 ticks: covers() wraps the same way */
+    c.span = before + ticks_of(NTH_TRACE_CAL_AFTER_NS, c.mult);
+    return c;
+}
+
+struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t *s_tsc, uint64_t *s_ns, uint64_t tsc,
                                         uint64_t mono)
 {
-    if (tsc <= s_tsc || mono <= s_ns)
+    if (mono <= *s_ns || tsc == *s_tsc)
         return *c;
+    int64_t err = (int64_t)(mono - nth_trace_cal_ns(c, tsc));
+    if (tsc < *s_tsc || err > NTH_TRACE_CAL_JUMP_NS || err < -NTH_TRACE_CAL_JUMP_NS) {
+        /* The TSC jumped (or the mapping is that far off): what it says
+         * since the start pair means nothing; CLOCK_MONOTONIC does. */
+        *s_tsc = tsc;
+        *s_ns = mono;
+        return nth_trace_cal_window((struct nth_trace_cal){ .tsc0 = tsc, .ns0 = mono, .mult = c->mult });
+    }
     /* The long-run rate, 32.32 ns per tick. */
-    unsigned __int128 rate = ((unsigned __int128)(mono - s_ns) << 32) / (tsc - s_tsc);
-    uint64_t at = nth_trace_cal_ns(c, tsc);
+    unsigned __int128 rate = ((unsigned __int128)(mono - *s_ns) << 32) / (tsc - *s_tsc);
     /* Take back the drift over the next second: slope * (1 + err / 1 s),
      * the correction bounded to +-0.1 %. */
     const int64_t horizon = 1000000000, bound = horizon / 1000;
-    int64_t err = (int64_t)(mono - at);
     if (err > bound)
         err = bound;
     if (err < -bound)
@@ -80,7 +110,8 @@ struct nth_trace_cal nth_trace_cal_next(const struct nth_trace_cal *c, uint64_t 
     unsigned __int128 mult = rate * (unsigned __int128)(horizon + err) / (unsigned __int128)horizon;
     if (mult == 0 || mult >> 63)
         return *c;
-    return (struct nth_trace_cal){ .tsc0 = tsc, .ns0 = at, .mult = (uint64_t)mult };
+    return nth_trace_cal_window(
+        (struct nth_trace_cal){ .tsc0 = tsc, .ns0 = nth_trace_cal_ns(c, tsc), .mult = (uint64_t)mult });
 }
 
 void nth_trace_clock_refine(void)
@@ -91,10 +122,27 @@ void nth_trace_clock_refine(void)
     pair(&tsc, &mono);
     struct nth_trace_cal c = { __atomic_load_n(&nth_trace_clock_cur.tsc0, __ATOMIC_RELAXED),
                                __atomic_load_n(&nth_trace_clock_cur.ns0, __ATOMIC_RELAXED),
-                               __atomic_load_n(&nth_trace_clock_cur.mult, __ATOMIC_RELAXED) };
-    struct nth_trace_cal n = nth_trace_cal_next(&c, start_tsc, start_ns, tsc, mono);
+                               __atomic_load_n(&nth_trace_clock_cur.mult, __ATOMIC_RELAXED),
+                               __atomic_load_n(&nth_trace_clock_cur.lo, __ATOMIC_RELAXED),
+                               __atomic_load_n(&nth_trace_clock_cur.span, __ATOMIC_RELAXED) };
+    struct nth_trace_cal n = nth_trace_cal_next(&c, &start_tsc, &start_ns, tsc, mono);
     if (n.tsc0 != c.tsc0)
         publish(&n);
+}
+
+/* 1 if the CPU says its TSC is invariant: constant rate whatever the
+ * frequency, running in deep C-states (CPUID 0x80000007 EDX bit 8). */
+static int cpu_tsc_invariant(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return 0;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1;
+#else
+    return 0;
+#endif
 }
 
 /* 1 if the kernel keeps CLOCK_MONOTONIC with the TSC. */
@@ -125,7 +173,7 @@ void nth_trace_clock_start(void)
         }
     }
     __atomic_store_n(&nth_trace_clock_cur.use_tsc, 0, __ATOMIC_RELAXED);
-    if (!NTH_TRACE_HAVE_TSC || want == 2 || (want == 0 && !kernel_uses_tsc()))
+    if (!NTH_TRACE_HAVE_TSC || want == 2 || (want == 0 && !kernel_uses_tsc() && !cpu_tsc_invariant()))
         return;
     uint64_t t2 = 0, m2 = 0;
     pair(&start_tsc, &start_ns);
@@ -138,7 +186,7 @@ void nth_trace_clock_start(void)
     /* 0.01 to 100 ns per tick (10 GHz to 10 MHz): else not a usable TSC. */
     if (mult < ((unsigned __int128)1 << 32) / 100 || mult > ((unsigned __int128)100 << 32))
         return;
-    struct nth_trace_cal c = { .tsc0 = t2, .ns0 = m2, .mult = (uint64_t)mult };
+    struct nth_trace_cal c = nth_trace_cal_window((struct nth_trace_cal){ .tsc0 = t2, .ns0 = m2, .mult = (uint64_t)mult });
     publish(&c);
     __atomic_store_n(&nth_trace_clock_cur.use_tsc, 1, __ATOMIC_RELEASE);
 }

@@ -96,19 +96,23 @@ NTH_HIDDEN void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why);
  * alone comes as obj 0 and why NTH_SWITCH_BLOCK_TEAM_IDLE or _SLEEP,
  * trace_format.h), the SWITCH record -- whose arg carries the switch
  * path's time since t0 (trace clock ns, 0 = unknown) -- and the VP's
- * ready-queue length if rq_vp >= 0. */
+ * ready-queue length if rq_vp >= 0. Before its clock read, the calling
+ * kernel thread's floor is raised to to_last (trace_clock.h). Returns the
+ * switch's stamp, for `from`'s descriptor (its next VP's floor). */
 struct nth_trace_sw {
     uint64_t from, to, t0, obj, rq_len;
+    uint64_t to_last;          /* stamp of to's last record (0 = none): its track's floor */
     unsigned why, kind;
     int ended;                 /* nonzero: `from` has exited */
     int rq_vp;                 /* VP whose queue length rq_len is; -1 = none */
 };
-NTH_HIDDEN void nth_trace__switch_rt(const struct nth_trace_sw *s);
+NTH_HIDDEN uint64_t nth_trace__switch_rt(const struct nth_trace_sw *s);
 /* The runtime's create (trace_core.h), in one reservation and one clock
  * read: the name (if any), THREAD_CREATE (id, creator), and, when creator
  * and since are nonzero, the creator's OVERHEAD slice from since to now
- * (as nth_trace__overhead). */
-NTH_HIDDEN void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since);
+ * (as nth_trace__overhead). Returns the stamp, the new nano-thread's
+ * first floor. */
+NTH_HIDDEN uint64_t nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since);
 NTH_HIDDEN void nth_trace__counter(uint32_t kind, int vp, uint64_t value);
 /* An OVERHEAD slice on nano-thread id from since_ns to now: a push stamped
  * since_ns and its pop stamped now, written together (so a cut file never

@@ -301,7 +301,7 @@ void nth_trace__name(uint16_t kind, uint64_t key, uint64_t key2, const char *nam
     publish(b, h, slots);
 }
 
-void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since)
+uint64_t nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint64_t since)
 {
     size_t len = 0;
     uint64_t nslots = name && *name ? name_slots(name, &len) : 0;
@@ -309,12 +309,12 @@ void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint6
     struct nth_trace_buf *b = buf_get();
     if (!b) {
         __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
-        return;
+        return nth_trace_clock_floor;
     }
     uint64_t ts = nth_trace_now_inline();
     uint64_t h = reserve(b, n, ts);
     if (h == UINT64_MAX)
-        return;
+        return ts;
     if (nslots)
         name_put(b, h, ts, NTH_NAME_THREAD, id, 0, name, len, nslots);
     uint64_t i = h + nslots;
@@ -324,6 +324,7 @@ void nth_trace__create_rt(uint64_t id, uint64_t creator, const char *name, uint6
         b->ring[i & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_STATE_POP, tl_vp, 0, creator, 0 };
     }
     publish(b, h, n);
+    return ts;
 }
 
 void nth_trace__vp(uint16_t type, unsigned vp)
@@ -357,14 +358,15 @@ void nth_trace__switch_why(uint64_t from, uint64_t to, unsigned why)
     nth_trace__rec(NTH_REC_SWITCH, why, to, from);
 }
 
-void nth_trace__switch_rt(const struct nth_trace_sw *s)
+uint64_t nth_trace__switch_rt(const struct nth_trace_sw *s)
 {
     tl_running = s->to;
+    nth_trace_clock_raise(s->to_last);   /* to's track goes on from there */
     struct nth_trace_buf *b = buf_get();
     uint64_t n = 1 + (s->ended != 0) + (s->obj != 0) + (s->rq_vp >= 0);
     if (!b) {
         __atomic_fetch_add(&nth_trace_alloc_lost, n, __ATOMIC_RELAXED);
-        return;
+        return nth_trace_clock_floor;
     }
     uint64_t ts = nth_trace_now_inline();
     uint64_t ovh = s->t0 && s->t0 < ts ? ts - s->t0 : 0;
@@ -372,7 +374,7 @@ void nth_trace__switch_rt(const struct nth_trace_sw *s)
         ovh = NTH_SWITCH_OVH_MAX;
     uint64_t h = reserve(b, n, ts), i = h;
     if (h == UINT64_MAX)
-        return;
+        return ts;
     if (s->ended)
         b->ring[i++ & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_THREAD_END, tl_vp, 0, s->from, 0 };
     if (s->obj)
@@ -383,6 +385,7 @@ void nth_trace__switch_rt(const struct nth_trace_sw *s)
         b->ring[i & (b->cap - 1)] = (struct nth_trace_rec){ ts, NTH_REC_COUNTER, tl_vp, NTH_CTR_RQ_LEN,
                                                              (uint64_t)s->rq_vp, s->rq_len };
     publish(b, h, n);
+    return ts;
 }
 
 void nth_trace__counter(uint32_t kind, int vp, uint64_t value)

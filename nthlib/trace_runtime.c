@@ -52,6 +52,7 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
         .why = blocked ? NTH_SWITCH_BLOCK : NTH_SWITCH_YIELD,
         .ended = s == NTH_ST_EXITED,   /* its last switch ends its exit OVERHEAD */
         .rq_vp = -1,
+        .to_last = to->trace_last,
     };
     /* A wait named by its kind alone: in the switch record (trace_format.h). */
     if (sw.obj && sw.kind == NTH_OBJ_TEAM_IDLE) {
@@ -70,7 +71,9 @@ void nth_trace__rt_switch(struct nth_vp *vp, struct nth_thread *from, struct nth
             sw.rq_len = (uint64_t)n;
         }
     }
-    nth_trace__switch_rt(&sw);
+    /* Published to the next VP that runs `from` with its context: that
+     * VP's switch loads it after this one saved the context. */
+    from->trace_last = nth_trace__switch_rt(&sw);
 }
 
 int nth_trace_wait_join(nth_t t)
@@ -89,7 +92,9 @@ int nth_trace_wait_join(nth_t t)
 void nth_trace__rt_create(struct nth_vp *vp, struct nth_thread *t, uint64_t since)
 {
     struct nth_thread *c = vp ? vp->current : NULL;
-    nth_trace__create_rt(t->id, c ? c->id : 0, t->name, since);
+    /* Before t is queued: whichever VP runs it first starts its track
+     * no earlier than its creation. */
+    t->trace_last = nth_trace__create_rt(t->id, c ? c->id : 0, t->name, since);
 }
 
 void nth_trace__rt_join_done(struct nth_thread *self, uint64_t since)

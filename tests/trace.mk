@@ -21,6 +21,14 @@ tests_trace_test_trace_clock_SOURCES = tests/trace/test_trace_clock.c
 tests_trace_test_trace_clock_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_trace_test_trace_clock_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
 TESTS += tests/trace/test_trace_clock
+# The same clock with a TSC that jumps (NTH_TRACE_TSC_TEST_HOOK: per kernel
+# thread offsets; this build of trace_clock.c is the test's alone).
+check_PROGRAMS += tests/trace/test_trace_clock_jump
+tests_trace_test_trace_clock_jump_SOURCES = tests/trace/test_trace_clock_jump.c nthlib/trace_clock.c
+tests_trace_test_trace_clock_jump_CPPFLAGS = $(AM_CPPFLAGS) -DNTH_TRACE_TSC_TEST_HOOK
+tests_trace_test_trace_clock_jump_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_trace_test_trace_clock_jump_LDADD = libnth_trace_rec.la $(CMOCKA_LIBS) $(ZLIB_LIBS) -ldl
+TESTS += tests/trace/test_trace_clock_jump
 TRACE_SH_TESTS = tests/trace/json_structure.sh tests/trace/json_gz.sh tests/trace/paraver.sh \
 	tests/trace/exit_paths.sh tests/trace/truncated.sh tests/trace/lost_events.sh \
 	tests/trace/merge_stats.sh tests/trace/probes_fortran.sh tests/trace/malloc_counters.sh \

@@ -1,8 +1,9 @@
 /*
  * test_trace_clock.c -- the trace clock (nthlib/trace_clock.c): records are
- * stamped from the TSC where the kernel keeps time with it, mapped to
- * CLOCK_MONOTONIC ns. Checked: the mapping's arithmetic (continuous at each
- * re-anchoring, drift taken back at a bounded rate, nonsense ignored), and
+ * stamped from the TSC where the kernel keeps time with it or the CPU says
+ * it is invariant, mapped to CLOCK_MONOTONIC ns. Checked: the mapping's arithmetic (continuous at each
+ * re-anchoring, drift taken back at a bounded rate, nonsense ignored), that
+ * auto takes the TSC where the kernel or the CPU vouches for it, and
  * the live clock against CLOCK_MONOTONIC: every reading lies between the
  * CLOCK_MONOTONIC reads around it (give or take 1 ms of calibration error,
  * far above what 1 ms of calibration leaves) and never goes back on one
@@ -53,7 +54,9 @@ static void reanchoring_is_continuous_and_bounded(void **st)
     uint64_t tsc = 25000000000ull, truth = 10 * ONE_S;
     uint64_t at = nth_trace_cal_ns(&c, tsc);
     assert_true(at < truth);
-    struct nth_trace_cal n = nth_trace_cal_next(&c, 0, 0, tsc, truth);
+    uint64_t s_tsc = 0, s_ns = 0;
+    struct nth_trace_cal n = nth_trace_cal_next(&c, &s_tsc, &s_ns, tsc, truth);
+    assert_true(s_tsc == 0 && s_ns == 0);   /* no jump: the start pair stays */
     /* continuous where it is re-anchored */
     assert_int_equal(n.tsc0, tsc);
     assert_int_equal(n.ns0, at);
@@ -67,13 +70,17 @@ static void reanchoring_is_continuous_and_bounded(void **st)
     assert_true(later <= truth + ONE_S + ONE_S / 1000);
     /* ahead: slower, bounded the same way */
     struct nth_trace_cal a = { .tsc0 = 0, .ns0 = 0, .mult = MULT_04 + MULT_04 / 10000 };
-    struct nth_trace_cal m = nth_trace_cal_next(&a, 0, 0, tsc, truth);
+    struct nth_trace_cal m = nth_trace_cal_next(&a, &s_tsc, &s_ns, tsc, truth);
     assert_true(m.mult < MULT_04 && m.mult >= MULT_04 - MULT_04 / 1000 - 1);
     assert_int_equal(m.ns0, nth_trace_cal_ns(&a, tsc));
-    /* pairs that make no sense leave the mapping as it was */
-    struct nth_trace_cal same = nth_trace_cal_next(&c, tsc, 0, tsc, truth);
+    /* pairs that make no sense leave the mapping as it was: no tick
+     * since the start pair, CLOCK_MONOTONIC not after it */
+    s_tsc = tsc;
+    struct nth_trace_cal same = nth_trace_cal_next(&c, &s_tsc, &s_ns, tsc, truth);
     assert_memory_equal(&same, &c, sizeof c);
-    same = nth_trace_cal_next(&c, 0, truth, tsc, truth);
+    s_tsc = 0;
+    s_ns = truth;
+    same = nth_trace_cal_next(&c, &s_tsc, &s_ns, tsc, truth);
     assert_memory_equal(&same, &c, sizeof c);
 }
 
@@ -97,6 +104,28 @@ static void bracket(int reads, int every)
     }
 }
 
+/* 1 if /proc/cpuinfo's first "flags" line holds both words. */
+static int cpu_flags(const char *a, const char *b)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5))
+            continue;
+        int ha = 0, hb = 0;
+        for (char *w = strtok(line + 5, " \t\n:"); w; w = strtok(NULL, " \t\n:")) {
+            ha |= !strcmp(w, a);
+            hb |= !strcmp(w, b);
+        }
+        found = ha && hb;
+        break;
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 static void live_clock_follows_monotonic(void **st)
 {
     (void)st;
@@ -110,8 +139,10 @@ static void live_clock_follows_monotonic(void **st)
         fclose(f);
     }
 #if defined(__x86_64__)
-    /* The kernel keeps time with the TSC: so do the records. */
-    if (!strcmp(src, "tsc\n"))
+    /* The kernel keeps time with the TSC, or the CPU says its TSC is
+     * invariant (Linux shows CPUID 0x80000007 EDX bit 8 as both flags):
+     * so do the records. */
+    if (!strcmp(src, "tsc\n") || cpu_flags("constant_tsc", "nonstop_tsc"))
         assert_true(nth_trace_clock_is_tsc());
 #endif
     printf("# clock source %s# trace clock: %s\n", src[0] ? src : "(unknown)\n",
